@@ -1,0 +1,91 @@
+"""Run the indexing job for one namespace in-process against the real Dagster instance (used by the CLI)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dagster import DagsterInstance
+
+from pipeline.namespace import validate_namespace
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def ensure_dagster_home() -> Path:
+    """Use $DAGSTER_HOME, or ./.dagster_home seeded with the project's dagster.yaml."""
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        path = Path(home)
+    else:
+        path = Path.cwd() / ".dagster_home"
+        os.environ["DAGSTER_HOME"] = str(path.resolve())
+    path.mkdir(parents=True, exist_ok=True)
+    config = path / "dagster.yaml"
+    if not config.exists() and (PROJECT_ROOT / "dagster.yaml").exists():
+        shutil.copyfile(PROJECT_ROOT / "dagster.yaml", config)
+    return path
+
+
+@dataclass
+class StepSummary:
+    asset: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class IndexRunResult:
+    run_id: str
+    success: bool
+    steps: list[StepSummary]
+    failures: list[str]
+
+
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def add_namespace(instance: DagsterInstance, namespace: str) -> None:
+    validate_namespace(namespace)
+    if not instance.has_dynamic_partition("namespace", namespace):
+        instance.add_dynamic_partitions("namespace", [namespace])
+
+
+def run_index(
+    namespace: str,
+    input_dir: str | None = None,
+    instance: DagsterInstance | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> IndexRunResult:
+    """Register the namespace partition and materialize its indexing assets through Dagster."""
+    validate_namespace(namespace)
+    from assets.definitions import defs
+
+    if instance is None:
+        ensure_dagster_home()
+        instance = DagsterInstance.get()
+    add_namespace(instance, namespace)
+    job = defs.resolve_job_def("index_namespace")
+    run_config: dict[str, Any] = {}
+    if input_dir:
+        run_config = {"ops": {"documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
+    result = job.execute_in_process(
+        partition_key=namespace, instance=instance, run_config=run_config, raise_on_error=False
+    )
+    steps = []
+    for mat in result.get_asset_materialization_events():
+        m = mat.materialization
+        meta = {k: _plain(v) for k, v in m.metadata.items()}
+        steps.append(StepSummary(m.asset_key.to_user_string(), meta))
+        if on_event:
+            on_event(f"materialized {m.asset_key.to_user_string()}")
+    failures = [
+        f"{e.step_key}: {e.step_failure_data.error.message.strip() if e.step_failure_data.error else 'failed'}"
+        for e in result.all_events
+        if e.is_step_failure
+    ]
+    return IndexRunResult(result.run_id, result.success, steps, failures)

@@ -1,0 +1,134 @@
+"""One typed settings model for the whole pipeline.
+
+Values come, highest priority first, from: explicit keyword arguments, `PIPELINE_*` environment
+variables, a YAML file named by `PIPELINE_CONFIG_FILE` (or passed as `config_file`), and the
+defaults documented here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class ConfigError(ValueError):
+    """A setting is missing or invalid; the message names the setting and what to do."""
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: str | None) -> None:
+        super().__init__(settings_cls)
+        self._data: dict[str, Any] = {}
+        if path:
+            p = Path(path)
+            if not p.is_file():
+                raise ConfigError(f"PIPELINE_CONFIG_FILE={path!r} does not exist")
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"{path}: expected a mapping of setting names to values")
+            self._data = loaded
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in self._data.items() if k in self.settings_cls.model_fields}
+
+
+class Settings(BaseSettings):
+    """Every knob of the pipeline, with its default. Env var = `PIPELINE_` + upper-cased name."""
+
+    model_config = SettingsConfigDict(env_prefix="PIPELINE_", extra="ignore")
+
+    config_file: str | None = Field(
+        default=None, description="YAML file with settings (env: PIPELINE_CONFIG_FILE)"
+    )
+
+    # Where things live
+    storage_root: Path = Field(
+        default=Path("data/storage"), description="Parquet + LanceDB + caches, one folder per namespace"
+    )
+    input_root: Path = Field(default=Path("data/input"), description="Documents, one folder per namespace")
+
+    # Ingest
+    max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger documents are rejected")
+    fallback_encodings: list[str] = Field(
+        default_factory=list, description="Tried after UTF-8, e.g. ['latin-1']"
+    )
+    id_column: str = "id"
+    title_column: str = "title"
+    text_column: str = "text"
+
+    # Chunking (GraphRAG default 1200/100, o200k_base)
+    chunk_size: int = Field(default=1200, ge=16)
+    chunk_overlap: int = Field(default=100, ge=0)
+    encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+
+    # Embeddings
+    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_model: str = Field(
+        default="all-MiniLM-L6-v2", description="Model name (openai provider) or label (local)"
+    )
+    embedding_base_url: str | None = None
+    embedding_api_key_env: str = "OPENAI_API_KEY"
+    embedding_batch_size: int = Field(default=64, ge=1)
+    embedding_device: str = "cpu"
+
+    # LLM (the LLM layer reads these)
+    llm_provider: Literal["offline", "openai"] = "offline"
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_concurrency: int = Field(default=8, ge=1)
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0)
+    llm_temperature: float = 0.0
+    llm_max_tokens: int = Field(default=2000, ge=1)
+
+    @field_validator("fallback_encodings", mode="before")
+    @classmethod
+    def _split_csv(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [s.strip() for s in v.split(",") if s.strip()]
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = os.environ.get("PIPELINE_CONFIG_FILE")
+        return (init_settings, env_settings, _YamlSource(settings_cls, path))
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with the given (non-None) values replaced and re-validated."""
+        data = self.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return Settings.model_validate(data)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from env/YAML/defaults, then `overrides` (None values ignored)."""
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ConfigError:
+        raise
+    except Exception as exc:  # pydantic.ValidationError: re-raise with a settings-shaped message
+        raise ConfigError(f"invalid settings: {exc}") from exc
