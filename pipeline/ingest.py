@@ -106,7 +106,7 @@ def _check_text(text: str) -> str:
     return text
 
 
-def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[str, Any]]:
+def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[str, Any] | _Reject]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from pq.read_table(io.BytesIO(data)).to_pylist()
@@ -120,7 +120,8 @@ def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[
                 try:
                     yield json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise _Reject("malformed", f"line {lineno}: invalid JSON ({exc.msg})") from None
+                    # one broken line costs that row only; the file's other rows are still indexed
+                    yield _Reject("malformed", f"line {lineno}: invalid JSON ({exc.msg})")
     else:
         try:
             loaded = json.loads(text)
@@ -186,6 +187,8 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
                 continue
             for row_no, record in enumerate(_row_records(path, data, opts)):
                 try:
+                    if isinstance(record, _Reject):
+                        raise record
                     add(_row_document(record, rel, row_no, created, suffix, opts))
                 except _Reject as rej:
                     result.errors.append(IngestError(rel, rej.error_type, rej.reason, row_no))

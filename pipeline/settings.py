@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 
 class ConfigError(ValueError):
@@ -57,7 +57,7 @@ class Settings(BaseSettings):
 
     # Ingest
     max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger documents are rejected")
-    fallback_encodings: list[str] = Field(
+    fallback_encodings: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Tried after UTF-8, e.g. ['latin-1']"
     )
     id_column: str = "id"
@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     embedding_api_key_env: str = "OPENAI_API_KEY"
     embedding_batch_size: int = Field(default=64, ge=1)
     embedding_device: str = "cpu"
+    # openai embedding provider: same shape as the llm_* knobs, plus token budgets (tiktoken counts)
+    embedding_concurrency: int = Field(default=4, ge=1)
+    embedding_timeout_s: float = Field(default=60.0, gt=0)
+    embedding_max_retries: int = Field(default=4, ge=0)
+    embedding_max_input_tokens: int = Field(default=8191, ge=16, description="Longer texts are split")
+    embedding_batch_tokens: int = Field(default=100_000, ge=16, description="Tokens per request at most")
 
     # LLM (the LLM layer reads these)
     llm_provider: Literal["offline", "openai"] = "offline"
@@ -89,8 +95,42 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=4, ge=0)
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=2000, ge=1)
+    llm_json_mode: Literal["auto", "json_schema", "json_object"] = Field(
+        default="auto", description="auto: json_schema, falling back to json_object if the server rejects it"
+    )
+    llm_prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
+    )
 
-    @field_validator("fallback_encodings", mode="before")
+    # Graph extraction (GraphRAG defaults: these four types, 1 gleaning round)
+    entity_types: list[str] = Field(
+        default_factory=lambda: ["organization", "person", "geo", "event"],
+        description="Entity types to extract (comma-separated in the env var)",
+    )
+    extraction_max_gleanings: int = Field(default=1, ge=0, description="Extra 'what did you miss' rounds")
+    extract_claims: bool = True
+    claim_description: str = "Any claims or facts that could be relevant to information discovery."
+    offline_cooccurrence_window: int = Field(
+        default=1, ge=0, description="Sentences that link two entities: 1 = same sentence, 0 = whole text unit"
+    )
+    offline_min_npmi: float = Field(
+        default=0.0, ge=-1, le=1, description="Co-occurrence edges below this NPMI are pruned ..."
+    )
+    offline_keep_weight: float = Field(default=2.0, description="... unless seen in this many sentences")
+    # Entity resolution and description summaries
+    resolution_fuzzy_threshold: float = Field(
+        default=92.0, ge=0, le=100, description="rapidfuzz ratio to merge same-type names; 100 = exact only"
+    )
+    description_max_tokens: int = Field(default=200, ge=16, description="Offline summary budget")
+    summarize_max_input_tokens: int = Field(default=4000, ge=64, description="Per LLM summary call")
+    summarize_max_words: int = Field(default=500, ge=10)
+    # Communities (hierarchical Leiden)
+    max_cluster_size: int = Field(default=10, ge=2)
+    leiden_seed: int = 0xDEADBEEF
+    leiden_resolution: float = Field(default=1.0, gt=0)
+
+    @field_validator("fallback_encodings", "entity_types", mode="before")
     @classmethod
     def _split_csv(cls, v: Any) -> Any:
         if isinstance(v, str):

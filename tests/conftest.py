@@ -1,0 +1,58 @@
+"""Shared fixtures: a real Dagster instance in a temp DAGSTER_HOME, temp storage, the shared data folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.llm_server import llm_server  # noqa: F401 - the session-scoped llama.cpp server fixture
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def shared_data(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"test data {path} is missing: tests read ../shared/data beside the checkout")
+    return path
+
+
+@pytest.fixture
+def storage_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "storage"
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(root))
+    return root
+
+
+def make_dagster_home(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO_ROOT / "dagster.yaml", path / "dagster.yaml")
+    return path
+
+
+@pytest.fixture(scope="module")
+def dagster_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real DagsterInstance (SQLite storage from the project's dagster.yaml) in a temp DAGSTER_HOME."""
+    from dagster import DagsterInstance
+
+    home = make_dagster_home(tmp_path_factory.mktemp("dagster_home"))
+    old = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    instance = DagsterInstance.get()
+    try:
+        yield instance
+    finally:
+        instance.dispose()
+        if old is None:
+            os.environ.pop("DAGSTER_HOME", None)
+        else:
+            os.environ["DAGSTER_HOME"] = old

@@ -1,0 +1,81 @@
+"""The CLI as a user runs it: a subprocess, a real Dagster instance, real storage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, make_dagster_home
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cli")
+    (base / "input").mkdir()
+    (base / "input" / "notes.txt").write_text(
+        "The lighthouse keeper Elin Varga logs every ship passing Skerry Point.\n\n"
+        "In winter the ferry to Halvik stops running and the keeper orders supplies by radio.",
+        encoding="utf-8",
+    )
+    env = dict(os.environ)
+    env.update(
+        DAGSTER_HOME=str(make_dagster_home(base / "dagster_home")),
+        PIPELINE_STORAGE_ROOT=str(base / "storage"),
+        PIPELINE_CHUNK_SIZE="40",
+        PIPELINE_CHUNK_OVERLAP="8",
+    )
+    return base, env
+
+
+def run_cli(env, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300
+    )
+
+
+def test_index_status_and_query(cli_env):
+    base, env = cli_env
+    out = run_cli(env, "index", "--namespace", "tiny", "--input", str(base / "input"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "SUCCESS" in out.stdout and "text_unit_embeddings" in out.stdout
+
+    status = run_cli(env, "status", "--namespace", "tiny")
+    assert status.returncode == 0
+    assert "documents" in status.stdout and "text_units" in status.stdout and "lancedb" in status.stdout
+
+    q = run_cli(env, "query", "vector", "--namespace", "tiny", "--top-k", "1", "--json", "ferry in winter")
+    assert q.returncode == 0, q.stderr[-2000:]
+    (hit,) = json.loads(q.stdout)
+    assert "ferry" in hit["text"] and hit["document_title"] == "notes.txt"
+    doc = (base / "input" / "notes.txt").read_text(encoding="utf-8")
+    assert doc[hit["start_char"] : hit["end_char"]] == hit["text"]
+
+
+def test_invalid_namespace_is_refused_before_any_work(cli_env):
+    _, env = cli_env
+    out = run_cli(env, "index", "--namespace", "Tenant A")
+    assert out.returncode == 2 and "invalid namespace" in out.stderr
+
+
+def test_status_of_an_unknown_namespace_says_so(cli_env):
+    _, env = cli_env
+    out = run_cli(env, "status", "--namespace", "never-indexed")
+    assert out.returncode == 1 and "has no tables" in out.stdout
+
+
+def test_query_before_index_is_a_clear_error(cli_env):
+    _, env = cli_env
+    out = run_cli(env, "query", "vector", "--namespace", "never-indexed", "anything")
+    assert out.returncode == 2 and "materialize" in out.stderr
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).parent / "pipeline"
+    assert script.exists()
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "index" in out.stdout
