@@ -1,0 +1,340 @@
+"""The LLM client: every chat and embedding request of the pipeline goes through `LLMClient`.
+
+It sends requests through `Transport` (`openai.AsyncOpenAI` with retries that honour Retry-After, a
+concurrency limit and usage counts) and adds what a batch pipeline needs on top: the persistent cache,
+validated JSON output with one repair retry, per-call and per-batch deadlines, and cancellation.
+
+The API key is read from the environment variable the settings name and handed to the SDK; it is
+never logged, stored in the cache or put in any repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from pipeline.llm import structured
+from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
+from pipeline.llm.cache import LLMCache, cache_key
+from pipeline.llm.errors import LLMError, LLMValidationError
+from pipeline.llm.retry import Backoff
+from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label, read_api_key
+from pipeline.llm.usage import DEFAULT_PRICES, Usage
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+R = TypeVar("R")
+JsonModeSetting = Literal["auto", "json_schema", "json_object"]
+
+
+class LLMClient:
+    """One model on one OpenAI-compatible endpoint. Cheap to build; share one per run.
+
+    Async methods may be used from any event loop; each loop gets its own HTTP connection pool and
+    concurrency limit. Sync callers (Dagster assets) use `run_batch` or `run_sync`.
+
+    Every call takes `deadline` (an absolute `time.monotonic()` value, see `deadline_in`) and `cancel`
+    (an asyncio.Event, or a threading.Event set from another thread), and raises an `LLMError`
+    subclass on failure; `run_batch`/`map` turn those into per-item results instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 2000,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 8,
+        json_mode: JsonModeSetting = "auto",
+        cache: LLMCache | None = None,
+        usage: Usage | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.concurrency = concurrency
+        self.json_mode: JsonModeSetting = json_mode
+        self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.cache = cache
+        self.usage = usage if usage is not None else Usage()
+        self.transport = Transport(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            concurrency=concurrency,
+            usage=self.usage,
+            prices=prices,
+            backoff=backoff,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any, usage: Usage | None = None, *, cache: bool = True) -> LLMClient:
+        """The chat client the settings describe (`llm_*`), with the cache under the storage root."""
+        from pipeline.store import cache_dir
+
+        return cls(
+            model=settings.llm_model,
+            api_key=read_api_key(settings.llm_api_key_env, settings.llm_base_url),
+            base_url=settings.llm_base_url,
+            temperature=settings.llm_temperature,
+            max_tokens=settings.llm_max_tokens,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+            concurrency=settings.llm_concurrency,
+            json_mode=settings.llm_json_mode,
+            cache=LLMCache(cache_dir(settings.storage_root) / "llm.sqlite") if cache else None,
+            usage=usage,
+            prices={**DEFAULT_PRICES, **settings.llm_prices},
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, endpoint={self.endpoint!r}, concurrency={self.concurrency})"
+
+    @property
+    def endpoint(self) -> str:
+        """host[:port]/path of the server (never credentials)."""
+        return endpoint_label(self.base_url)
+
+    # ---- public calls --------------------------------------------------------------------------
+    async def complete_json(
+        self,
+        messages: list[dict[str, Any]],
+        response_model: type[M],
+        *,
+        task: str,
+        prompt_version: str,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+        max_tokens: int | None = None,
+    ) -> M:
+        """The task's output model, validated; LLMValidationError if it never validated (one repair retry)."""
+        work = self._complete_json(messages, response_model, task, prompt_version, deadline, max_tokens)
+        return await self._guarded(work, task, deadline, cancel)
+
+    async def complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        task: str,
+        prompt_version: str,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        work = self._complete_text(messages, task, prompt_version, deadline, max_tokens)
+        return await self._guarded(work, task, deadline, cancel)
+
+    async def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        task: str = "embed",
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[list[float]]:
+        """Embedding vectors (as the server returns them) for one request's worth of texts."""
+        work = self.transport.embed(list(texts), task, deadline)
+        return await self._guarded(work, task, deadline, cancel)
+
+    async def map(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], Awaitable[R]],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[R | LLMError]:
+        """`fn(item)` for every item under the concurrency limit; a result or an LLMError per item."""
+        return await gather_settled(items, fn, deadline=deadline, cancel=cancel)
+
+    def run_batch(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], Awaitable[R]],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[R | LLMError]:
+        """Sync `map` for code that is not async (asset bodies). Never raises because some items failed."""
+        return self.run_sync(self.map(items, fn, deadline=deadline, cancel=cancel))
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine to completion on a fresh event loop and close this client's connections."""
+
+        async def main() -> T:
+            try:
+                return await coro
+            finally:
+                await self.aclose()
+
+        return asyncio.run(main())
+
+    async def aclose(self) -> None:
+        """Close the current event loop's connection pool (the next call opens a new one)."""
+        await self.transport.aclose()
+
+    # ---- the work behind the public calls ------------------------------------------------------
+    async def _guarded(
+        self,
+        work: Coroutine[Any, Any, T],
+        task: str,
+        deadline: float | None,
+        cancel: CancelSignal | None,
+    ) -> T:
+        try:
+            return await run_guarded(work, deadline=deadline, cancel=cancel, what=f"{task} call", task=task)
+        except LLMError as exc:
+            exc.task = exc.task or task
+            self.usage.add(failures=1)
+            log.warning("llm %s failed: %s", task, exc)
+            raise
+
+    def _params(self, max_tokens: int | None) -> dict[str, Any]:
+        return {"temperature": self.temperature, "max_tokens": max_tokens or self.max_tokens}
+
+    def _from_cache(self, key: str) -> str | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        return None if hit is None else hit.response
+
+    def _to_cache(self, key: str, text: str, task: str, version: str, reply: Reply) -> None:
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                text,
+                task=task,
+                model=f"{self.endpoint}/{self.model}",
+                prompt_version=version,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+            )
+
+    async def _complete_text(
+        self,
+        messages: list[dict[str, Any]],
+        task: str,
+        version: str,
+        deadline: float | None,
+        max_tokens: int | None,
+    ) -> str:
+        params = self._params(max_tokens)
+        key = cache_key(f"{self.endpoint}/{self.model}", messages, params, version)
+        if (cached := self._from_cache(key)) is not None:
+            self.usage.add(cache_hits=1)
+            return cached
+        reply = await self.transport.chat(messages, params, task, deadline)
+        self._to_cache(key, reply.text, task, version, reply)
+        return reply.text
+
+    async def _complete_json(
+        self,
+        messages: list[dict[str, Any]],
+        model: type[M],
+        task: str,
+        version: str,
+        deadline: float | None,
+        max_tokens: int | None,
+    ) -> M:
+        messages = structured.with_instruction(messages, structured.schema_instruction(model))
+        params = self._params(max_tokens)
+        key_params = {**params, "output_schema": structured.json_schema(model)}
+        key = cache_key(f"{self.endpoint}/{self.model}", messages, key_params, version)
+        if (cached := self._from_cache(key)) is not None:
+            try:
+                result = structured.parse_reply(cached, model)
+            except ValueError:
+                self.cache.forget(key)  # the task's model changed under an unchanged prompt version
+            else:
+                self.usage.add(cache_hits=1)
+                return result
+        reply = await self._chat_json(messages, params, model, task, deadline)
+        try:
+            result = structured.parse_reply(reply.text, model)
+        except ValueError as first:
+            log.info("llm %s: reply did not validate (%s); asking the model to repair it", task, first)
+            repair = structured.repair_messages(messages, reply.text, str(first))
+            second = await self._chat_json(repair, params, model, task, deadline)
+            reply = Reply(
+                second.text,
+                reply.prompt_tokens + second.prompt_tokens,
+                reply.completion_tokens + second.completion_tokens,
+            )
+            try:
+                result = structured.parse_reply(second.text, model)
+            except ValueError as final:
+                raise LLMValidationError(
+                    f"{task}: the model's reply did not match {model.__name__} after one repair retry: {final}",
+                    task=task,
+                    raw=second.text,
+                    error=str(final),
+                ) from final
+        self._to_cache(key, result.model_dump_json(), task, version, reply)
+        return result
+
+    async def _chat_json(
+        self,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        model: type[BaseModel],
+        task: str,
+        deadline: float | None,
+    ) -> Reply:
+        if self.json_mode == "auto":
+            # Until one request has shown whether the server takes json_schema, requests go one at a
+            # time: concurrent probes would each be refused and retried as ordinary 500s.
+            loop = asyncio.get_running_loop()
+            lock = self._probe_locks.get(loop)
+            if lock is None:
+                lock = self._probe_locks[loop] = asyncio.Lock()
+            async with lock:
+                if self.json_mode == "auto":
+                    return await self._probe_json_schema(messages, params, model, task, deadline)
+        mode = "json_schema" if self.json_mode == "json_schema" else "json_object"
+        return await self.transport.chat(
+            messages, {**params, "response_format": structured.response_format(model, mode)}, task, deadline
+        )
+
+    async def _probe_json_schema(
+        self,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        model: type[BaseModel],
+        task: str,
+        deadline: float | None,
+    ) -> Reply:
+        try:
+            reply = await self.transport.chat(
+                messages,
+                {**params, "response_format": structured.response_format(model, "json_schema")},
+                task,
+                deadline,
+                schema_probe=True,
+            )
+        except FormatRejectedError:
+            log.info("llm %s: %s rejects json_schema output; using json_object", task, self.endpoint)
+            self.json_mode = "json_object"
+            fallback = structured.response_format(model, "json_object")
+            return await self.transport.chat(
+                messages, {**params, "response_format": fallback}, task, deadline
+            )
+        self.json_mode = "json_schema"
+        return reply

