@@ -1,0 +1,145 @@
+"""A namespace's chunk graph: built from its LanceDB ``text_units`` table, saved as a snapshot beside it.
+
+The snapshot records a fingerprint of everything it was built from (ids, texts, metadata, vectors,
+build options). A rebuild with the same fingerprint is skipped, so the graph is rebuilt exactly
+when its inputs change, never on every query (Mastra's tool builds once from the first query and
+never again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline import schema
+from pipeline.chunk_graph import snapshot as snap
+from pipeline.chunk_graph.edges import BuildOptions
+from pipeline.chunk_graph.errors import SnapshotError
+from pipeline.chunk_graph.graph import ChunkGraph
+from pipeline.store import NamespaceStore, TableNotFoundError
+
+# Text-unit columns carried into each node's metadata (filterable at query time).
+METADATA_COLUMNS = ("document_id", "document_title", "start_char", "end_char", "n_tokens")
+
+
+@dataclass
+class ChunkGraphBuild:
+    path: Path
+    nodes: int
+    edges: int  # undirected
+    mode: str
+    build_seconds: float
+    snapshot_bytes: int
+    reused: bool  # the existing snapshot already matched the inputs
+    fingerprint: str
+    isolated_nodes: int
+    info: dict[str, Any]
+
+
+def snapshot_path(store: NamespaceStore) -> Path:
+    return store.root / schema.CHUNK_GRAPH_SNAPSHOT
+
+
+def _inputs(store: NamespaceStore) -> tuple[list[str], pa.Array, list[dict[str, Any]], np.ndarray]:
+    table = store.open_lance_table(schema.LANCE_TEXT_UNITS).to_arrow()
+    vector_type = table.schema.field("vector").type
+    vectors = (
+        table.column("vector")
+        .combine_chunks()
+        .flatten()
+        .to_numpy(zero_copy_only=False)
+        .reshape(table.num_rows, vector_type.list_size)
+    )
+    present = [c for c in METADATA_COLUMNS if c in table.schema.names]
+    metadata = table.select(present).to_pylist()
+    return table.column("id").to_pylist(), table.column("text").combine_chunks(), metadata, vectors
+
+
+def _fingerprint(
+    ids: list[str],
+    texts: pa.Array,
+    metadata: list[dict[str, Any]],
+    vectors: np.ndarray,
+    options: BuildOptions,
+) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps({"format": snap.FORMAT_VERSION, "options": asdict(options)}, sort_keys=True).encode())
+    h.update(json.dumps(ids).encode())
+    h.update(json.dumps(texts.to_pylist(), ensure_ascii=False).encode())
+    h.update(json.dumps(metadata, sort_keys=True, default=str).encode())
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def _existing_fingerprint(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        return snap.read_info(path)["build"].get("fingerprint")
+    except SnapshotError:
+        return None  # an old or broken snapshot is simply replaced
+
+
+def build_namespace_chunk_graph(
+    store: NamespaceStore, options: BuildOptions | None = None, force: bool = False
+) -> ChunkGraphBuild:
+    """Build (or reuse) the namespace's chunk graph and save its snapshot."""
+    options = options or BuildOptions()
+    ids, texts, metadata, vectors = _inputs(store)
+    fingerprint = _fingerprint(ids, texts, metadata, vectors, options)
+    path = snapshot_path(store)
+    if not force and _existing_fingerprint(path) == fingerprint:
+        started = time.perf_counter()
+        graph = ChunkGraph.load(path)
+        return _summary(graph, path, reused=True, seconds=time.perf_counter() - started)
+    graph = ChunkGraph.build(
+        ids,
+        texts,
+        metadata,
+        vectors,
+        threshold=options.threshold,
+        mode=options.mode,
+        exact_max_nodes=options.exact_max_nodes,
+        block_size=options.block_size,
+        neighbors=options.neighbors,
+        nprobes=options.nprobes,
+        query_batch=options.query_batch,
+    )
+    graph.build_info["fingerprint"] = fingerprint
+    graph.save(path)
+    return _summary(graph, path, reused=False, seconds=graph.build_info["build_seconds"])
+
+
+def _summary(graph: ChunkGraph, path: Path, reused: bool, seconds: float) -> ChunkGraphBuild:
+    info = graph.build_info
+    degrees = graph.degrees()
+    return ChunkGraphBuild(
+        path=path,
+        nodes=graph.num_nodes,
+        edges=graph.num_edges,
+        mode=str(info.get("mode")),
+        build_seconds=round(seconds, 4),
+        snapshot_bytes=path.stat().st_size,
+        reused=reused,
+        fingerprint=str(info.get("fingerprint")),
+        isolated_nodes=int((degrees == 0).sum()),
+        info=info,
+    )
+
+
+def load_namespace_chunk_graph(store: NamespaceStore, dimension: int | None = None) -> ChunkGraph:
+    """The namespace's saved chunk graph; TableNotFoundError if the asset was never materialized."""
+    path = snapshot_path(store)
+    if not path.is_file():
+        raise TableNotFoundError(
+            f"namespace {store.namespace!r} has no chunk graph yet (expected {path}); "
+            "materialize the chunk_graph asset (`python -m pipeline index --namespace ...`) first"
+        )
+    return ChunkGraph.load(path, dimension=dimension)

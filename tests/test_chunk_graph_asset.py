@@ -1,0 +1,114 @@
+"""The chunk_graph asset end to end: documents -> text units -> embeddings -> chunk graph through a real
+Dagster instance (temp DAGSTER_HOME), real LanceDB and MiniLM; then the snapshot is queried and the CLI run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from assets.launch import run_index
+from pipeline.chunk_graph.indexing import load_namespace_chunk_graph, snapshot_path
+from pipeline.cli import main
+from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.store import NamespaceStore, cache_dir
+
+DOCS = {
+    "cats1.txt": "The cat sat on the mat and purred in the warm afternoon sun.",
+    "cats2.txt": "A cat was sitting on the mat, purring in the warm afternoon sunshine.",
+    "rockets.txt": "The rocket engine burned liquid oxygen and kerosene during the launch to orbit.",
+    "bread.txt": "Knead the dough for ten minutes, then let the bread rise before baking it.",
+}
+
+
+def _meta(result, asset: str) -> dict:
+    return next(s.metadata for s in result.steps if s.asset == asset)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
+    storage = tmp_path_factory.mktemp("storage")
+    old = os.environ.get("PIPELINE_STORAGE_ROOT")
+    os.environ["PIPELINE_STORAGE_ROOT"] = str(storage)
+    folder = tmp_path_factory.mktemp("input")
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    first = run_index("pets", input_dir=str(folder), instance=dagster_instance)
+    yield {"storage": storage, "folder": folder, "first": first, "instance": dagster_instance}
+    if old is None:
+        os.environ.pop("PIPELINE_STORAGE_ROOT", None)
+    else:
+        os.environ["PIPELINE_STORAGE_ROOT"] = old
+
+
+def test_asset_builds_the_snapshot_and_reports_metadata(indexed):
+    result = indexed["first"]
+    assert result.success, result.failures
+    meta = _meta(result, "chunk_graph")
+    assert meta["nodes"] == 4 and meta["mode"] == "exact" and meta["reused"] is False
+    assert meta["edges"] >= 1 and meta["snapshot_bytes"] > 0 and meta["build_seconds"] >= 0
+    store = NamespaceStore(indexed["storage"], "pets")
+    assert Path(meta["snapshot_path"]) == snapshot_path(store) and snapshot_path(store).is_file()
+
+
+def test_snapshot_holds_the_text_units_and_links_the_paraphrases(indexed):
+    store = NamespaceStore(indexed["storage"], "pets")
+    graph = load_namespace_chunk_graph(store, dimension=384)
+    units = store.open_lance_table("text_units").to_arrow()
+    assert sorted(graph.ids) == sorted(units.column("id").to_pylist())
+    by_title = dict(
+        zip(units.column("document_title").to_pylist(), units.column("id").to_pylist(), strict=True)
+    )
+    assert by_title["cats2.txt"] in graph.neighbors(by_title["cats1.txt"])
+    assert graph.neighbors(by_title["rockets.txt"]) == {}
+    embedder = CachedEmbedder(
+        LocalMiniLMEmbedder(), EmbeddingCache(cache_dir(indexed["storage"]) / "q.sqlite")
+    )
+    hits = graph.query(embedder.embed(["a cat purring on a mat"])[0], top_k=2)
+    assert {h.metadata["document_title"] for h in hits} == {"cats1.txt", "cats2.txt"}
+    assert set(hits[0].metadata) >= {"document_id", "document_title", "start_char", "end_char"}
+
+
+def test_cli_query_chunks_prints_ranked_chunks(indexed, capsys):
+    code = main(
+        ["query", "chunks", "--namespace", "pets", "--top-k", "2", "--seed", "5", "--json", "cat on a mat"]
+    )
+    assert code == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [set(h) for h in hits] == [{"id", "content", "metadata", "score"}] * 2
+    assert {h["metadata"]["document_title"] for h in hits} == {"cats1.txt", "cats2.txt"}
+    code = main(
+        [
+            "query",
+            "chunks",
+            "--namespace",
+            "pets",
+            "--filter",
+            "document_title=bread.txt",
+            "--steps",
+            "10",
+            "bread",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("1. score=") and "bread.txt" in out and "cats1.txt" not in out
+    assert main(["query", "chunks", "--namespace", "pets", "--restart-prob", "1", "cat"]) == 2
+    assert "Restart probability must be between 0 and 1" in capsys.readouterr().err
+
+
+def test_rerun_reuses_the_snapshot_until_the_inputs_change(indexed):
+    folder, instance = indexed["folder"], indexed["instance"]
+    again = run_index("pets", input_dir=str(folder), instance=instance)
+    assert again.success, again.failures
+    meta = _meta(again, "chunk_graph")
+    assert meta["reused"] is True and meta["nodes"] == 4
+    assert meta["fingerprint"] == _meta(indexed["first"], "chunk_graph")["fingerprint"]
+    (folder / "cats3.txt").write_text("On the mat a cat sat, purring in the warm sun.", encoding="utf-8")
+    changed = run_index("pets", input_dir=str(folder), instance=instance)
+    assert changed.success, changed.failures
+    meta = _meta(changed, "chunk_graph")
+    assert meta["reused"] is False and meta["nodes"] == 5
+    graph = load_namespace_chunk_graph(NamespaceStore(indexed["storage"], "pets"))
+    assert graph.num_nodes == 5
