@@ -1,0 +1,266 @@
+"""LLM extraction against the local SmolLM2 server (structure, not quality), failures, re-runs, summaries.
+
+The server is the real llama.cpp one from tests/support; a fault proxy in front of it answers every
+request about one marked text unit with prose, so that unit never validates. Description summaries
+are tested against the proxy's canned answers (no model needed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline import schema
+from pipeline.extraction import extract_graph, failures_table, from_table, to_table
+from pipeline.extraction.models import GENERIC_TYPE, RawEntity, UnitExtraction
+from pipeline.llm import make_engine
+from pipeline.names import normalize_name
+from pipeline.resolution import resolve_graph
+from pipeline.settings import Settings
+from tests.support.fault_proxy import FaultProxy
+from tests.support.llm_server import MODEL_ALIAS
+
+MARKER = "Zyxwvut"  # in the text unit whose every reply is replaced by prose
+TEXTS = [
+    "Marie Curie was born in Warsaw. She worked in Paris with Pierre Curie.",
+    "The Red Cross was founded in Geneva by Henry Dunant in 1863.",
+    f"{MARKER} Corporation bought the Acme Company in 1999.",
+]
+
+
+class PoisonProxy(FaultProxy):
+    """Forwards to the model, except requests mentioning MARKER, which get prose (never valid JSON)."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(upstream, canned_content="Sorry, I would rather not answer in JSON.")
+        self.poisoned = 0
+
+    def _forward(
+        self, method: str, path: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, bytes, str]:
+        if MARKER.encode() in body:
+            with self._lock:
+                self.poisoned += 1
+            return 200, self._canned(path, body), "application/json"
+        return super()._forward(method, path, body, headers)
+
+
+def _text_units() -> pa.Table:
+    return pa.table(
+        {
+            "id": [f"unit-{i}" for i in range(len(TEXTS))],
+            "document_id": ["doc-0", "doc-0", "doc-1"],
+            "text": TEXTS,
+            "start_char": [0, len(TEXTS[0]) + 1, 0],
+        }
+    )
+
+
+def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
+    return Settings(
+        storage_root=tmp_path / "storage",
+        llm_provider="openai",
+        llm_base_url=base_url,
+        llm_model=MODEL_ALIAS,
+        llm_max_tokens=300,
+        llm_max_retries=1,
+        # one request at a time: two CPU cores serve the model; llama.cpp wants json_object (+ schema)
+        llm_concurrency=1,
+        llm_timeout_s=180,
+        llm_json_mode="json_object",
+        **overrides,
+    )
+
+
+@pytest.fixture(scope="module")
+def extraction(llm_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    tmp = tmp_path_factory.mktemp("llm_extraction")
+    with PoisonProxy(llm_server.base_url) as proxy:
+        # gleaning rounds are tested below with scripted answers: SmolLM2 on two cores is slow
+        settings = _settings(tmp, proxy.base_url, extraction_max_gleanings=0)
+        engine = make_engine(settings)
+        first = extract_graph(_text_units(), settings, engine)
+        first_usage, first_poisoned = engine.usage.counters(), proxy.poisoned
+        forwarded_before = proxy.forwarded
+        rerun_engine = make_engine(settings)
+        rerun = extract_graph(_text_units(), settings, rerun_engine)
+        yield {
+            "first": first,
+            "first_usage": first_usage,
+            "first_poisoned": first_poisoned,
+            "rerun": rerun,
+            "rerun_usage": rerun_engine.usage.counters(),
+            "rerun_poisoned": proxy.poisoned - first_poisoned,
+            "rerun_forwarded": proxy.forwarded - forwarded_before,
+        }
+
+
+def test_llm_rows_are_validated_and_carry_unit_and_document_ids(extraction):
+    run = extraction["first"]
+    print("first run:", extraction["first_usage"], f"{run.duration_s:.1f}s")
+    assert run.method == "llm"
+    good = [u for u in run.units if u.text_unit_id != "unit-2"]
+    assert [u.status for u in good] == ["ok", "ok"]
+    for u in good:
+        assert u.document_id == "doc-0" and u.rounds >= 1
+        assert u.entities, "the model returned no entity at all"
+        names = {normalize_name(e.name) for e in u.entities}
+        for e in u.entities:
+            assert e.name and e.type and e.round in range(u.rounds)
+        for r in u.relationships:  # endpoint rule: every endpoint is an entity of the unit
+            assert {normalize_name(r.source), normalize_name(r.target)} <= names
+            assert 1 <= r.strength <= 10 and r.round in range(u.rounds)
+        for c in u.claims:
+            assert c.status in ("TRUE", "FALSE", "SUSPECTED") and c.subject
+            if c.start_char is not None:
+                assert TEXTS[int(u.text_unit_id[-1])].find(c.source_text.strip()) >= 0
+        assert all(e.type == GENERIC_TYPE for e in u.entities if e.inferred)
+    table = to_table(run.units)
+    assert table.schema.equals(schema.EXTRACTED_GRAPH_SCHEMA)
+    assert from_table(table) == run.units
+
+
+def test_a_unit_that_never_validates_lands_in_failed_extractions(extraction):
+    run = extraction["first"]
+    failed = next(u for u in run.units if u.text_unit_id == "unit-2")
+    assert failed.status == "failed" and not failed.entities
+    rows = failures_table(run.failures).to_pylist()
+    assert len(rows) == 1
+    assert rows[0]["text_unit_id"] == "unit-2" and rows[0]["document_id"] == "doc-1"
+    assert rows[0]["round"] == 0 and rows[0]["error_type"] == "LLMValidationError"
+    assert "ExtractionOut" in rows[0]["reason"]
+    assert extraction["first_poisoned"] == 2  # the first answer and the repair retry
+
+
+def test_a_rerun_asks_only_for_the_failed_unit(extraction):
+    # `calls` counts every answered call, the two prose answers about the marked unit included
+    good_calls = extraction["first_usage"]["calls"] - extraction["first_poisoned"]
+    assert good_calls >= 2  # each good unit answered at least its first round
+    usage = extraction["rerun_usage"]
+    assert usage["cache_hits"] == good_calls  # every successful call of the first run, from the cache
+    assert extraction["rerun_forwarded"] == 0  # nothing reached the model again
+    assert usage["calls"] == extraction["rerun_poisoned"] == 2  # only the failed unit was asked again
+    assert [f.text_unit_id for f in extraction["rerun"].failures] == ["unit-2"]  # retried, failed again
+    assert [u.entities for u in extraction["rerun"].units] == [u.entities for u in extraction["first"].units]
+
+
+class ScriptedProxy(FaultProxy):
+    """Answers chat requests with the given contents in order (then the last one again)."""
+
+    def __init__(self, *contents: str) -> None:
+        super().__init__(None)
+        self.contents = list(contents)
+        self.bodies: list[dict] = []
+
+    def _canned(self, path: str, body: bytes) -> bytes:
+        with self._lock:
+            self.bodies.append(json.loads(body))
+            self.canned_content = self.contents.pop(0) if len(self.contents) > 1 else self.contents[0]
+            return super()._canned(path, body)
+
+
+ROUND_0 = {
+    "entities": [{"name": "Marie Curie", "type": "PERSON", "description": "A physicist."}],
+    "relationships": [
+        {"source": "Marie Curie", "target": "Warsaw", "description": "Born there.", "strength": 8}
+    ],
+    "claims": [],
+}
+ROUND_1 = {
+    "entities": [
+        {"name": "Marie Curie", "type": "person", "description": "Repeated."},
+        {"name": "Pierre Curie", "type": "person", "description": "Her husband."},
+    ],
+    "relationships": [],
+    "claims": [
+        {
+            "subject": "Marie Curie",
+            "object": "Warsaw",
+            "claim_type": "birth",
+            "status": "true",
+            "start_date": "1867-11-07",
+            "end_date": "1867-11-07",
+            "description": "Marie Curie was born in Warsaw.",
+            "source_text": "Marie Curie was born in Warsaw.",
+        }
+    ],
+}
+EMPTY = {"entities": [], "relationships": [], "claims": []}
+
+
+def _scripted_run(tmp_path: Path, *contents: str, gleanings: int = 2):
+    with ScriptedProxy(*contents) as proxy:
+        settings = _settings(tmp_path, proxy.base_url, extraction_max_gleanings=gleanings)
+        run = extract_graph(_text_units().slice(0, 1), settings, make_engine(settings))
+    return run, proxy
+
+
+def test_every_gleaning_round_is_kept_claims_included(tmp_path: Path):
+    run, proxy = _scripted_run(
+        tmp_path, json.dumps(ROUND_0), json.dumps(ROUND_1), json.dumps(EMPTY), gleanings=3
+    )
+    unit = run.units[0]
+    assert unit.status == "ok" and unit.rounds == 3  # the third round added nothing: no fourth call
+    assert len(proxy.bodies) == 3
+    assert [(e.name, e.type, e.round, e.inferred) for e in unit.entities] == [
+        ("Marie Curie", "person", 0, False),
+        ("Pierre Curie", "person", 1, False),  # round 1's repeat of Marie Curie is not kept twice
+        ("Warsaw", GENERIC_TYPE, 0, True),  # endpoint rule: the relationship is kept, its endpoint added
+    ]
+    assert [(r.source, r.target, r.strength) for r in unit.relationships] == [("Marie Curie", "Warsaw", 8.0)]
+    claim = unit.claims[0]  # a gleaning round's claim is kept (GraphRAG drops it)
+    assert (claim.round, claim.claim_type, claim.status) == (1, "BIRTH", "TRUE")
+    assert TEXTS[0][claim.start_char : claim.end_char] == claim.source_text
+    # the gleaning request carries the conversation: the first answer, then the 'missed' question
+    glean = proxy.bodies[1]["messages"]
+    assert glean[-2]["role"] == "assistant" and "Marie Curie" in glean[-2]["content"]
+    assert "MANY entities" in glean[-1]["content"]
+
+
+def test_a_failed_gleaning_round_keeps_the_first_round(tmp_path: Path):
+    run, _ = _scripted_run(tmp_path, json.dumps(ROUND_0), "no JSON", "still no JSON", gleanings=1)
+    unit = run.units[0]
+    assert unit.status == "partial" and unit.rounds == 1
+    assert [e.name for e in unit.entities] == ["Marie Curie", "Warsaw"]
+    assert [(f.text_unit_id, f.round, f.error_type) for f in run.failures] == [
+        ("unit-0", 1, "LLMValidationError")
+    ]
+
+
+# ---- description summaries through the LLM path (canned server answers) ------------------------------
+def _unit(uid: str, name: str, description: str) -> UnitExtraction:
+    return UnitExtraction(uid, "doc", "llm", "test", entities=[RawEntity(name, "person", description)])
+
+
+def test_llm_summaries_only_for_two_or_more_descriptions_and_iterative_when_long(tmp_path: Path):
+    long = " ".join(["Scrooge counted his money in the cold counting-house."] * 12)
+    units = [
+        _unit("u1", "Scrooge", long),
+        _unit("u2", "Scrooge", long + " Again."),
+        _unit("u3", "Scrooge", long + " Once more."),
+        _unit("u4", "Marley", "Dead as a door-nail."),
+        _unit("u5", "Marley", "Dead as a door-nail."),  # same description twice: no call
+    ]
+    with FaultProxy(None, canned_content='{"summary": "canned summary"}') as proxy:
+        settings = _settings(tmp_path, proxy.base_url, summarize_max_input_tokens=300)
+        graph = resolve_graph(units, settings, make_engine(settings))
+    rows = {e["title"]: e for e in graph.entities.to_pylist()}
+    assert rows["Scrooge"]["description"] == "canned summary"
+    assert rows["Marley"]["description"] == "Dead as a door-nail."
+    stats = graph.stats.summaries
+    assert stats.kept_as_is == 1 and stats.llm_failures == 0
+    assert stats.llm_calls >= 2  # three long descriptions do not fit one 300-token call
+    assert proxy.received == stats.llm_calls  # one request per counted call
+
+
+def test_a_failed_summary_falls_back_to_the_offline_one(tmp_path: Path):
+    units = [_unit("u1", "Fred", "Fred is the nephew."), _unit("u2", "Fred", "Fred laughs a lot.")]
+    with FaultProxy(None, canned_content="no JSON here") as proxy:
+        settings = _settings(tmp_path, proxy.base_url)
+        graph = resolve_graph(units, settings, make_engine(settings))
+    assert graph.stats.summaries.llm_failures == 1
+    assert graph.entities.to_pylist()[0]["description"] == "Fred is the nephew. Fred laughs a lot."
