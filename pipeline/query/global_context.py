@@ -1,0 +1,122 @@
+"""The reports global search reads: leaf-community reports (or one level's), each augmented with
+claims and short source excerpts from its descendant leaf communities, ids kept."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pipeline import schema
+from pipeline.store import NamespaceStore, TableNotFoundError
+
+MAX_CLAIMS_PER_REPORT = 5
+MAX_EXCERPTS_PER_REPORT = 3
+EXCERPT_CHARS = 240
+
+
+class GlobalContextError(ValueError):
+    """The request cannot be served from this namespace's reports (e.g. a level that does not exist)."""
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    community: int
+    level: int
+    title: str
+    rank: float
+    text: str  # what the map step reads: report + claims + excerpts
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def load_report_contexts(store: NamespaceStore, level: int | None = None) -> list[ReportContext]:
+    """Reports of leaf communities (default) or of `level`, in community order, augmented for the map step."""
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 0):
+        raise GlobalContextError(f"community level must be a non-negative integer, got {level!r}")
+    try:
+        reports = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
+        communities = store.read_table(schema.COMMUNITIES).to_pylist()
+    except TableNotFoundError as exc:
+        raise TableNotFoundError(f"{exc} (global search needs community reports)") from None
+    levels = sorted({c["level"] for c in communities})
+    if level is not None and level not in levels:
+        raise GlobalContextError(
+            f"community level {level} does not exist in namespace {store.namespace!r}; levels are {levels}"
+        )
+    by_id = {c["community"]: c for c in communities}
+
+    def leaves_under(cid: int) -> list[int]:
+        stack, out = [cid], []
+        while stack:
+            c = by_id.get(stack.pop())
+            if c is None:
+                continue
+            if c["children"]:
+                stack.extend(c["children"])
+            else:
+                out.append(c["community"])
+        return out
+
+    selected = [
+        r
+        for r in reports
+        if (
+            r["level"] == level
+            if level is not None
+            else not (by_id.get(r["community"], {}).get("children") or [])
+        )
+    ]
+    claims_by_entity = _claims_by_entity(store)
+    unit_text = _text_units(store)
+
+    contexts = []
+    for r in sorted(selected, key=lambda r: r["community"]):
+        entity_ids: list[str] = []
+        unit_ids: list[str] = []
+        for leaf in leaves_under(r["community"]):
+            entity_ids += by_id[leaf]["entity_ids"] or []
+            unit_ids += by_id[leaf]["text_unit_ids"] or []
+        claims, seen = [], set()
+        for eid in entity_ids:
+            for claim in claims_by_entity.get(eid, []):
+                if claim["id"] not in seen:
+                    seen.add(claim["id"])
+                    claims.append(claim)
+        lines = [(r.get("full_content") or r.get("summary") or "").strip()]
+        if claims:
+            lines.append("Claims:")
+            lines += [
+                f"- [Claim {c['id'][:12]}] ({c['status']}) {_excerpt(c['description'] or c['source_text'] or '')}"
+                for c in claims[:MAX_CLAIMS_PER_REPORT]
+            ]
+        excerpts = [u for u in dict.fromkeys(unit_ids) if u in unit_text][:MAX_EXCERPTS_PER_REPORT]
+        if excerpts:
+            lines.append("Source excerpts:")
+            lines += [f'- [Text unit {u[:12]}] "{_excerpt(unit_text[u])}"' for u in excerpts]
+        contexts.append(
+            ReportContext(
+                r["community"], r["level"], r.get("title") or "", float(r.get("rank") or 0), "\n".join(lines)
+            )
+        )
+    return [c for c in contexts if c.text.strip()]
+
+
+def _claims_by_entity(store: NamespaceStore) -> dict[str, list[dict]]:
+    if not store.has_table(schema.COVARIATES):
+        return {}
+    out: dict[str, list[dict]] = defaultdict(list)
+    for row in store.read_table(schema.COVARIATES).to_pylist():
+        for key in ("subject_entity_id", "object_entity_id"):
+            if row.get(key):
+                out[row[key]].append(row)
+    return out
+
+
+def _text_units(store: NamespaceStore) -> dict[str, str]:
+    if not store.has_table(schema.TEXT_UNITS):
+        return {}
+    t = store.read_table(schema.TEXT_UNITS, columns=["id", "text"])
+    return dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist(), strict=True))

@@ -1,0 +1,41 @@
+"""What a query needs, built from settings in one place: the namespace's store, the engine, the embedder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.embedding import CachedEmbedder, EmbeddingCache, make_embedder
+from pipeline.settings import Settings, load_settings
+from pipeline.store import NamespaceStore, cache_dir
+
+
+@dataclass
+class QueryRuntime:
+    settings: Settings
+    store: NamespaceStore
+    engine: Any
+    embedder: CachedEmbedder
+
+
+def cached_embedder(settings: Settings) -> CachedEmbedder:
+    return CachedEmbedder(
+        make_embedder(settings),
+        EmbeddingCache(cache_dir(settings.storage_root) / "embeddings.sqlite"),
+        batch_size=settings.embedding_batch_size,
+    )
+
+
+def query_runtime(
+    namespace: str, *, settings: Settings | None = None, engine: Any = None, embedder: Any = None
+) -> QueryRuntime:
+    """Store scoped to `namespace` (validated), plus the configured engine and embedder unless given."""
+    from pipeline.llm import make_engine
+
+    s = settings or load_settings()
+    return QueryRuntime(
+        settings=s,
+        store=NamespaceStore(s.storage_root, namespace),
+        engine=engine if engine is not None else make_engine(s),
+        embedder=embedder if embedder is not None else cached_embedder(s),
+    )

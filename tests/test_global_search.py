@@ -1,0 +1,257 @@
+"""Global search: batching, map-reduce status rules and the offline engine, on synthetic namespaces."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pytest
+
+from pipeline import schema
+from pipeline.llm import OfflineEngine
+from pipeline.query.batcher import BudgetError, build_batches
+from pipeline.query.global_context import GlobalContextError, ReportContext, load_report_contexts
+from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.global_tasks import map_messages, skeleton_text
+from pipeline.store import NamespaceStore
+
+TOPICS = [
+    "Solar panels on municipal buildings cut the city's electricity bills by a third.",
+    "The river flood of 2019 destroyed the old harbour warehouses.",
+    "A new tram line connects the university to the central station.",
+    "The football club's youth academy produced three national team players.",
+]
+
+
+def write_reports(
+    store: NamespaceStore, n: int = 40, oversized: int | None = 7, levels: bool = False
+) -> None:
+    """n leaf communities with one report each (community `oversized` gets a very long report)."""
+    communities, reports = [], []
+    for i in range(n):
+        body = f"# Community {i}\n\n{TOPICS[i % len(TOPICS)]} Report number {i} adds its own detail {i * 7}."
+        if i == oversized:
+            body += " " + " ".join(
+                f"Long finding {k} about district {k % 13} and its budget." for k in range(400)
+            )
+        communities.append(
+            {
+                "community": i,
+                "level": 1 if levels else 0,
+                "parent": (i % 2) + 1000 if levels else -1,
+                "children": [],
+                "entity_ids": [],
+                "text_unit_ids": [],
+            }
+        )
+        reports.append(
+            {
+                "community": i,
+                "level": 1 if levels else 0,
+                "title": f"Community {i}",
+                "summary": body,
+                "full_content": body,
+                "rank": float(i % 5),
+            }
+        )
+    if levels:
+        for p in (1000, 1001):
+            kids = [i for i in range(n) if (i % 2) + 1000 == p]
+            communities.append(
+                {
+                    "community": p,
+                    "level": 0,
+                    "parent": -1,
+                    "children": kids,
+                    "entity_ids": [],
+                    "text_unit_ids": [],
+                }
+            )
+            reports.append(
+                {
+                    "community": p,
+                    "level": 0,
+                    "title": f"Parent {p}",
+                    "summary": f"Parent {p} overview.",
+                    "full_content": f"# Parent {p}\n\nParent {p} overview of the city.",
+                    "rank": 5.0,
+                }
+            )
+    store.write_table(schema.COMMUNITIES, pa.Table.from_pylist(communities))
+    store.write_table(schema.COMMUNITY_REPORTS, pa.Table.from_pylist(reports))
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = NamespaceStore(tmp_path / "storage", "synthetic")
+    write_reports(s)
+    return s
+
+
+HEADER = re.compile(r"^\[Community ID: (\d+) \| summary part (\d+)\]$", re.M)
+
+
+def parts_by_community(batches) -> dict[int, list[tuple[int, str]]]:
+    found: dict[int, list[tuple[int, str]]] = {}
+    for b in batches:
+        pieces = HEADER.split(b.content)
+        # split -> ['', id, part, text, id, part, text, ...]
+        for cid, part, text in zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True):
+            found.setdefault(int(cid), []).append((int(part), text.removeprefix("\n").removesuffix("\n")))
+    return found
+
+
+def test_small_budget_forces_batches_and_every_report_appears_exactly_once(store):
+    config = GlobalSearchConfig(map_budget=700, map_reserve=100)
+    batches = plan_batches(store, "What happened to the harbour?", config)
+    assert len(batches) > 3
+    reports = {r.community: r.text for r in load_report_contexts(store)}
+    parts = parts_by_community(batches)
+    assert set(parts) == set(reports)
+    for cid, found in parts.items():
+        numbers = [n for n, _ in found]
+        assert numbers == list(range(1, len(found) + 1)), f"community {cid} parts out of order: {numbers}"
+        assert "".join(text for _, text in found) == reports[cid]
+    assert len(parts[7]) > 1  # the oversized report was split into labeled parts
+    assert all(len(parts[c]) == 1 for c in parts if c != 7)
+    skeleton = skeleton_text(map_messages("What happened to the harbour?", ""))
+    from pipeline.tokens import count_tokens
+
+    assert all(count_tokens(skeleton + "\n" + b.content) <= 600 for b in batches)
+    assert all(
+        b.community_ids == list(dict.fromkeys(int(c) for c, _ in HEADER.findall(b.content))) for b in batches
+    )
+
+
+def test_shuffle_is_reproducible_under_a_seed(store):
+    a = plan_batches(store, "q", GlobalSearchConfig(map_budget=700, map_reserve=100, seed=3))
+    b = plan_batches(store, "q", GlobalSearchConfig(map_budget=700, map_reserve=100, seed=3))
+    c = plan_batches(store, "q", GlobalSearchConfig(map_budget=700, map_reserve=100, seed=4))
+    assert [x.content for x in a] == [x.content for x in b]
+    assert [x.community_ids for x in a] != [x.community_ids for x in c]
+
+
+def test_budget_that_cannot_fit_the_prompt_is_a_clear_error():
+    report = ReportContext(1, 0, "t", 0.0, "text")
+    with pytest.raises(BudgetError, match="cannot fit the map prompt"):
+        build_batches([report], "word " * 200, budget=150, reserve=10)
+    with pytest.raises(BudgetError, match="must exceed its output reserve"):
+        build_batches([report], "x", budget=100, reserve=100)
+
+
+def test_level_selection_is_validated(tmp_path):
+    s = NamespaceStore(tmp_path / "st", "levels")
+    write_reports(s, n=6, oversized=None, levels=True)
+    assert {r.community for r in load_report_contexts(s)} == set(range(6))  # leaves by default
+    assert {r.community for r in load_report_contexts(s, level=0)} == {1000, 1001}
+    with pytest.raises(GlobalContextError, match="does not exist"):
+        load_report_contexts(s, level=5)
+    with pytest.raises(GlobalContextError, match="non-negative"):
+        load_report_contexts(s, level=-1)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from pipeline.embedding import LocalMiniLMEmbedder
+
+    return LocalMiniLMEmbedder()
+
+
+def run(store, question, minilm, **cfg):
+    import asyncio
+
+    tasks = GlobalTasks(OfflineEngine(), minilm)
+    return asyncio.run(global_search_async(store, question, tasks, GlobalSearchConfig(**cfg))), tasks
+
+
+def test_offline_global_search_answers_with_cited_communities(store, minilm):
+    result, tasks = run(store, "What did the flood destroy?", minilm, map_budget=700, map_reserve=100)
+    assert result.status == "completed", result.reason
+    assert "harbour" in result.answer.lower()
+    flood_communities = {i for i in range(40) if i % 4 == 1}
+    assert set(result.cited_communities) & flood_communities
+    assert re.search(r"\[Community ID: \d+\]", result.answer)
+    assert tasks.map_calls == result.batches and tasks.reduce_calls == 1
+    assert all(0 < a["usefulness"] <= 100 for a in result.map_answers)
+    ordered = [a["usefulness"] for a in result.map_answers]
+    assert ordered == sorted(ordered, reverse=True)
+
+
+def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minilm):
+    result, tasks = run(store, "zzqx vlorp gribble?", minilm, map_budget=700, map_reserve=100)
+    assert result.status == "no_results" and "usefulness 0" in result.reason
+    assert tasks.reduce_calls == 0
+
+
+def test_empty_namespace_is_no_results(tmp_path, minilm):
+    s = NamespaceStore(tmp_path / "st", "empty")
+    s.write_table(
+        schema.COMMUNITIES,
+        pa.Table.from_pylist(
+            [],
+            schema=pa.schema(
+                [
+                    ("community", pa.int64()),
+                    ("level", pa.int64()),
+                    ("children", pa.list_(pa.int64())),
+                    ("entity_ids", pa.list_(pa.string())),
+                    ("text_unit_ids", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+    )
+    s.write_table(
+        schema.COMMUNITY_REPORTS,
+        pa.Table.from_pylist(
+            [],
+            schema=pa.schema(
+                [
+                    ("community", pa.int64()),
+                    ("level", pa.int64()),
+                    ("title", pa.string()),
+                    ("summary", pa.string()),
+                    ("full_content", pa.string()),
+                    ("rank", pa.float64()),
+                ]
+            ),
+        ),
+    )
+    result, _ = run(s, "anything?", minilm)
+    assert result.status == "no_results" and result.batches == 0
+
+
+def test_query_assets_materialize_batches_map_answers_and_answers(tmp_path, monkeypatch, dagster_instance):
+    from assets.definitions import defs
+    from assets.launch import add_namespace
+
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(tmp_path / "storage"))
+    store = NamespaceStore(tmp_path / "storage", "saved-questions")
+    write_reports(store, n=12, oversized=None)
+    questions = ["What did the flood destroy?", "Which players came from the academy?"]
+    cfg = {"questions": questions, "level": None, "seed": 0}
+    add_namespace(dagster_instance, "saved-questions")
+    result = defs.resolve_job_def("answer_saved_questions").execute_in_process(
+        partition_key="saved-questions",
+        instance=dagster_instance,
+        run_config={
+            "ops": {
+                n: {"config": cfg} for n in ("global_map_batches", "global_map_answers", "global_answers")
+            }
+        },
+    )
+    assert result.success
+    batches = store.read_table(schema.QUERY_GLOBAL_BATCHES).to_pylist()
+    maps = store.read_table(schema.QUERY_GLOBAL_MAP_ANSWERS).to_pylist()
+    answers = store.read_table(schema.QUERY_GLOBAL_ANSWERS).to_pylist()
+    assert {b["question"] for b in batches} == set(questions)
+    assert len(maps) == len(batches)  # one map answer per batch and question
+    assert {(m["question"], m["batch"]) for m in maps} == {(b["question"], b["batch"]) for b in batches}
+    assert [a["question"] for a in answers] == questions
+    assert all(a["status"] == "completed" for a in answers)
+    assert "harbour" in answers[0]["answer"].lower()
+    mats = {
+        e.asset_key.to_user_string(): e
+        for e in result.get_asset_materialization_events()
+        for e in [e.materialization]
+    }
+    assert "What did the flood destroy?" in mats["global_answers"].metadata["answers"].value

@@ -1,0 +1,372 @@
+"""Local search on a tiny hand-built graph (real Parquet, real LanceDB, real MiniLM vectors)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipeline import schema
+from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.llm import OfflineEngine
+from pipeline.names import normalize_name
+from pipeline.query.entity_match import (
+    MatchOptions,
+    alias_channel,
+    exact_channel,
+    fuzzy_channel,
+    match_entities,
+    semantic_channel,
+)
+from pipeline.query.local_index import load_local_index
+from pipeline.query.local_search import (
+    LocalSearchConfig,
+    LocalSearchError,
+    expand,
+    local_search_async,
+    topology_candidates,
+)
+from pipeline.query.query_intent import QueryIntent, offline_intent
+from pipeline.query.rrf import reciprocal_rank_fusion
+from pipeline.store import NamespaceStore
+from pipeline.vectors import index_text_units
+
+PARAGRAPHS = [
+    "Ebenezer Scrooge kept the counting-house with his late partner Jacob Marley. Marley had been dead seven years.",
+    "Bob Cratchit worked as Scrooge's clerk for fifteen shillings a week. His son Tiny Tim walked with a crutch.",
+    "London was foggy and cold that Christmas Eve, and the gas lamps were lit by three o'clock.",
+    "Old Fezziwig threw a ball for his apprentices, and young Scrooge danced until midnight in the warehouse.",
+]
+ENTITIES = {
+    "scrooge": (
+        "Ebenezer Scrooge",
+        "person",
+        ["Scrooge"],
+        "A cold-hearted, miserly old businessman.",
+        [0, 1, 3],
+    ),
+    "marley": (
+        "Jacob Marley",
+        "person",
+        ["Marley"],
+        "Scrooge's late business partner, dead seven years.",
+        [0],
+    ),
+    "cratchit": ("Bob Cratchit", "person", [], "Scrooge's underpaid clerk, a kind father.", [1]),
+    "tim": ("Tiny Tim", "person", [], "Bob Cratchit's sick young son who walks with a crutch.", [1]),
+    "london": ("London", "geo", [], "The foggy city where the story takes place.", [2]),
+    "fezziwig": (
+        "Fezziwig",
+        "person",
+        [],
+        "A jolly merchant who threw a Christmas ball for his apprentices.",
+        [3],
+    ),
+}
+EDGES = [
+    ("scrooge", "marley", 5.0),
+    ("scrooge", "cratchit", 3.0),
+    ("cratchit", "tim", 4.0),
+    ("scrooge", "fezziwig", 2.0),
+    ("london", "fezziwig", 1.0),
+]
+COMMUNITIES = [  # (community, level, parent, children, members)
+    (0, 0, -1, [2, 3], ["scrooge", "marley", "fezziwig", "london"]),
+    (1, 0, -1, [4], ["cratchit", "tim"]),
+    (2, 1, 0, [], ["scrooge", "marley"]),
+    (3, 1, 0, [], ["fezziwig", "london"]),
+    (4, 1, 1, [], ["cratchit", "tim"]),
+]
+REPORTS = {
+    0: ("Scrooge's business world", "Scrooge, his partner Marley and his old master Fezziwig in London."),
+    1: ("The Cratchit family", "Bob Cratchit, Scrooge's clerk, and his son Tiny Tim."),
+    2: (
+        "Scrooge and Marley",
+        "The counting-house partnership of Ebenezer Scrooge and the late Jacob Marley.",
+    ),
+    3: ("Fezziwig's ball in London", "Fezziwig, a jolly merchant, threw a ball for apprentices in London."),
+    4: ("Bob Cratchit and Tiny Tim", "The clerk Bob Cratchit and his sick son Tiny Tim."),
+}
+
+
+def eid(key: str) -> str:
+    return f"ent-{key}"
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    return CachedEmbedder(
+        LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("cache") / "e.sqlite")
+    )
+
+
+def _vectors(table_rows: list[dict], texts: list[str], embedder) -> pa.Table:
+    vecs = embedder.embed(texts)
+    arr = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1).astype(np.float32)), vecs.shape[1])
+    return pa.Table.from_pylist(table_rows).append_column("vector", arr)
+
+
+def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -> str:
+    text = "\n\n".join(PARAGRAPHS)
+    doc_id = f"doc-{store.namespace}"
+    spans, pos = [], 0
+    for p in PARAGRAPHS:
+        start = text.index(p, pos)
+        spans.append((start, start + len(p)))
+        pos = start + len(p)
+    units = [f"{store.namespace}-u{i}" for i in range(len(PARAGRAPHS))]
+    store.write_table(
+        schema.DOCUMENTS, pa.Table.from_pylist([{"id": doc_id, "title": "carol.txt", "text": text}])
+    )
+    tu = pa.Table.from_pylist(
+        [
+            {
+                "id": u,
+                "text": text[s:e],
+                "document_id": doc_id,
+                "start_char": s,
+                "end_char": e,
+                "n_tokens": 20,
+            }
+            for u, (s, e) in zip(units, spans, strict=True)
+        ]
+    )
+    store.write_table(schema.TEXT_UNITS, tu)
+    index_text_units(store, tu, store.read_table(schema.DOCUMENTS), embedder)
+    ents = [
+        {
+            "id": eid(k),
+            "title": t,
+            "type": ty,
+            "aliases": al,
+            "description": d,
+            "name_key": normalize_name(t),
+            "text_unit_ids": [units[i] for i in us],
+        }
+        for k, (t, ty, al, d, us) in ENTITIES.items()
+    ]
+    store.write_table(schema.ENTITIES, pa.Table.from_pylist(ents))
+    store.write_table(
+        schema.RELATIONSHIPS,
+        pa.Table.from_pylist([{"source_id": eid(a), "target_id": eid(b), "weight": w} for a, b, w in EDGES]),
+    )
+    store.write_table(
+        schema.COMMUNITIES,
+        pa.Table.from_pylist(
+            [
+                {
+                    "community": c,
+                    "level": lv,
+                    "parent": p,
+                    "children": ch,
+                    "entity_ids": [eid(m) for m in mem],
+                    "title": f"Community {c}",
+                }
+                for c, lv, p, ch, mem in COMMUNITIES
+            ]
+        ),
+    )
+    store.write_table(
+        schema.COMMUNITY_REPORTS,
+        pa.Table.from_pylist([{"community": c, "title": t, "summary": s} for c, (t, s) in REPORTS.items()]),
+    )
+    store.replace_lance_table(
+        schema.LANCE_ENTITIES,
+        _vectors(
+            [{"id": e["id"]} for e in ents], [f"{e['title']}: {e['description']}" for e in ents], embedder
+        ),
+    )
+    levels = {c: lv for c, lv, *_ in COMMUNITIES}
+    store.replace_lance_table(
+        schema.LANCE_COMMUNITY_REPORTS,
+        _vectors(
+            [{"community": c, "level": levels[c]} for c in REPORTS],
+            [s for _, s in REPORTS.values()],
+            embedder,
+        ),
+    )
+    if with_claim:
+        quote = "Marley had been dead seven years."
+        start = text.index(quote)
+        store.write_table(
+            schema.COVARIATES,
+            pa.Table.from_pylist(
+                [
+                    {
+                        "id": f"claim-{store.namespace}",
+                        "description": "Jacob Marley died seven years before.",
+                        "status": "TRUE",
+                        "subject_entity_id": eid("marley"),
+                        "object_entity_id": None,
+                        "source_text": quote,
+                        "text_unit_id": units[0],
+                        "document_id": doc_id,
+                        "start_char": start,
+                        "end_char": start + len(quote),
+                    }
+                ]
+            ),
+        )
+    return text
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, embedder):
+    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
+    text = build_tiny_index(store, embedder)
+    return store, text
+
+
+def entities_of(store):
+    return load_local_index(store).entities
+
+
+def test_rrf_arithmetic():
+    fused = dict(reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60))
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["c"] == pytest.approx(1 / 62)
+    assert [x for x, _ in reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)] == ["b", "a", "c"]
+
+
+def test_exact_channel_matches_names_on_word_boundaries(tiny):
+    store, _ = tiny
+    hits = [h for h, _ in exact_channel("How is Jacob Marley related to London?", entities_of(store))]
+    assert hits == [eid("marley"), eid("london")]  # longer name first
+    assert exact_channel("Is Londoner a word?", entities_of(store)) == []
+
+
+def test_alias_channel_uses_resolution_aliases(tiny):
+    store, _ = tiny
+    assert [h for h, _ in alias_channel("What did Scrooge want?", entities_of(store))] == [eid("scrooge")]
+
+
+def test_fuzzy_channel_tolerates_a_misspelling(tiny):
+    store, _ = tiny
+    q = "Where did Bob Cratchet work?"
+    hits = [h for h, _ in fuzzy_channel(q, offline_intent(q), entities_of(store), 85)]
+    assert hits[0] == eid("cratchit")
+
+
+def test_semantic_channel_uses_precomputed_entity_vectors(tiny, embedder):
+    store, _ = tiny
+    before = embedder.computed + embedder.cache_hits
+    vector = embedder.embed(["a miserly, cold-hearted old man"])[0]
+    hits = semantic_channel(store, vector, threshold=0.1, top_k=3)
+    assert hits[0][0] == eid("scrooge")
+    assert embedder.computed + embedder.cache_hits == before + 1  # only the question was embedded
+
+
+def test_seed_cap_and_intent_merge(tiny):
+    store, _ = tiny
+    q = "Scrooge, Marley, Cratchit and Tiny Tim in London"
+    intent = QueryIntent(entities=["Fezziwig"])
+    seeds = match_entities(q, intent, entities_of(store), store, None, MatchOptions(max_seeds=2))
+    assert len([s for s in seeds if "intent" not in s.channels]) == 2
+    assert seeds[-1].id == eid("fezziwig") and seeds[-1].channels == {"intent": 1.0}
+
+
+def test_two_hop_expansion_and_level_lifting(tiny):
+    store, _ = tiny
+    index = load_local_index(store)
+    assert set(expand(index, [eid("tim")], 1)) == {eid("tim"), eid("cratchit")}
+    assert set(expand(index, [eid("tim")], 2)) == {eid("tim"), eid("cratchit"), eid("scrooge")}
+    reached = expand(index, [eid("tim")], 2)
+    assert topology_candidates(index, reached, None) == [2, 4]  # leaves
+    assert topology_candidates(index, reached, 0) == [0, 1]  # lifted through parents
+    assert index.lift(4, 0) == 1 and index.lift(1, 1) == 1
+
+
+def run_local(store, question, embedder, **cfg):
+    return asyncio.run(
+        local_search_async(store, question, OfflineEngine(), embedder, LocalSearchConfig(**cfg))
+    )
+
+
+def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, embedder):
+    store, text = tiny
+    result = run_local(store, "How is Scrooge related to Jacob Marley?", embedder)
+    assert result.status == "completed"
+    assert {s["title"] for s in result.seeds} >= {"Ebenezer Scrooge", "Jacob Marley"}
+    assert result.communities[0]["id"] == 2
+    assert set(result.communities[0]["matched_entities"]) == {"Ebenezer Scrooge", "Jacob Marley"}
+    kinds = {e["kind"] for e in result.evidence}
+    assert kinds == {"chunk", "claim"}
+    for ev in result.evidence:
+        assert ev["document_title"] == "carol.txt"
+        assert text[ev["start_char"] : ev["end_char"]] == ev["text"]
+    claim = next(e for e in result.evidence if e["kind"] == "claim")
+    assert claim["text"] == "Marley had been dead seven years."
+    cited = {r for r in (e["ref"] for e in result.evidence) if f"[{r}]" in result.answer}
+    assert cited, result.answer
+
+
+def test_requested_level_is_validated_and_used(tiny, embedder):
+    store, _ = tiny
+    result = run_local(store, "Tell me about Tiny Tim", embedder, community_level=0)
+    assert {c["level"] for c in result.communities} == {0}
+    with pytest.raises(LocalSearchError, match="does not exist"):
+        run_local(store, "Tiny Tim", embedder, community_level=7)
+    with pytest.raises(LocalSearchError, match="non-negative"):
+        run_local(store, "Tiny Tim", embedder, community_level=-1)
+
+
+def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder, monkeypatch):
+    from pipeline.query import local_tasks
+
+    store, _ = tiny
+    monkeypatch.setattr(local_tasks, "OFFLINE_SELECT_THRESHOLD", 2.0)  # nothing can pass a cosine of 2
+    result = run_local(store, "What was the weather like that Christmas Eve?", embedder)
+    assert result.selection == "fallback" and result.communities
+
+
+def test_cancellation_between_stages(tiny, embedder):
+    import threading
+
+    store, _ = tiny
+    cancel = threading.Event()
+    cancel.set()
+    result = asyncio.run(
+        local_search_async(store, "Scrooge?", OfflineEngine(), embedder, LocalSearchConfig(), cancel=cancel)
+    )
+    assert result.status == "cancelled" and "query parsing" in result.reason
+
+
+def test_namespace_scoping_holds(tmp_path, tiny, embedder):
+    store_a, _ = tiny
+    other = NamespaceStore(tmp_path / "other", "other-ns")
+    build_tiny_index(other, embedder, with_claim=False)
+    result = run_local(other, "How is Scrooge related to Jacob Marley?", embedder)
+    a_units = set(store_a.read_table(schema.TEXT_UNITS).column("id").to_pylist())
+    assert result.evidence and not {e["id"] for e in result.evidence} & a_units
+    assert all(e["document_id"] == "doc-other-ns" for e in result.evidence)
+
+
+def test_local_answers_asset_materializes_saved_questions(tiny, dagster_instance, monkeypatch):
+    import json
+
+    from dagster import materialize
+
+    from assets.launch import add_namespace
+    from assets.query.assets import local_answers
+    from assets.resources import default_resources
+
+    store, text = tiny
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(store.storage_root))
+    add_namespace(dagster_instance, "tiny")
+    questions = ["How is Scrooge related to Jacob Marley?", "Who is Tiny Tim's father?"]
+    result = materialize(
+        [local_answers],
+        partition_key="tiny",
+        instance=dagster_instance,
+        resources=default_resources(),
+        run_config={"ops": {"local_answers": {"config": {"questions": questions}}}},
+    )
+    assert result.success
+    rows = store.read_table(schema.QUERY_LOCAL_ANSWERS).to_pylist()
+    assert [r["question"] for r in rows] == questions
+    assert all(r["status"] == "completed" and r["n_evidence"] > 0 for r in rows)
+    for ev in json.loads(rows[1]["evidence_json"]):
+        assert text[ev["start_char"] : ev["end_char"]] == ev["text"]
