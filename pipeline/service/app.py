@@ -1,0 +1,225 @@
+"""The HTTP API: FastAPI under uvicorn. `graphrag-serve` (or `make serve`) starts it.
+
+Every `/v1/` request is authenticated before its body is read (401), its namespace checked against
+the key (403, the same answer whether or not the namespace exists), then handed to `QueryService`.
+The MCP server's streamable-HTTP endpoint is mounted at `/mcp` with the same keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Path, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pipeline.namespace import NAMESPACE_PATTERN
+from pipeline.service.auth import Principal
+from pipeline.service.errors import InvalidRequest, ServiceError
+from pipeline.service.limits import BodyLimitMiddleware
+from pipeline.service.models import (
+    ChunkQuery,
+    ErrorResponse,
+    GlobalQuery,
+    LocalQuery,
+    NamespaceStatus,
+    QueryResponse,
+    VectorQuery,
+)
+from pipeline.service.queries import QueryService
+from pipeline.settings import Settings, load_settings
+
+log = logging.getLogger("pipeline.service")
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in {
+        401: "missing or unknown API key",
+        403: "the key does not cover this namespace",
+        409: "index_not_ready: the namespace has no index for this query yet",
+        413: "request body too large",
+        422: "invalid request (bad JSON, a field out of range, an unknown field)",
+        429: "too many queries in flight for this key",
+        504: "deadline exceeded: the query was cancelled; detail holds what was done",
+    }.items()
+}
+# Declared for the OpenAPI spec (the "Authorize" button); the check itself is AuthMiddleware's.
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="or X-API-Key: <API key>")
+
+
+def _principal(
+    request: Request,
+    _b: Annotated[Any, Depends(_bearer)],
+    _k: Annotated[Any, Depends(_api_key)],
+) -> Principal:
+    return request.scope["graphrag.principal"]
+
+
+Caller = Annotated[Principal, Depends(_principal)]
+
+
+class AuthMiddleware:
+    """Authenticates `/v1/` and `/mcp` requests from their headers before any body is read."""
+
+    def __init__(self, app: ASGIApp, service: QueryService) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(("/v1/", "/mcp")):
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            try:
+                scope["graphrag.principal"] = self.service.authenticate(headers)
+            except ServiceError as exc:
+                await _error_response(exc)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _error_response(exc: ServiceError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def _validation_error(exc: RequestValidationError) -> JSONResponse:
+    # Only location, message and type: pydantic's `input` would echo the body back, `ctx` may not serialize.
+    errors = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg")), "type": str(e.get("type"))}
+        for e in exc.errors()
+    ]
+    message = (
+        "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors) or "invalid request"
+    )
+    return _error_response(InvalidRequest(message, detail=errors))
+
+
+def _http_error(exc: HTTPException) -> JSONResponse:
+    if exc.status_code == 400:  # FastAPI's answer to a body it cannot decode (e.g. not UTF-8)
+        return _error_response(InvalidRequest("request body is not valid JSON (UTF-8 encoded)"))
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    body = {"error": {"code": code, "message": str(exc.detail)}}
+    return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+def create_app(
+    service: QueryService | None = None, *, settings: Settings | None = None, mcp: bool = True
+) -> FastAPI:
+    settings = settings or (service.settings if service else load_settings())
+    service = service or QueryService(settings)
+    mcp_server = None
+    if mcp:
+        from pipeline.service.mcp_server import build_mcp_server
+
+        mcp_server = build_mcp_server(service)
+        mcp_routes = mcp_server.streamable_http_app(
+            streamable_http_path="/mcp",
+            stateless_http=True,  # every call carries its key; no session state to pin to a tenant
+            json_response=True,
+            max_request_body_size=settings.service_max_body_bytes,
+        ).routes
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="GraphRAG query service",
+        version="1",
+        description="Global, local, chunk-graph and vector queries over one tenant's namespace per request.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.add_middleware(AuthMiddleware, service=service)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)  # outermost
+    app.add_exception_handler(ServiceError, lambda _r, exc: _error_response(exc))
+    app.add_exception_handler(RequestValidationError, lambda _r, exc: _validation_error(exc))
+    app.add_exception_handler(HTTPException, lambda _r, exc: _http_error(exc))
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled %s: %s", type(exc).__name__, exc)
+        return _error_response(ServiceError("internal error; the server log has the details"))
+
+    @app.post("/v1/query/global", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_global(body: GlobalQuery, caller: Caller) -> dict[str, Any]:
+        """Map-reduce over community reports (`pipeline.query.global_search`)."""
+        return await service.run(caller, body)
+
+    @app.post("/v1/query/local", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_local(body: LocalQuery, caller: Caller) -> dict[str, Any]:
+        """Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`)."""
+        return await service.run(caller, body)
+
+    @app.post("/v1/query/chunks", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_chunks(body: ChunkQuery, caller: Caller) -> dict[str, Any]:
+        """Chunk graph: random walk with restart from the nearest chunks (`ChunkGraph.query`)."""
+        return await service.run(caller, body)
+
+    @app.post("/v1/query/vector", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_vector(body: VectorQuery, caller: Caller) -> dict[str, Any]:
+        """Nearest text units by cosine similarity (`pipeline.vector_tool`'s vector query tool)."""
+        return await service.run(caller, body)
+
+    @app.get(
+        "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]
+    )
+    async def namespace_status(
+        namespace: Annotated[str, Path(pattern=NAMESPACE_PATTERN.pattern)], caller: Caller
+    ) -> dict[str, Any]:
+        """Which tables are materialized, when, with how many rows, and which query kinds are ready."""
+        return await asyncio.to_thread(service.namespace_status, caller, namespace)
+
+    @app.get("/healthz", tags=["ops"])
+    async def health() -> dict[str, str]:
+        """The process is up and serving."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], responses={503: {"description": "still loading the embedding model"}})
+    async def ready() -> JSONResponse:
+        """Ready once the embedding model is loaded (queries would otherwise wait for it)."""
+        if not service.warm.is_set():
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready", "in_flight": service.limiter.in_flight()})
+
+    if mcp_server is not None:
+        app.router.routes.extend(mcp_routes)
+    return app
+
+
+def _warm_up(service: QueryService) -> None:
+    try:
+        service.warm_up()
+    except Exception as exc:  # noqa: BLE001 - readiness stays false; the log says why
+        log.error("warm-up failed: %s: %s", type(exc).__name__, exc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(prog="graphrag-serve", description="GraphRAG query service (HTTP + MCP)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = load_settings()
+    if settings.api_keys_file is None:
+        log.warning("PIPELINE_API_KEYS_FILE is not set: every /v1/ request will be refused with 401")
+    uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,57 @@
+"""Errors the service answers with: one HTTP status and one stable `code` each, a message a caller can act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    """A refusal or failure with a status, a machine-readable code and a human message (never a trace)."""
+
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, detail: Any = None, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.detail is not None:
+            error["detail"] = self.detail
+        return {"error": error}
+
+
+class Unauthorized(ServiceError):
+    status, code = 401, "unauthorized"
+
+    def __init__(self, message: str = "missing or unknown API key") -> None:
+        # The header tells a client which scheme to use; it never echoes what was sent.
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class Forbidden(ServiceError):
+    # One message for "not yours" and "does not exist", so a key cannot probe other tenants' namespaces.
+    status, code = 403, "forbidden"
+
+
+class InvalidRequest(ServiceError):
+    status, code = 422, "invalid_request"
+
+
+class IndexNotReady(ServiceError):
+    status, code = 409, "index_not_ready"
+
+
+class TooManyRequests(ServiceError):
+    status, code = 429, "too_many_requests"
+
+
+class BodyTooLarge(ServiceError):
+    status, code = 413, "body_too_large"
+
+
+class DeadlineExceeded(ServiceError):
+    status, code = 504, "deadline_exceeded"

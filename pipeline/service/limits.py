@@ -1,0 +1,170 @@
+"""Limits: queries in flight per API key, request body size, and the size of what a query returns."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.service.errors import BodyTooLarge, TooManyRequests
+
+
+class KeyLimiter:
+    """At most `limit` queries in flight per key; one more is refused at once (429), never queued.
+
+    A slot is held until the query's worker has really stopped, not until its response is sent, so a
+    query cut off by its deadline still counts while it unwinds.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, int] = {}
+
+    def in_flight(self, key_id: str | None = None) -> int:
+        with self._lock:
+            if key_id is None:
+                return sum(self._in_flight.values())
+            return self._in_flight.get(key_id, 0)
+
+    def acquire(self, key_id: str) -> None:
+        with self._lock:
+            n = self._in_flight.get(key_id, 0)
+            if n >= self.limit:
+                raise TooManyRequests(
+                    f"this API key already has {n} queries in flight (limit {self.limit}); retry later",
+                    headers={"Retry-After": "1"},
+                )
+            self._in_flight[key_id] = n + 1
+
+    def release(self, key_id: str) -> None:
+        with self._lock:
+            n = self._in_flight.get(key_id, 0) - 1
+            if n > 0:
+                self._in_flight[key_id] = n
+            else:
+                self._in_flight.pop(key_id, None)
+
+    @contextmanager
+    def slot(self, key_id: str) -> Iterator[None]:
+        self.acquire(key_id)
+        try:
+            yield
+        finally:
+            self.release(key_id)
+
+
+class BodyLimitMiddleware:
+    """413 for a body over `max_bytes`: by Content-Length up front, else by counting what arrives."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(send)
+            return
+        received = 0
+        too_large = False
+        refused = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    too_large = True
+                    raise _TooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            # The framework turns a failed body read into its own 400; answer the truth (413) instead.
+            nonlocal refused
+            if not too_large:
+                await send(message)
+            elif not refused:
+                refused = True
+                await self._refuse(send)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except Exception:
+            if not too_large:
+                raise
+            if not refused:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = BodyTooLarge(f"request body is larger than {self.max_bytes} bytes")
+        payload = json.dumps(error.body()).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": error.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(payload)),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class OutputBounds:
+    max_answer_chars: int
+    max_items: int
+    max_text_chars: int
+
+
+def cut(text: Any, limit: int) -> tuple[Any, bool]:
+    if isinstance(text, str) and len(text) > limit:
+        return text[:limit] + "…", True
+    return text, False
+
+
+def bound_result(kind: str, result: dict[str, Any], bounds: OutputBounds) -> tuple[dict[str, Any], bool]:
+    """The result with its answer, evidence and hits cut to the configured sizes, and whether anything was."""
+    out = dict(result)
+    truncated = False
+    if "answer" in out:
+        out["answer"], hit = cut(out["answer"], bounds.max_answer_chars)
+        truncated |= hit
+    # Lists of items whose texts can be long: each is capped in count and in text length.
+    for field, text_keys in (
+        ("evidence", ("text", "description")),
+        ("map_answers", ("answer",)),
+        ("communities", ("summary",)),
+        ("hits", ("text", "content")),
+    ):
+        items = out.get(field)
+        if not isinstance(items, list):
+            continue
+        if len(items) > bounds.max_items:
+            items, truncated = items[: bounds.max_items], True
+        bounded = []
+        for item in items:
+            item = dict(item)
+            for key in text_keys:
+                if key in item:
+                    item[key], hit = cut(item[key], bounds.max_text_chars)
+                    truncated |= hit
+            bounded.append(item)
+        out[field] = bounded
+    return out, truncated

@@ -1,0 +1,330 @@
+"""Runs one query for one tenant against one namespace, with a deadline, cancellation and bounded output.
+
+Both front ends (HTTP in `app.py`, MCP in `mcp_server.py`) come here. Each query builds its own
+`NamespaceStore` and engine, so nothing a request touches is shared with another tenant's request;
+only the embedding model (read-only weights) is shared. The query runs on a worker thread with its
+own event loop: CPU stages (index loading, embedding) then never stall the server, and the worker
+gets the deadline and a `threading.Event` that is set when the deadline passes or the client leaves,
+which stops its LLM calls (their connections are closed) and its remaining stages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pipeline import schema
+from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
+from pipeline.llm.batch import deadline_in, remaining
+from pipeline.llm.errors import LLMConfigError, LLMError
+from pipeline.query.global_context import GlobalContextError
+from pipeline.query.local_search import LocalSearchError
+from pipeline.service.auth import KeyStore, Principal, key_from_headers
+from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
+from pipeline.service.limits import KeyLimiter, OutputBounds, bound_result
+from pipeline.service.models import ChunkQuery, GlobalQuery, LocalQuery, VectorQuery
+from pipeline.settings import Settings
+from pipeline.store import NamespaceStore, TableNotFoundError
+
+log = logging.getLogger("pipeline.service")
+
+# After the deadline the worker gets this long to notice it and hand back what it has done.
+GRACE_S = 1.0
+Request = GlobalQuery | LocalQuery | ChunkQuery | VectorQuery
+KIND_OF: dict[type, str] = {
+    GlobalQuery: "global",
+    LocalQuery: "local",
+    ChunkQuery: "chunks",
+    VectorQuery: "vector",
+}
+# What each query kind reads: (kind of table, name). The status endpoint reports readiness from these.
+NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "global": (("parquet", schema.COMMUNITIES), ("parquet", schema.COMMUNITY_REPORTS)),
+    "local": (
+        ("parquet", schema.ENTITIES),
+        ("parquet", schema.RELATIONSHIPS),
+        ("parquet", schema.COMMUNITIES),
+        ("lancedb", schema.LANCE_TEXT_UNITS),
+    ),
+    "chunks": (("snapshot", "chunk_graph"),),
+    "vector": (("lancedb", schema.LANCE_TEXT_UNITS),),
+}
+
+
+class UpstreamError(ServiceError):
+    status, code = 502, "upstream_error"
+
+
+class QueryService:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        keys: KeyStore | None = None,
+        embedder: Any = None,
+        engine_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.keys = keys if keys is not None else KeyStore(settings.api_keys_file)
+        self.limiter = KeyLimiter(settings.service_key_concurrency)
+        self.bounds = OutputBounds(
+            settings.service_max_answer_chars,
+            settings.service_max_evidence_items,
+            settings.service_max_text_chars,
+        )
+        self._engine_factory = engine_factory
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self.warm = threading.Event()
+
+    # ---- shared, read-only pieces ---------------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        with self._embedder_lock:
+            if self._embedder is None:
+                from pipeline.query.runtime import cached_embedder
+
+                self._embedder = cached_embedder(self.settings)
+            return self._embedder
+
+    def warm_up(self) -> None:
+        """Load the embedding model (seconds) so the first query does not pay for it; sets `warm`."""
+        inner = getattr(self.embedder, "embedder", self.embedder)
+        inner.embed(["warm-up"])  # bypass the cache: a cache hit would not load the model
+        self.warm.set()
+
+    def new_engine(self) -> Any:
+        # One engine per query: its usage counters and connection pool belong to that query alone.
+        if self._engine_factory is not None:
+            return self._engine_factory()
+        from pipeline.llm import make_engine
+
+        return make_engine(self.settings)
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        return self.keys.authenticate(key_from_headers(headers))
+
+    # ---- a query --------------------------------------------------------------------------------
+    async def run(self, principal: Principal, request: Request) -> dict[str, Any]:
+        kind = KIND_OF[type(request)]
+        namespace = principal.authorize(request.namespace)
+        timeout = min(
+            request.timeout_s or self.settings.service_timeout_s, self.settings.service_max_timeout_s
+        )
+        deadline = deadline_in(timeout)
+        cancel = threading.Event()
+        started = time.monotonic()
+        self.limiter.acquire(principal.key_id)
+        try:
+            worker = asyncio.get_running_loop().run_in_executor(
+                None, self._work, principal.key_id, kind, namespace, request, deadline, cancel
+            )
+        except BaseException:
+            self.limiter.release(principal.key_id)
+            raise
+        try:
+            done, _ = await asyncio.wait({worker}, timeout=(remaining(deadline) or 0.0) + GRACE_S)
+        except asyncio.CancelledError:  # the client went away: stop the work too
+            cancel.set()
+            raise
+        outcome = "?"
+        try:
+            if not done:
+                cancel.set()
+                outcome = "deadline"
+                raise DeadlineExceeded(
+                    f"the {kind} query did not finish within {timeout:g}s and was cancelled",
+                    detail={"timeout_s": timeout, "done": "unknown: the query was inside a stage"},
+                )
+            result = worker.result()
+            bounded, truncated = bound_result(kind, result, self.bounds)
+            outcome = bounded.get("status", "?")
+            if outcome == "cancelled":
+                raise DeadlineExceeded(
+                    f"the {kind} query did not finish within {timeout:g}s and was cancelled",
+                    detail={"timeout_s": timeout, "reason": bounded.get("reason"), "partial": bounded},
+                )
+            return {
+                "namespace": namespace,
+                "kind": kind,
+                "status": outcome,
+                "truncated": truncated,
+                "duration_s": round(time.monotonic() - started, 3),
+                "result": bounded,
+            }
+        except ServiceError as exc:
+            outcome = exc.code if outcome == "?" else outcome
+            raise
+        finally:
+            # key_id is a prefix of the key's digest: it tells keys apart in logs without revealing one.
+            log.info(
+                "query kind=%s tenant=%s key=%s namespace=%s outcome=%s duration_s=%.3f",
+                kind,
+                principal.tenant,
+                principal.key_id,
+                namespace,
+                outcome,
+                time.monotonic() - started,
+            )
+
+    def _work(
+        self,
+        key_id: str,
+        kind: str,
+        namespace: str,
+        request: Request,
+        deadline: float,
+        cancel: threading.Event,
+    ) -> dict[str, Any]:
+        try:
+            store = NamespaceStore(self.settings.storage_root, namespace)
+            if not store.root.is_dir():  # checked first so that a query never creates the folder
+                raise TableNotFoundError("no tables at all")
+            runner = {
+                "global": self._global,
+                "local": self._local,
+                "chunks": self._chunks,
+                "vector": self._vector,
+            }
+            return runner[kind](store, request, deadline, cancel)
+        except TableNotFoundError as exc:
+            raise not_ready(namespace, kind, exc) from None
+        except SnapshotError as exc:
+            raise IndexNotReady(
+                f"namespace {namespace!r}: its chunk graph cannot be loaded ({exc}); re-index it"
+            ) from None
+        except (LocalSearchError, GlobalContextError, ChunkGraphError) as exc:
+            raise InvalidRequest(str(exc)) from None
+        except LLMConfigError as exc:
+            log.error("query kind=%s: LLM configuration error: %s", kind, exc)
+            raise ServiceError("the server's LLM provider is misconfigured") from None
+        except LLMError as exc:
+            raise UpstreamError(f"the LLM provider failed: {type(exc).__name__}") from None
+        finally:
+            self.limiter.release(key_id)  # only now has the work really stopped
+
+    def _global(
+        self, store: NamespaceStore, req: GlobalQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
+
+        engine = self.new_engine()
+        config = GlobalSearchConfig(
+            level=req.level, seed=0 if req.seed is None else req.seed, encoding=self.settings.encoding
+        )
+        tasks = GlobalTasks(engine, self.embedder)
+        coro = global_search_async(store, req.question, tasks, config, deadline, cancel)
+        return engine.run_sync(coro).to_dict()
+
+    def _local(
+        self, store: NamespaceStore, req: LocalQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        from pipeline.query.local_search import LocalSearchConfig, local_search_async
+
+        engine = self.new_engine()
+        config = LocalSearchConfig(top_k=req.top_k, community_level=req.community_level)
+        coro = local_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
+        return engine.run_sync(coro).to_dict()
+
+    def _chunks(
+        self, store: NamespaceStore, req: ChunkQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
+
+        graph = load_namespace_chunk_graph(store, dimension=self.embedder.dimension)
+        vector = self.embedder.embed([req.query])[0]
+        if cancel.is_set() or time.monotonic() >= deadline:
+            return {"query": req.query, "status": "cancelled", "reason": "deadline passed before the walk"}
+        hits = graph.query(
+            vector,
+            top_k=req.top_k,
+            random_walk_steps=req.random_walk_steps,
+            restart_prob=req.restart_prob,
+            filter=req.filter or None,
+            seed=req.seed,
+            method=req.method,
+        )
+        rows = [h.to_dict() for h in hits]
+        return {"query": req.query, "status": "completed" if rows else "no_results", "hits": rows}
+
+    def _vector(
+        self, store: NamespaceStore, req: VectorQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        """Through the vector query tool (`pipeline.vector_tool`), with this namespace's LanceDB store."""
+        from pipeline.vector_tool import FilterError, LanceDBStore, create_vector_query_tool, parse_filter
+
+        # The tool degrades a missing table to an empty result; a service says index_not_ready instead,
+        # and checks without opening LanceDB first, which would create its folder.
+        if not store.lance_uri.is_dir() or not store.has_lance_table(schema.LANCE_TEXT_UNITS):
+            raise TableNotFoundError(f"LanceDB table '{schema.LANCE_TEXT_UNITS}' missing")
+        try:
+            query_filter = parse_filter(req.filter)
+        except FilterError as exc:
+            raise InvalidRequest(str(exc)) from None
+        tool = create_vector_query_tool(
+            schema.LANCE_TEXT_UNITS, self.embedder, store=LanceDBStore(store), enable_filter=True
+        )
+        out = tool.execute({"query_text": req.query, "top_k": req.top_k, "filter": query_filter or {}})
+        if out.get("error"):
+            if str(out["error"]).startswith("FilterError"):
+                raise InvalidRequest(str(out["error"]))
+            return {"query": req.query, "status": "degraded", "reason": out["error"], "hits": []}
+        hits = [
+            {"id": s["id"], "score": s["score"], **s["metadata"], "text": s["document"]}
+            for s in out["sources"]
+        ]
+        return {"query": req.query, "status": "completed" if hits else "no_results", "hits": hits}
+
+    # ---- status ---------------------------------------------------------------------------------
+    def namespace_status(self, principal: Principal, namespace: str) -> dict[str, Any]:
+        principal.authorize(namespace)
+        store = NamespaceStore(self.settings.storage_root, namespace)
+        tables = [
+            {"name": t.name, "kind": t.kind, "rows": t.rows, "materialized_at": t.modified}
+            for t in store.tables()
+        ]
+        snapshot = store.root / schema.CHUNK_GRAPH_SNAPSHOT
+        if snapshot.is_file():
+            tables.append(
+                {
+                    "name": "chunk_graph",
+                    "kind": "snapshot",
+                    "rows": _snapshot_nodes(snapshot),
+                    "materialized_at": _mtime(snapshot),
+                }
+            )
+        present = {(t["kind"], t["name"]) for t in tables}
+        ready = {kind: all(need in present for need in needs) for kind, needs in NEEDS.items()}
+        return {"namespace": namespace, "indexed": bool(tables), "tables": tables, "ready": ready}
+
+
+def not_ready(namespace: str, kind: str, exc: Exception) -> IndexNotReady:
+    # The library's message names file paths on the server; the caller gets the missing table only.
+    found = re.search(r"table '([^']+)'", str(exc)) or re.search(r"(chunk graph)", str(exc))
+    missing = f" (missing: {found.group(1)})" if found else ""
+    return IndexNotReady(
+        f"namespace {namespace!r} has no {kind} index yet{missing}; "
+        f"index it first: python -m pipeline index --namespace {namespace}",
+        detail={"namespace": namespace, "query": kind, "missing": found.group(1) if found else None},
+    )
+
+
+def _mtime(path: Any) -> Any:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+
+
+def _snapshot_nodes(path: Any) -> int | None:
+    import pyarrow as pa
+
+    try:
+        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))  # mapped: counting reads no columns
+        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    except Exception:  # noqa: BLE001 - a status page reports an unreadable snapshot as unknown rows
+        return None

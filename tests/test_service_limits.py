@@ -1,0 +1,213 @@
+"""Deadlines and the per-key limit with a real LLM path (through the fault proxy), and fuzzed request bodies.
+
+The LLM-backed service is configured like a deployment would be (`llm_provider=openai`, base URL =
+the fault proxy), so the engine, the client and its connection handling are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import httpx
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.service.queries import QueryService
+from tests.support.fault_proxy import FaultProxy
+from tests.test_service import BODIES, KEY_A, KEY_B, auth, build_service_data, offline_settings, serving
+
+LLM_KEY_ENV = "GRAPHRAG_TEST_SERVICE_LLM_KEY"
+
+
+def scripted_model(request: dict) -> str:
+    user = request["messages"][-1]["content"]
+    if "Partial answers:" in user:
+        return json.dumps({"answer": "Scrooge ran the counting-house with Marley [Communities: 2]"})
+    return json.dumps({"answer": "Scrooge and Marley kept a counting-house.", "usefulness": 80})
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    return build_service_data(tmp_path_factory.mktemp("service_limits"))
+
+
+@pytest.fixture(scope="module")
+def proxy() -> Iterator[FaultProxy]:
+    with FaultProxy(None, hang_s=10, responder=scripted_model) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def llm_service(data, proxy: FaultProxy) -> Iterator[QueryService]:  # noqa: ANN001
+    os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
+    settings = offline_settings(
+        data, llm_provider="openai", llm_base_url=proxy.base_url, llm_api_key_env=LLM_KEY_ENV, llm_model="m"
+    )
+    svc = QueryService(settings, embedder=data.embedder)
+    svc.warm_up()
+    yield svc
+    os.environ.pop(LLM_KEY_ENV, None)
+
+
+@pytest.fixture(scope="module")
+def llm_url(llm_service: QueryService) -> Iterator[str]:
+    with serving(llm_service) as url:
+        yield url
+
+
+def wait_for(predicate, timeout: float = 5.0) -> bool:  # noqa: ANN001
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def open_connections_to(port: int) -> list:
+    return [
+        c
+        for c in psutil.Process().net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    ]
+
+
+def test_a_hanging_llm_call_is_504_within_the_deadline_and_nothing_keeps_running(
+    llm_url: str, llm_service: QueryService, proxy: FaultProxy
+) -> None:
+    proxy.reset_counts()
+    proxy.script("hang")
+    body = {"namespace": "acme", "question": "What happened at the counting-house?", "timeout_s": 1.5}
+    started = time.monotonic()
+    r = httpx.post(f"{llm_url}/v1/query/global", json=body, headers=auth(KEY_A), timeout=30)
+    elapsed = time.monotonic() - started
+    assert r.status_code == 504, r.text
+    assert elapsed < 1.5 + 1.0, elapsed
+    error = r.json()["error"]
+    assert error["code"] == "deadline_exceeded"
+    assert error["detail"]["partial"]["status"] == "cancelled"  # what was done: no map batch finished
+    assert "cancelled after 0 of" in error["detail"]["reason"]
+    assert proxy.received == 1
+    # The worker has stopped, its connection to the LLM server is closed and nothing retries later.
+    assert wait_for(lambda: llm_service.limiter.in_flight() == 0, 1.0)
+    assert open_connections_to(urlsplit(proxy.base_url).port) == []
+    time.sleep(0.5)
+    assert proxy.received == 1
+
+
+def test_the_per_key_limit_answers_429_and_frees_its_slots(
+    llm_url: str, llm_service: QueryService, proxy: FaultProxy
+) -> None:
+    proxy.reset_counts()
+    proxy.script("hang", "hang")
+    answers: list[httpx.Response] = []
+
+    def hang(question: str) -> None:
+        body = {"namespace": "acme", "question": question, "timeout_s": 3}
+        answers.append(httpx.post(f"{llm_url}/v1/query/global", json=body, headers=auth(KEY_A), timeout=30))
+
+    threads = [threading.Thread(target=hang, args=(f"What happened on day {i}?",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    assert wait_for(lambda: proxy.received >= 2, 10)  # both queries are at the LLM, holding their slots
+    third = httpx.post(f"{llm_url}/v1/query/vector", json=BODIES["vector"], headers=auth(KEY_A), timeout=30)
+    assert third.status_code == 429 and third.headers["retry-after"] == "1"
+    assert third.json()["error"]["code"] == "too_many_requests"
+    other_key = {**BODIES["vector"], "namespace": "globex"}
+    assert httpx.post(f"{llm_url}/v1/query/vector", json=other_key, headers=auth(KEY_B)).status_code == 200
+    for t in threads:
+        t.join(timeout=30)
+    assert [a.status_code for a in answers] == [504, 504]
+    assert wait_for(lambda: llm_service.limiter.in_flight() == 0, 1.0)
+    # slots are free again, and the whole LLM path answers when the model does
+    body = {"namespace": "acme", "question": "Who kept the counting-house?", "timeout_s": 20}
+    r = httpx.post(f"{llm_url}/v1/query/global", json=body, headers=auth(KEY_A), timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "completed" and "counting-house" in r.json()["result"]["answer"]
+
+
+# ---- fuzzing against the OpenAPI spec ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def offline_url(data) -> Iterator[str]:  # noqa: ANN001
+    svc = QueryService(offline_settings(data), embedder=data.embedder)
+    svc.warm_up()
+    with serving(svc) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def spec(offline_url: str) -> dict:
+    return httpx.get(f"{offline_url}/openapi.json").json()
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=40)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+)
+# Values near the fields' rules (valid ones included) so that many bodies get past validation.
+plausible = {
+    "namespace": st.sampled_from(["acme", "globex", "acme-empty", "nosuch", "Bad NS", ""]),
+    "question": st.text(max_size=80),
+    "query": st.text(max_size=80),
+    "top_k": st.integers(-3, 120),
+    "level": st.integers(-1, 4) | st.none(),
+    "community_level": st.integers(-1, 4) | st.none(),
+    "seed": st.integers(-1, 2**40) | st.none(),
+    "random_walk_steps": st.integers(0, 300),
+    "restart_prob": st.floats(-0.5, 1.5) | st.just(float("nan")),
+    "timeout_s": st.floats(-1, 20) | st.just(float("inf")) | st.none(),
+    "method": st.sampled_from(["walk", "ppr", "other"]),
+    "filter": st.none()
+    | st.dictionaries(
+        st.sampled_from(["document_title", "document_id", "n_tokens", "x"]), json_scalars, max_size=3
+    ),
+}
+
+
+@st.composite
+def request_bodies(draw, properties: list[str]):  # noqa: ANN001, ANN201
+    chosen = draw(st.lists(st.sampled_from(properties), unique=True))
+    body = {name: draw(plausible.get(name, json_values) | json_values) for name in chosen}
+    if draw(st.booleans()):
+        body.update({"namespace": "acme", "question": "Who is Scrooge?", "query": "Scrooge"})
+        body = {k: v for k, v in body.items() if k in properties}
+    return body
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_fuzzed_bodies_never_get_a_500(offline_url: str, spec: dict, data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from([p for p in spec["paths"] if p.startswith("/v1/query/")]))
+    ref = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    properties = list(spec["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"])
+    body = data.draw(request_bodies(properties) | json_values)
+    key = data.draw(st.sampled_from([KEY_A, KEY_A, KEY_B, "nope"]))
+    content = json.dumps(body).encode()  # NaN/Infinity included: Python's json writes them
+    r = httpx.post(
+        f"{offline_url}{path}",
+        content=content,
+        headers={**auth(key), "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert r.status_code in (200, 401, 403, 409, 413, 422, 504), (path, body, r.status_code, r.text)
+    assert "error" in r.json() or r.status_code == 200
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(raw=st.binary(max_size=300))
+def test_fuzzed_raw_bytes_are_422_not_500(offline_url: str, raw: bytes) -> None:
+    r = httpx.post(
+        f"{offline_url}/v1/query/local",
+        content=raw,
+        headers={**auth(KEY_A), "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert r.status_code in (200, 409, 403, 422), (raw, r.status_code, r.text)
