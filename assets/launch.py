@@ -89,3 +89,31 @@ def run_index(
         if e.is_step_failure
     ]
     return IndexRunResult(result.run_id, result.success, steps, failures)
+
+
+def backfill_namespaces(
+    instance: DagsterInstance | None = None, on_event: Callable[[str], None] | None = None
+) -> tuple[dict[str, IndexRunResult], list[str]]:
+    """Re-index every namespace: each folder under the input root and each registered partition.
+
+    Runs one namespace after another in-process (a re-index of an unchanged namespace is nearly free:
+    everything is cached by content). A registered namespace with no folder under the input root was
+    indexed from elsewhere (`--input`) and is skipped, named in the second value."""
+    from pipeline.incremental import all_namespaces, namespace_folders
+    from pipeline.settings import load_settings
+
+    if instance is None:
+        ensure_dagster_home()
+        instance = DagsterInstance.get()
+    root = load_settings().input_root
+    folders = namespace_folders(root)
+    results: dict[str, IndexRunResult] = {}
+    skipped: list[str] = []
+    for ns in all_namespaces(root, instance.get_dynamic_partitions("namespace")):
+        if ns not in folders:
+            skipped.append(ns)
+            continue
+        if on_event:
+            on_event(f"namespace {ns!r}")
+        results[ns] = run_index(ns, instance=instance, on_event=on_event)
+    return results, skipped

@@ -45,7 +45,11 @@ def main() -> None:
         else:
             shutil.copy(args.corpus, input_dir / args.corpus.name)
         store = NamespaceStore(work / "storage", "bench")
-        out: dict = {"corpus": str(args.corpus), "chunk_size": args.chunk_size, "chunk_overlap": args.chunk_overlap}
+        out: dict = {
+            "corpus": str(args.corpus),
+            "chunk_size": args.chunk_size,
+            "chunk_overlap": args.chunk_overlap,
+        }
 
         t = time.perf_counter()
         result = read_documents(input_dir)

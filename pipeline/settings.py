@@ -7,6 +7,7 @@ defaults documented here.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -104,7 +105,7 @@ class Settings(BaseSettings):
     )
 
     # Graph extraction (GraphRAG defaults: these four types, 1 gleaning round)
-    entity_types: list[str] = Field(
+    entity_types: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["organization", "person", "geo", "event"],
         description="Entity types to extract (comma-separated in the env var)",
     )
@@ -112,7 +113,9 @@ class Settings(BaseSettings):
     extract_claims: bool = True
     claim_description: str = "Any claims or facts that could be relevant to information discovery."
     offline_cooccurrence_window: int = Field(
-        default=1, ge=0, description="Sentences that link two entities: 1 = same sentence, 0 = whole text unit"
+        default=1,
+        ge=0,
+        description="Sentences that link two entities: 1 = same sentence, 0 = whole text unit",
     )
     offline_min_npmi: float = Field(
         default=0.0, ge=-1, le=1, description="Co-occurrence edges below this NPMI are pruned ..."
@@ -129,11 +132,33 @@ class Settings(BaseSettings):
     max_cluster_size: int = Field(default=10, ge=2)
     leiden_seed: int = 0xDEADBEEF
     leiden_resolution: float = Field(default=1.0, gt=0)
+    # Community reports (GraphRAG: 8,000 context tokens, 2,000 words)
+    report_max_input_tokens: int = Field(
+        default=8000, ge=64, description="Context budget per report; larger communities use sub-reports"
+    )
+    report_max_words: int = Field(default=2000, ge=10, description="Report length asked of the LLM")
+    # Vector query tool (pipeline/vector_tool): the PostgreSQL server for `query vector --store pgvector`
+    pgvector_dsn: str | None = Field(
+        default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"
+    )
+    # Query service (pipeline/service): keys, deadlines and output bounds
+    api_keys_file: Path | None = Field(
+        default=None, description="YAML/JSON: tenant -> {key_sha256, namespaces} (env PIPELINE_API_KEYS_FILE)"
+    )
+    service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
+    service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
+    service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
+    service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
+    service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
+    service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
+    service_max_text_chars: int = Field(default=2000, ge=50, description="Each evidence text is cut here")
 
     @field_validator("fallback_encodings", "entity_types", mode="before")
     @classmethod
     def _split_csv(cls, v: Any) -> Any:
         if isinstance(v, str):
+            if v.lstrip().startswith("["):  # a JSON list is accepted too
+                return json.loads(v)
             return [s.strip() for s in v.split(",") if s.strip()]
         return v
 

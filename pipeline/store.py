@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.namespace import validate_namespace
@@ -103,10 +104,34 @@ class NamespaceStore:
     def replace_lance_table(
         self, name: str, data: pa.Table, fts_columns: list[str] | tuple[str, ...] = ()
     ) -> Any:
-        """Write a new version of the table (Lance versioning: readers keep the previous one until done)."""
+        """Replace the table's rows so that a reader only ever sees a complete version.
+
+        An existing table with the same schema gets all its rows replaced by one merge-insert keyed by
+        `id` (one Lance commit: a reader sees the old rows or the new ones, and the full-text index of the
+        old version keeps answering, unindexed new rows being searched flat); the index is then rebuilt as
+        a further commit. An overwrite would publish a version with no full-text index first, where
+        full-text queries fail until the index lands, so it is kept for new tables and schema changes."""
         from lancedb.index import FTS
 
-        table = self.lancedb().create_table(name, data, mode="overwrite")
+        db = self.lancedb()
+        table = db.open_table(name) if self.has_lance_table(name) else None
+        ids = data.column("id") if "id" in data.column_names else None
+        in_place = (
+            table is not None
+            and ids is not None
+            and table.schema.equals(data.schema, check_metadata=True)
+            and pc.count_distinct(ids).as_py() == data.num_rows
+        )
+        if in_place:
+            (
+                table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete()
+                .execute(data)
+            )
+        else:
+            table = db.create_table(name, data, mode="overwrite")
         for column in fts_columns:
             if data.num_rows:
                 table.create_index(column, config=FTS(), replace=True)

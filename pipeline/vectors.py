@@ -132,7 +132,13 @@ def _search_units_by_pieces(
     limit = max(4 * k, 50)
     total = pieces.count_rows()
     while True:
-        hits = pieces.search(vector).metric("cosine").select(["text_unit_id"]).limit(limit).to_list()
+        hits = (
+            pieces.search(vector)
+            .metric("cosine")
+            .select(["text_unit_id", "_distance"])
+            .limit(limit)
+            .to_list()
+        )
         for hit in hits:
             uid = hit["text_unit_id"]
             if allowed is not None and uid not in allowed:
@@ -148,6 +154,8 @@ def _search_units_by_pieces(
     rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
     out = []
     for uid, score in top:
+        if uid not in rows:  # pieces and units are two tables: mid re-index a piece may outlive its unit
+            continue
         row = dict(rows[uid])
         row["score"] = score
         if not include_vectors:

@@ -34,7 +34,12 @@ def cli_env(tmp_path_factory):
 
 def run_cli(env, *args):
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300
+        [sys.executable, "-m", "pipeline", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=300,
     )
 
 

@@ -48,12 +48,16 @@ def test_fallback_encoding_decodes_latin1_when_configured(tmp_path):
 
 def test_row_files_yield_one_document_per_row_with_row_level_errors(tmp_path):
     (tmp_path / "rows.json").write_text(
-        json.dumps([{"id": "x1", "title": "One", "text": "First row."}, {"title": "No text"}, {"text": "Third."}]),
+        json.dumps(
+            [{"id": "x1", "title": "One", "text": "First row."}, {"title": "No text"}, {"text": "Third."}]
+        ),
         encoding="utf-8",
     )
     (tmp_path / "rows.jsonl").write_text('{"text": "Line one."}\n{broken\n', encoding="utf-8")
     (tmp_path / "rows.csv").write_text("id,title,text\nc1,Csv,From CSV.\n", encoding="utf-8")
-    pq.write_table(pa.table({"id": ["p1"], "title": ["Pq"], "text": ["From Parquet."]}), tmp_path / "rows.parquet")
+    pq.write_table(
+        pa.table({"id": ["p1"], "title": ["Pq"], "text": ["From Parquet."]}), tmp_path / "rows.parquet"
+    )
     result = read_documents(tmp_path)
     titles = sorted(d.title for d in result.documents)
     assert titles == ["Csv", "One", "Pq", "rows.json#2", "rows.jsonl#0"]

@@ -20,7 +20,9 @@ def test_no_pipeline_module_imports_dagster_in_its_source():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
-            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in ("dagster", "assets")]
+            offenders += [
+                f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in ("dagster", "assets")
+            ]
     assert offenders == []
 
 

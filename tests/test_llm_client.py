@@ -185,7 +185,9 @@ def test_complete_text_is_cached_too(proxy: FaultProxy, tmp_path: Path) -> None:
     assert proxy.forwarded == 2  # a new prompt version is a new key
 
 
-def test_concurrent_first_calls_in_auto_mode_probe_json_schema_once(proxy: FaultProxy, tmp_path: Path) -> None:
+def test_concurrent_first_calls_in_auto_mode_probe_json_schema_once(
+    proxy: FaultProxy, tmp_path: Path
+) -> None:
     # llama.cpp refuses json_schema; several first calls at once must not each be refused and retried.
     client = _client(proxy, tmp_path, concurrency=4, max_retries=0)
 

@@ -8,7 +8,12 @@ from pipeline.settings import ConfigError, load_settings
 
 
 def test_defaults_are_offline_and_graphrag_chunking(monkeypatch):
-    for var in ("PIPELINE_CONFIG_FILE", "PIPELINE_STORAGE_ROOT", "PIPELINE_LLM_PROVIDER", "PIPELINE_CHUNK_SIZE"):
+    for var in (
+        "PIPELINE_CONFIG_FILE",
+        "PIPELINE_STORAGE_ROOT",
+        "PIPELINE_LLM_PROVIDER",
+        "PIPELINE_CHUNK_SIZE",
+    ):
         monkeypatch.delenv(var, raising=False)
     s = load_settings()
     assert (s.chunk_size, s.chunk_overlap, s.encoding) == (1200, 100, "o200k_base")

@@ -14,10 +14,12 @@ from dagster import (
     asset,
 )
 
+from assets.indexing.observe import standard_metadata
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline import schema
 from pipeline.chunking import chunk_documents_table, offset_mismatches
+from pipeline.incremental import diff_documents, unit_delta
 from pipeline.ingest import IngestOptions, documents_table, errors_table, read_documents
 from pipeline.namespace import validate_namespace
 from pipeline.vectors import index_text_units, vector_ids
@@ -68,10 +70,18 @@ def documents(
         context.log.warning(f"skipped {where}: {err.error_type}: {err.reason}")
     store = pipeline_settings.store(namespace)
     docs = documents_table(result.documents)
+    previous = (
+        store.read_table(schema.DOCUMENTS, ["id", "source_path", "title"])
+        if store.has_table(schema.DOCUMENTS)
+        else None
+    )
+    delta = diff_documents(previous, docs)
     store.write_table(schema.DOCUMENTS, docs)
     store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))
     return MaterializeResult(
         metadata={
+            **standard_metadata(started, len(result.documents)),
+            **delta.as_metadata(),
             "documents": len(result.documents),
             "errors": len(result.errors),
             "duplicates_skipped": result.duplicates,
@@ -101,12 +111,16 @@ def text_units(
     settings = pipeline_settings.get_settings()
     store = pipeline_settings.store(context.partition_key)
     docs = store.read_table(schema.DOCUMENTS)
+    previous = store.read_table(schema.TEXT_UNITS, ["id"]) if store.has_table(schema.TEXT_UNITS) else None
     units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
     store.write_table(schema.TEXT_UNITS, units)
     store.write_table(schema.DOCUMENTS, docs)  # documents gain text_unit_ids
     n_tokens = units.column("n_tokens").to_pylist()
+    before = previous.column("id").to_pylist() if previous is not None else []
     return MaterializeResult(
         metadata={
+            **standard_metadata(started, units.num_rows),
+            **unit_delta(before, units.column("id").to_pylist()),
             "text_units": units.num_rows,
             "documents": docs.num_rows,
             "tokens": sum(n_tokens),
@@ -150,7 +164,7 @@ def text_unit_embeddings(
     mismatched = offset_mismatches(docs, units)
     return MaterializeResult(
         metadata={
-            "rows": stats.rows,
+            **standard_metadata(started, stats.rows),
             "pieces": stats.pieces,
             "embeddings_computed": stats.embedded,
             "embedding_cache_hits": stats.cache_hits,

@@ -156,7 +156,9 @@ def approximate_edges(
         limit = min(n, neighbors + 1)  # +1: a node finds itself
         for q0 in range(0, n, query_batch):
             batch = unit[q0 : q0 + query_batch]
-            search = table.search(list(batch)).distance_type("cosine").limit(limit).select(["node"])
+            search = (
+                table.search(list(batch)).distance_type("cosine").limit(limit).select(["node", "_distance"])
+            )
             if use_index:
                 search = search.nprobes(nprobes)
             hits = search.to_arrow()

@@ -104,7 +104,7 @@ def semantic_channel(
         store.open_lance_table(schema.LANCE_ENTITIES)
         .search(query_vector)
         .metric("cosine")
-        .select(["id"])
+        .select(["id", "_distance"])
         .limit(top_k)
         .to_list()
     )

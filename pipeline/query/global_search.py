@@ -21,6 +21,7 @@ from pipeline.query.global_tasks import (
     MapRequest,
     ReduceBlock,
     ReduceRequest,
+    cited_communities,
     llm_map,
     llm_reduce,
     map_messages,
@@ -264,7 +265,10 @@ async def reduce_map_results(
         result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the map answers"
     if failed and not result.reason:
         result.reason = f"{len(failed)} of {n_batches} map batches failed"
-    result.cited_communities = list(dict.fromkeys(c for r in chosen for c in r.community_ids))
+    # What the answer actually cites; a model that cited nothing is credited with every used batch.
+    used = {c for r in chosen for c in r.community_ids}
+    cited = [c for c in cited_communities(result.answer) if c in used]
+    result.cited_communities = cited or list(dict.fromkeys(c for r in chosen for c in r.community_ids))
     return _finish(result, tasks, started)
 
 

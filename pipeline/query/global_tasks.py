@@ -98,14 +98,25 @@ def _sentences_by_community(context: str) -> list[tuple[int, str]]:
         if m:
             community = int(m.group(1))
             continue
-        if not line or line.lower() in _SKIP:
-            continue
+        if not line or line.lower() in _SKIP or line.startswith("#"):
+            continue  # markdown headings are report titles, not statements that answer anything
         body = _LABEL.sub("", line).strip().strip('"')
         for sentence in _SENTENCE.split(body):
             sentence = sentence.strip()
             if len(sentence.split()) >= 4:
                 out.append((community, sentence))
     return out
+
+
+_CITATION = re.compile(r"\[(?:Community ID|Communities|Community IDs?):\s*([-\d,\s]+)\]")
+
+
+def cited_communities(text: str) -> list[int]:
+    """Community ids an answer cites, in order of first citation."""
+    ids: list[int] = []
+    for group in _CITATION.findall(text):
+        ids += [int(x) for x in re.findall(r"-?\d+", group)]
+    return list(dict.fromkeys(ids))
 
 
 def calibrate(similarity: float) -> float:
@@ -141,14 +152,14 @@ def offline_map(request: MapRequest, embedder: Any) -> MapAnswer:
 
 def offline_reduce(request: ReduceRequest) -> ReduceAnswer:
     """Merge the map answers' points in usefulness order, de-duplicated, with the communities cited."""
-    points, seen, cited = [], set(), []
+    points, seen = [], set()
     for block in request.blocks:
-        cited += block.community_ids
         for line in block.answer.splitlines():
             key = re.sub(r"\[Community ID: -?\d+\]", "", line).strip(" -").lower()
             if key and key not in seen and len(points) < OFFLINE_REDUCE_MAX_POINTS:
                 seen.add(key)
                 points.append(line if line.startswith("- ") else f"- {line}")
+    cited = cited_communities("\n".join(points)) or [c for b in request.blocks for c in b.community_ids]
     ids = ", ".join(str(i) for i in dict.fromkeys(cited))
     text = (
         f"From {len(request.blocks)} partial answers over the community reports, the most relevant points are:\n"

@@ -106,7 +106,7 @@ def semantic_candidates(index: LocalIndex, vector: Any, level: int | None, k: in
     if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
         return []
     table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
-    search = table.search(vector).metric("cosine").select(["community"]).limit(max(4 * k, 32))
+    search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(max(4 * k, 32))
     if level is not None:
         search = search.where(f"level = {int(level)}", prefilter=True)
     out = []

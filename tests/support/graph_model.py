@@ -1,0 +1,76 @@
+"""A scripted "model" for FaultProxy(responder=...): valid, deterministic answers to the indexing prompts.
+
+Extraction names every capitalised two-word phrase of the text as a person (same description wherever it
+appears, so merging descriptions never needs an LLM summary) and relates consecutive names; a community
+report is titled from a hash of its context. Every request is counted per task and each extraction's
+text is remembered, so tests can check exactly which calls reached the "server".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from typing import Any
+
+NAME = re.compile(r"\b([A-Z][a-z]+ [A-Z][a-z]+)\b")
+
+
+class ScriptedGraphModel:
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.extracted_texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        messages = request["messages"]
+        system = messages[0]["content"]
+        last = messages[-1]["content"]
+        if "extract a knowledge graph" in system and "Text:\n" in last:
+            text = last.split("Text:\n", 1)[1].rsplit("\n\nAnswer as JSON", 1)[0]
+            with self._lock:
+                self.calls["extract_graph"] += 1
+                self.extracted_texts.append(text)
+            return json.dumps(_extraction(text))
+        if "You merge descriptions" in system:
+            with self._lock:
+                self.calls["summarize_descriptions"] += 1
+            return json.dumps({"summary": "Merged description."})
+        if "community of entities" in system:
+            digest = hashlib.sha256(last.encode()).hexdigest()[:8]
+            with self._lock:
+                self.calls["community_report"] += 1
+            return json.dumps(
+                {
+                    "title": f"Community {digest}",
+                    "summary": f"Summary {digest}.",
+                    "findings": [{"summary": f"Finding {digest}", "explanation": "Scripted."}],
+                    "rating": 5.0,
+                    "rating_explanation": "Scripted.",
+                }
+            )
+        with self._lock:
+            self.calls["other"] += 1
+        return json.dumps({"entities": [], "relationships": [], "claims": []})
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(self.calls.values())
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.calls)
+
+
+def _extraction(text: str) -> dict[str, Any]:
+    names = list(dict.fromkeys(NAME.findall(text)))
+    return {
+        "entities": [{"name": n, "type": "person", "description": f"{n} is a person."} for n in names],
+        "relationships": [
+            {"source": a, "target": b, "description": f"{a} knows {b}.", "strength": 5}
+            for a, b in zip(names, names[1:], strict=False)
+        ],
+        "claims": [],
+    }

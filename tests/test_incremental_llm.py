@@ -1,0 +1,200 @@
+"""The LLM path of a re-index, counted at the server: FaultProxy with a scripted model in front of the
+real LLM client, a real Dagster instance, real Parquet / LanceDB / MiniLM.
+
+- Changing 1 of 50 documents costs exactly its text unit's extraction call plus one call per report
+  whose fingerprint changed: nothing else reaches the server.
+- kill -9 of `python -m pipeline index` during extraction, then a re-run: every call answered before
+  the kill comes from the LLM cache, and the finished index has no duplicate rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assets.launch import run_index
+from pipeline import schema
+from pipeline.llm import LLMCache
+from pipeline.store import NamespaceStore, cache_dir
+from tests.conftest import REPO_ROOT
+from tests.support.fault_proxy import FaultProxy
+from tests.support.graph_model import ScriptedGraphModel
+
+PEOPLE = [
+    f"{first} {last}"
+    for first, last in zip(
+        "Ada Ben Cora Dan Eva Finn Gia Hal Ivy Jon Kai Lea Max Nia Oto Pia Quin Rex Sia Tom".split(),
+        "Abbot Brandt Cole Drake Ernst Fox Grant Hale Irwin Jost Kent Lowe Marsh Nash Orr Pike Quill Rowe "
+        "Stone Tate".split(),
+        strict=True,
+    )
+]
+
+
+def _corpus(n: int) -> dict[str, str]:
+    return {
+        f"doc{i:02d}.txt": (
+            f"{PEOPLE[i % 20]} met {PEOPLE[(i + 1) % 20]} at meeting {i}. "
+            f"Later {PEOPLE[(i + 7) % 20]} wrote to {PEOPLE[i % 20]} about meeting {i}.\n"
+        )
+        for i in range(n)
+    }
+
+
+@contextlib.contextmanager
+def _env(**values: str) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _llm_env(storage: Path, base_url: str, concurrency: int = 4) -> dict[str, str]:
+    return {
+        "PIPELINE_STORAGE_ROOT": str(storage),
+        "PIPELINE_LLM_PROVIDER": "openai",
+        "PIPELINE_LLM_BASE_URL": base_url,
+        "PIPELINE_LLM_MODEL": "scripted-graph",
+        "PIPELINE_LLM_JSON_MODE": "json_object",
+        "PIPELINE_LLM_API_KEY_ENV": "INCR_TEST_KEY",
+        "INCR_TEST_KEY": "test-key",
+        "PIPELINE_LLM_CONCURRENCY": str(concurrency),
+        "PIPELINE_LLM_MAX_RETRIES": "0",
+        "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
+    }
+
+
+def _meta(result, asset: str) -> dict:
+    return next(s.metadata for s in result.steps if s.asset == asset)
+
+
+@pytest.fixture(scope="module")
+def one_of_fifty(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator[dict]:
+    storage = tmp_path_factory.mktemp("fifty_storage")
+    folder = tmp_path_factory.mktemp("fifty_input")
+    docs = _corpus(50)
+    for name, text in docs.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    store = NamespaceStore(storage, "fifty")
+    model = ScriptedGraphModel()
+    out: dict = {"store": store, "model": model}
+    with FaultProxy(None, responder=model) as proxy, _env(**_llm_env(storage, proxy.base_url)):
+        out["first"] = run_index("fifty", input_dir=str(folder), instance=dagster_instance)
+        out["calls_first"] = model.snapshot()
+        out["fingerprints_first"] = set(
+            store.read_table(schema.COMMUNITY_REPORTS).column("fingerprint").to_pylist()
+        )
+        out["units_first"] = set(store.read_table(schema.TEXT_UNITS).column("id").to_pylist())
+        edited = docs["doc17.txt"].rstrip("\n") + " Zed Quorra joined them.\n"
+        (folder / "doc17.txt").write_text(edited, encoding="utf-8")
+        texts_before = len(model.extracted_texts)
+        out["second"] = run_index("fifty", input_dir=str(folder), instance=dagster_instance)
+        out["calls_second"] = model.snapshot() - out["calls_first"]
+        out["texts_second"] = model.extracted_texts[texts_before:]
+        out["received_second"] = proxy.received
+    out["fingerprints_second"] = store.read_table(schema.COMMUNITY_REPORTS).column("fingerprint").to_pylist()
+    out["units_second"] = set(store.read_table(schema.TEXT_UNITS).column("id").to_pylist())
+    yield out
+
+
+def test_first_index_pays_once_per_text_unit_and_report(one_of_fifty):
+    first = one_of_fifty["first"]
+    assert first.success, first.failures
+    calls = one_of_fifty["calls_first"]
+    assert calls["extract_graph"] == 50 == _meta(first, "extracted_graph")["llm_calls"]
+    reports = _meta(first, "community_reports")
+    assert calls["community_report"] == reports["reports"] == reports["llm_calls"] > 1
+    assert calls["summarize_descriptions"] == 0 and calls["other"] == 0
+
+
+def test_changing_1_of_50_documents_pays_only_for_its_unit_and_changed_reports(one_of_fifty):
+    second = one_of_fifty["second"]
+    assert second.success, second.failures
+    new_units = one_of_fifty["units_second"] - one_of_fifty["units_first"]
+    changed_reports = [
+        f for f in one_of_fifty["fingerprints_second"] if f not in one_of_fifty["fingerprints_first"]
+    ]
+    calls = one_of_fifty["calls_second"]
+    assert len(new_units) == 1
+    assert calls["extract_graph"] == 1 and "Zed Quorra" in one_of_fifty["texts_second"][0]
+    assert calls["community_report"] == len(changed_reports) > 0
+    assert sum(calls.values()) == len(new_units) + len(changed_reports)  # nothing more reached the server
+    x = _meta(second, "extracted_graph")
+    assert (x["llm_calls"], x["llm_cache_hits"]) == (1, 49)
+    r = _meta(second, "community_reports")
+    assert r["generated"] == r["llm_calls"] == len(changed_reports)
+    assert r["reused"] == r["reports"] - len(changed_reports) > 0
+    assert _meta(second, "text_unit_embeddings")["embeddings_computed"] == 1
+
+
+@pytest.fixture(scope="module")
+def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator[dict]:
+    storage = tmp_path_factory.mktemp("crash_storage")
+    folder = tmp_path_factory.mktemp("crash_input")
+    for name, text in _corpus(40).items():
+        (folder / name).write_text(text, encoding="utf-8")
+    model = ScriptedGraphModel()
+    out: dict = {"store": NamespaceStore(storage, "crash"), "model": model}
+    with FaultProxy(None, responder=model, latency_s=0.15) as proxy:
+        env = {**os.environ, **_llm_env(storage, proxy.base_url, concurrency=2)}
+        cmd = [sys.executable, "-m", "pipeline", "index", "--namespace", "crash", "--input", str(folder)]
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 120
+        while model.snapshot()["extract_graph"] < 12 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)  # mid-extraction: 40 units at ~13 calls/s
+        proc.wait(timeout=30)
+        out["returncode"] = proc.returncode
+        out["answered_before_kill"] = model.snapshot()["extract_graph"]
+        out["texts_before_kill"] = list(model.extracted_texts)
+        time.sleep(0.5)  # the proxy may still finish a request that was in flight
+        out["cached_before_resume"] = LLMCache(cache_dir(storage) / "llm.sqlite").count("extract_graph")
+        n_before = len(model.extracted_texts)
+        with _env(**_llm_env(storage, proxy.base_url, concurrency=2)):
+            out["resume"] = run_index("crash", input_dir=str(folder), instance=dagster_instance)
+        out["texts_resume"] = model.extracted_texts[n_before:]
+    yield out
+
+
+def test_kill_during_extraction_then_resume_pays_no_completed_call_again(crash):
+    assert crash["returncode"] == -signal.SIGKILL
+    answered, cached = crash["answered_before_kill"], crash["cached_before_resume"]
+    assert 12 <= answered < 40, "the kill must land during extraction"
+    assert answered - 2 <= cached <= answered  # at most the 2 calls in flight were lost with the process
+    resume = crash["resume"]
+    assert resume.success, resume.failures
+    x = _meta(resume, "extracted_graph")
+    assert len(crash["texts_resume"]) == x["llm_calls"] == 40 - cached
+    assert x["llm_cache_hits"] == cached
+    repeated = set(crash["texts_resume"]) & set(crash["texts_before_kill"])
+    assert len(repeated) == answered - cached <= 2  # only answers the killed process never stored
+
+
+def test_no_duplicate_rows_after_resume(crash):
+    store: NamespaceStore = crash["store"]
+    units = store.read_table(schema.TEXT_UNITS).column("id").to_pylist()
+    assert len(units) == len(set(units)) == 40
+    for table in (schema.DOCUMENTS, schema.ENTITIES, schema.RELATIONSHIPS, schema.COMMUNITIES):
+        ids = store.read_table(table).column("id").to_pylist()
+        assert len(ids) == len(set(ids)), table
+    extracted = store.read_table(schema.EXTRACTED_GRAPH).column("text_unit_id").to_pylist()
+    assert sorted(extracted) == sorted(units)
+    lance = store.open_lance_table(schema.LANCE_TEXT_UNITS).to_arrow().column("id").to_pylist()
+    assert sorted(lance) == sorted(units)
+    assert not list(store.root.glob(".*.tmp"))  # no half-written Parquet left behind
