@@ -12,6 +12,7 @@ from pipeline import prompts
 
 OFFLINE_SELECT_THRESHOLD = 0.25  # cosine of question and report summary; or any matched member
 OFFLINE_ANSWER_SENTENCES = 5
+OFFLINE_ANSWER_EVIDENCE = 12
 
 
 class CommunitySelection(BaseModel):
@@ -93,7 +94,9 @@ def offline_answer(
 ) -> str:
     """The evidence sentences closest to the question, each cited by its evidence id."""
     sentences: list[tuple[str, str]] = []
-    for ev in evidence:
+    # The best-ranked evidence carries the answer; embedding every sentence of all 40 items would
+    # cost seconds per question on a CPU for little gain.
+    for ev in evidence[:OFFLINE_ANSWER_EVIDENCE]:
         for s in _SENTENCE.split(" ".join(ev["text"].split())):
             if len(s.split()) >= 4:
                 sentences.append((ev["ref"], s.strip()))
