@@ -1,13 +1,13 @@
-"""Query-time assets: saved global questions answered by map-reduce after every re-index.
+"""Query-time assets: saved global and local questions answered after every re-index.
 
 Each stage is its own asset so its rows can be inspected in the UI: the token-budgeted batches, the
-map answers (one per batch and question, with usefulness and status) and the reduced answers.
+map answers (one per batch and question, with usefulness and status), the reduced answers, and the
+local answers with their evidence. The work is in pipeline.query.saved_questions.
 """
 
 import json
 import time
 
-import pyarrow as pa
 from dagster import (
     AssetExecutionContext,
     AssetKey,
@@ -20,18 +20,17 @@ from dagster import (
 
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
-from pipeline import schema
 from pipeline.llm import make_engine
-from pipeline.query.global_search import (
-    GlobalSearchConfig,
-    GlobalTasks,
-    MapResult,
-    plan_batches,
-    reduce_map_results,
-    run_map,
-)
-from pipeline.query.local_search import LocalSearchConfig, local_search_async
+from pipeline.query.global_search import GlobalSearchConfig
+from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.questions import load_questions
+from pipeline.query.saved_questions import (
+    count,
+    write_global_answers,
+    write_global_batches,
+    write_global_map_answers,
+    write_local_answers,
+)
 
 GROUP = "query"
 # Declarative automation: answers refresh after a re-index changes what they read (the automation
@@ -50,8 +49,20 @@ class GlobalQuestionsConfig(Config):
     """Shuffle seed for the batches (fixed so a run is reproducible)."""
 
 
-def _config(cfg: GlobalQuestionsConfig) -> GlobalSearchConfig:
+class LocalQuestionsConfig(Config):
+    questions: list[str] = []
+    """Questions about specific entities; with none here and no file, nothing is asked."""
+    questions_file: str | None = None
+    top_k: int = 8
+    level: int | None = None
+
+
+def _global_config(cfg: GlobalQuestionsConfig) -> GlobalSearchConfig:
     return GlobalSearchConfig(level=cfg.level, seed=cfg.seed)
+
+
+def _elapsed(started: float) -> float:
+    return round(time.monotonic() - started, 3)
 
 
 @asset(
@@ -68,28 +79,14 @@ def global_map_batches(
     started = time.monotonic()
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file)
-    rows = []
-    for question in questions:
-        for b in plan_batches(store, question, _config(config)):
-            rows.append(
-                {
-                    "question": question,
-                    "batch": b.index,
-                    "community_ids": b.community_ids,
-                    "tokens": b.tokens,
-                    "content": b.content,
-                }
-            )
-    store.write_table(
-        schema.QUERY_GLOBAL_BATCHES, pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_BATCHES_SCHEMA)
-    )
+    table = write_global_batches(store, questions, _global_config(config))
     return MaterializeResult(
         metadata={
             "questions": len(questions),
-            "batches": len(rows),
-            "tokens": sum(r["tokens"] for r in rows),
+            "batches": table.num_rows,
+            "tokens": sum(table.column("tokens").to_pylist()),
             "config": json.dumps(config.model_dump()),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": _elapsed(started),
         }
     )
 
@@ -109,46 +106,18 @@ def global_map_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    settings = pipeline_settings.get_settings()
+    engine = make_engine(pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
-    batches = store.read_table(schema.QUERY_GLOBAL_BATCHES).to_pylist()
-    engine = make_engine(settings)
-    tasks = GlobalTasks(engine, embedder.get_embedder())
-    from pipeline.query.batcher import Batch
-
-    by_question: dict[str, list[Batch]] = {}
-    for r in batches:
-        by_question.setdefault(r["question"], []).append(
-            Batch(r["batch"], r["content"], r["community_ids"], r["tokens"])
-        )
-    rows = []
-    for question, qbatches in by_question.items():
-        context.log.info(f"map: {len(qbatches)} batches for {question!r}")
-        results = engine.run_sync(run_map(tasks, question, qbatches, _config(config)))
-        rows += [
-            {
-                "question": question,
-                "batch": m.batch,
-                "community_ids": m.community_ids,
-                "status": m.status,
-                "usefulness": m.usefulness,
-                "answer": m.answer,
-                "attempts": m.attempts,
-                "error": m.error,
-            }
-            for m in results
-        ]
-    store.write_table(
-        schema.QUERY_GLOBAL_MAP_ANSWERS,
-        pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA),
+    table = write_global_map_answers(
+        store, engine, embedder.get_embedder(), _global_config(config), log=context.log.info
     )
     return MaterializeResult(
         metadata={
-            "map_answers": len(rows),
-            "failed": sum(r["status"] == "failed" for r in rows),
-            "useful": sum(r["usefulness"] > 0 for r in rows),
+            "map_answers": table.num_rows,
+            "failed": count(table, "status", "failed"),
+            "useful": sum(1 for u in table.column("usefulness").to_pylist() if u > 0),
             **engine.usage.as_metadata(),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": _elapsed(started),
         }
     )
 
@@ -168,70 +137,18 @@ def global_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    settings = pipeline_settings.get_settings()
+    engine = make_engine(pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
-    engine = make_engine(settings)
-    tasks = GlobalTasks(engine, embedder.get_embedder())
-    n_batches: dict[str, int] = {}
-    for r in store.read_table(schema.QUERY_GLOBAL_BATCHES, columns=["question"]).to_pylist():
-        n_batches[r["question"]] = n_batches.get(r["question"], 0) + 1
-    maps: dict[str, list[MapResult]] = {q: [] for q in n_batches}
-    for r in store.read_table(schema.QUERY_GLOBAL_MAP_ANSWERS).to_pylist():
-        maps.setdefault(r["question"], []).append(
-            MapResult(
-                r["batch"],
-                r["community_ids"],
-                r["status"],
-                r["answer"],
-                r["usefulness"],
-                r["attempts"],
-                r["error"],
-            )
-        )
-    rows, md = [], []
-    for question, results in maps.items():
-        res = engine.run_sync(
-            reduce_map_results(question, n_batches.get(question, 0), results, tasks, _config(config))
-        )
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "reason": res.reason,
-                "cited_communities": res.cited_communities,
-                "map_answers_used": len(res.map_answers),
-                "failed_batches": len(res.failed_batches),
-                "batches": res.batches,
-            }
-        )
-        md.append(
-            f"### {question}\n\n**{res.status}**"
-            + (f" — {res.reason}" if res.reason else "")
-            + f"\n\n{res.answer}\n"
-        )
-    store.write_table(
-        schema.QUERY_GLOBAL_ANSWERS, pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
-    )
+    answers = write_global_answers(store, engine, embedder.get_embedder(), _global_config(config))
     return MaterializeResult(
         metadata={
-            "questions": len(rows),
-            "completed": sum(r["status"] == "completed" for r in rows),
-            "partial": sum(r["status"] == "partial" for r in rows),
-            "no_results": sum(r["status"] == "no_results" for r in rows),
-            "answers": MetadataValue.md("\n".join(md) or "No questions."),
+            "questions": answers.table.num_rows,
+            **{s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")},
+            "answers": MetadataValue.md(answers.markdown),
             **engine.usage.as_metadata(),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": _elapsed(started),
         }
     )
-
-
-class LocalQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions about specific entities; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    top_k: int = 8
-    level: int | None = None
 
 
 @asset(
@@ -249,38 +166,17 @@ def local_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    settings = pipeline_settings.get_settings()
+    engine = make_engine(pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
-    engine = make_engine(settings)
-    emb = embedder.get_embedder()
     questions = load_questions(config.questions, config.questions_file, default=())
     cfg = LocalSearchConfig(top_k=config.top_k, community_level=config.level)
-    rows, md = [], []
-    for question in questions:
-        res = engine.run_sync(local_search_async(store, question, engine, emb, cfg))
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "communities": [c["id"] for c in res.communities],
-                "selection": res.selection,
-                "evidence_json": json.dumps(res.evidence, default=str),
-                "n_evidence": len(res.evidence),
-            }
-        )
-        md.append(
-            f"### {question}\n\n**{res.status}** ({len(res.evidence)} evidence items)\n\n{res.answer}\n"
-        )
-    store.write_table(
-        schema.QUERY_LOCAL_ANSWERS, pa.Table.from_pylist(rows, schema=schema.QUERY_LOCAL_ANSWERS_SCHEMA)
-    )
+    answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return MaterializeResult(
         metadata={
-            "questions": len(rows),
-            "answers": MetadataValue.md("\n".join(md) or "No local questions configured."),
+            "questions": answers.table.num_rows,
+            "answers": MetadataValue.md(answers.markdown),
             **engine.usage.as_metadata(),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": _elapsed(started),
         }
     )
 

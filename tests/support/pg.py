@@ -10,7 +10,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pgserver = pytest.importorskip("pgserver")
+    import pgserver  # a dev dependency that `make test` installs: missing must fail, not skip
+
     # Short path: the server's Unix socket lives in the data folder (sockets allow ~107 characters).
     server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
     try:

@@ -1,0 +1,158 @@
+"""Saved questions answered stage by stage into tables, for the query-time assets.
+
+Each function is one asset's work: the global batches, the map answers, the reduced answers, and the
+local answers, each read from and written to the namespace's store so its rows can be inspected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline import schema
+from pipeline.query.batcher import Batch
+from pipeline.query.global_search import (
+    GlobalSearchConfig,
+    GlobalTasks,
+    MapResult,
+    plan_batches,
+    reduce_map_results,
+    run_map,
+)
+from pipeline.query.local_search import LocalSearchConfig, local_search_async
+from pipeline.store import NamespaceStore
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class AnswersTable:
+    table: pa.Table
+    markdown: str
+
+
+def write_global_batches(store: NamespaceStore, questions: list[str], config: GlobalSearchConfig) -> pa.Table:
+    rows = [
+        {
+            "question": q,
+            "batch": b.index,
+            "community_ids": b.community_ids,
+            "tokens": b.tokens,
+            "content": b.content,
+        }
+        for q in questions
+        for b in plan_batches(store, q, config)
+    ]
+    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_BATCHES_SCHEMA)
+    store.write_table(schema.QUERY_GLOBAL_BATCHES, table)
+    return table
+
+
+def write_global_map_answers(
+    store: NamespaceStore, engine: Any, embedder: Any, config: GlobalSearchConfig, log: Log = print
+) -> pa.Table:
+    """One map answer per saved batch, from the batches table."""
+    tasks = GlobalTasks(engine, embedder)
+    by_question: dict[str, list[Batch]] = {}
+    for r in store.read_table(schema.QUERY_GLOBAL_BATCHES).to_pylist():
+        by_question.setdefault(r["question"], []).append(
+            Batch(r["batch"], r["content"], r["community_ids"], r["tokens"])
+        )
+    rows = []
+    for question, batches in by_question.items():
+        log(f"map: {len(batches)} batches for {question!r}")
+        results = engine.run_sync(run_map(tasks, question, batches, config))
+        rows += [
+            {
+                "question": question,
+                "batch": m.batch,
+                "community_ids": m.community_ids,
+                "status": m.status,
+                "usefulness": m.usefulness,
+                "answer": m.answer,
+                "attempts": m.attempts,
+                "error": m.error,
+            }
+            for m in results
+        ]
+    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_GLOBAL_MAP_ANSWERS, table)
+    return table
+
+
+def write_global_answers(
+    store: NamespaceStore, engine: Any, embedder: Any, config: GlobalSearchConfig
+) -> AnswersTable:
+    """The reduce step per question, from the map answers table."""
+    tasks = GlobalTasks(engine, embedder)
+    n_batches: dict[str, int] = {}
+    for r in store.read_table(schema.QUERY_GLOBAL_BATCHES, columns=["question"]).to_pylist():
+        n_batches[r["question"]] = n_batches.get(r["question"], 0) + 1
+    maps: dict[str, list[MapResult]] = {q: [] for q in n_batches}
+    for r in store.read_table(schema.QUERY_GLOBAL_MAP_ANSWERS).to_pylist():
+        maps.setdefault(r["question"], []).append(
+            MapResult(
+                r["batch"],
+                r["community_ids"],
+                r["status"],
+                r["answer"],
+                r["usefulness"],
+                r["attempts"],
+                r["error"],
+            )
+        )
+    rows, md = [], []
+    for question, results in maps.items():
+        res = engine.run_sync(
+            reduce_map_results(question, n_batches.get(question, 0), results, tasks, config)
+        )
+        rows.append(
+            {
+                "question": question,
+                "status": res.status,
+                "answer": res.answer,
+                "reason": res.reason,
+                "cited_communities": res.cited_communities,
+                "map_answers_used": len(res.map_answers),
+                "failed_batches": len(res.failed_batches),
+                "batches": res.batches,
+            }
+        )
+        reason = f" — {res.reason}" if res.reason else ""
+        md.append(f"### {question}\n\n**{res.status}**{reason}\n\n{res.answer}\n")
+    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_GLOBAL_ANSWERS, table)
+    return AnswersTable(table, "\n".join(md) or "No questions.")
+
+
+def write_local_answers(
+    store: NamespaceStore, questions: list[str], engine: Any, embedder: Any, config: LocalSearchConfig
+) -> AnswersTable:
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(local_search_async(store, question, engine, embedder, config))
+        rows.append(
+            {
+                "question": question,
+                "status": res.status,
+                "answer": res.answer,
+                "communities": [c["id"] for c in res.communities],
+                "selection": res.selection,
+                "evidence_json": json.dumps(res.evidence, default=str),
+                "n_evidence": len(res.evidence),
+            }
+        )
+        md.append(
+            f"### {question}\n\n**{res.status}** ({len(res.evidence)} evidence items)\n\n{res.answer}\n"
+        )
+    table = pa.Table.from_pylist(rows, schema=schema.QUERY_LOCAL_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_LOCAL_ANSWERS, table)
+    return AnswersTable(table, "\n".join(md) or "No local questions configured.")
+
+
+def count(table: pa.Table, column: str, value: Any) -> int:
+    return sum(1 for v in table.column(column).to_pylist() if v == value)
