@@ -65,7 +65,7 @@ def run(store, engine, config=CONFIG):
     return asyncio.run(global_search_async(store, "What happened in the city?", GlobalTasks(engine), config))
 
 
-def test_one_batch_failing_twice_is_partial(store, tmp_path):
+def test_scripted_model_one_batch_failing_twice_is_partial(store, tmp_path):
     model = ScriptedModel(lambda ids: (f"Point [Community ID: {ids[0]}]", 50))
     with FaultProxy(None, responder=model) as proxy:
         proxy.script("500", "500")  # the first batch's call and its one retry
@@ -77,7 +77,7 @@ def test_one_batch_failing_twice_is_partial(store, tmp_path):
     assert len(result.map_answers) == result.batches - 1
 
 
-def test_every_batch_failing_is_no_results_with_the_reason(store, tmp_path):
+def test_scripted_model_every_batch_failing_is_no_results_with_the_reason(store, tmp_path):
     model = ScriptedModel(lambda ids: ("unused", 50))
     n = len(plan_batches(store, "What happened in the city?", CONFIG))
     with FaultProxy(None, responder=model) as proxy:
@@ -88,7 +88,7 @@ def test_every_batch_failing_is_no_results_with_the_reason(store, tmp_path):
     assert model.map_requests == 0 and model.reduce_contexts == []
 
 
-def test_usefulness_zero_everywhere_is_no_results_without_a_reduce_call(store, tmp_path):
+def test_scripted_model_usefulness_zero_everywhere_is_no_results_without_a_reduce_call(store, tmp_path):
     model = ScriptedModel(lambda ids: ("", 0))
     with FaultProxy(None, responder=model) as proxy:
         result = run(store, engine_for(proxy.base_url, tmp_path))
@@ -98,7 +98,9 @@ def test_usefulness_zero_everywhere_is_no_results_without_a_reduce_call(store, t
     assert received == result.batches  # one request per batch and nothing more
 
 
-def test_reduce_skips_an_answer_too_long_for_its_budget_and_keeps_a_shorter_later_one(store, tmp_path):
+def test_scripted_model_reduce_skips_an_answer_too_long_for_its_budget_and_keeps_a_shorter_later_one(
+    store, tmp_path
+):
     long_answer = " ".join(f"Very long point {i} about community finances." for i in range(400))
 
     def answer_for(ids):
