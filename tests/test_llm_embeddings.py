@@ -58,7 +58,7 @@ def test_vectors_are_normalised_and_the_dimension_comes_from_the_server(
 ) -> None:
     embedder = make_embedder(_settings(proxy, tmp_path))
     assert isinstance(embedder, OpenAIEmbedder)
-    assert embedder.model_id == f"openai:{proxy.base_url.removeprefix('http://')}/{MODEL_ALIAS}:normalized"
+    assert embedder.model_id == f"openai:{proxy.base_url.split('://', 1)[1]}/{MODEL_ALIAS}:normalized"
     vectors = embedder.embed(TEXTS)
     assert vectors.shape == (len(TEXTS), SMOLLM2_WIDTH) and vectors.dtype == np.float32
     assert embedder.dimension == SMOLLM2_WIDTH

@@ -152,12 +152,18 @@ def test_fake_aws_retrieve_errors_reach_the_caller(client):
     ("location", "uri"),
     [
         ({"type": "S3", "s3Location": {"uri": "s3://b/k.pdf"}}, "s3://b/k.pdf"),
-        ({"type": "WEB", "webLocation": {"url": "https://w.example"}}, "https://w.example"),
-        ({"type": "CONFLUENCE", "confluenceLocation": {"url": "https://c.example/p"}}, "https://c.example/p"),
-        ({"type": "SALESFORCE", "salesforceLocation": {"url": "https://s.example/r"}}, "https://s.example/r"),
+        ({"type": "WEB", "webLocation": {"url": "https://www.example.com/w"}}, "https://www.example.com/w"),
         (
-            {"type": "SHAREPOINT", "sharePointLocation": {"url": "https://sp.example/d"}},
-            "https://sp.example/d",
+            {"type": "CONFLUENCE", "confluenceLocation": {"url": "https://confluence.example.com/p"}},
+            "https://confluence.example.com/p",
+        ),
+        (
+            {"type": "SALESFORCE", "salesforceLocation": {"url": "https://salesforce.example.com/r"}},
+            "https://salesforce.example.com/r",
+        ),
+        (
+            {"type": "SHAREPOINT", "sharePointLocation": {"url": "https://sharepoint.example.com/d"}},
+            "https://sharepoint.example.com/d",
         ),
         ({"type": "CUSTOM", "customDocumentLocation": {"id": "doc-7"}}, "doc-7"),
         ({"type": "S3"}, None),

@@ -26,8 +26,6 @@ from pipeline.vector_tool.tool import (
     check_index_name,
     degraded,
     pick,
-    query_input_schema,
-    query_output_schema,
     request_filter,
 )
 
@@ -99,22 +97,25 @@ class GraphRAGTool(Tool):
         id: str | None = None,
         description: str | None = None,
     ) -> None:
-        self.index_name = check_index_name(index_name)
-        self.embedder = embedder
-        self.store = store
-        self.store_name = store_name
-        self.stores = dict(stores or {})
-        self.include_sources = include_sources
-        self.enable_filter = enable_filter
+        self._init_store_tool(
+            kind="GraphRAG",
+            index_name=index_name,
+            embedder=embedder,
+            store=store,
+            store_name=store_name,
+            stores=stores,
+            include_sources=include_sources,
+            enable_filter=enable_filter,
+            id=id,
+            description=description,
+            default_description=DEFAULT_DESCRIPTION,
+            context_item_schema={"type": "string"},
+        )
         self.random_walk_steps = random_walk_steps
         self.restart_prob = restart_prob
         self.threshold = threshold
         self.seed = seed
         self.graphs = GraphCache()
-        self.id = id or f"GraphRAG {store_name or 'DirectVectorStore'} {index_name} Tool"
-        self.description = description or DEFAULT_DESCRIPTION
-        self.input_schema = query_input_schema(enable_filter)
-        self.output_schema = query_output_schema({"type": "string"})
 
     async def aexecute(
         self, input: Mapping[str, Any], context: RequestContext | None = None

@@ -71,6 +71,35 @@ class Tool:
 
     __call__ = execute
 
+    def _init_store_tool(
+        self,
+        *,
+        kind: str,
+        index_name: str,
+        embedder: Any,
+        store: Any,
+        store_name: str | None,
+        stores: Mapping[str, VectorStore] | None,
+        include_sources: bool,
+        enable_filter: bool,
+        id: str | None,
+        description: str | None,
+        default_description: str,
+        context_item_schema: dict[str, Any],
+    ) -> None:
+        """The fields every store-backed tool shares (Mastra's vector and graph tools take the same ones)."""
+        self.index_name = check_index_name(index_name)
+        self.embedder = embedder
+        self.store = store
+        self.store_name = store_name
+        self.stores = dict(stores or {})
+        self.include_sources = include_sources
+        self.enable_filter = enable_filter
+        self.id = id or f"{kind} {store_name or 'DirectVectorStore'} {index_name} Tool"
+        self.description = description or default_description
+        self.input_schema = query_input_schema(enable_filter)
+        self.output_schema = query_output_schema(context_item_schema)
+
     def openai_tool(self) -> dict[str, Any]:
         """The OpenAI function-calling definition (``tools=[tool.openai_tool()]``)."""
         return {
@@ -161,20 +190,23 @@ class VectorQueryTool(Tool):
         id: str | None = None,
         description: str | None = None,
     ) -> None:
-        self.index_name = check_index_name(index_name)
-        self.embedder = embedder
-        self.store = store
-        self.store_name = store_name
-        self.stores = dict(stores or {})
+        self._init_store_tool(
+            kind="VectorQuery",
+            index_name=index_name,
+            embedder=embedder,
+            store=store,
+            store_name=store_name,
+            stores=stores,
+            include_sources=include_sources,
+            enable_filter=enable_filter,
+            id=id,
+            description=description,
+            default_description=DEFAULT_DESCRIPTION,
+            context_item_schema={"type": "object"},
+        )
         self.include_vectors = include_vectors
-        self.include_sources = include_sources
-        self.enable_filter = enable_filter
         self.reranker = reranker
         self.database_config = database_config
-        self.id = id or f"VectorQuery {store_name or 'DirectVectorStore'} {index_name} Tool"
-        self.description = description or DEFAULT_DESCRIPTION
-        self.input_schema = query_input_schema(enable_filter)
-        self.output_schema = query_output_schema({"type": "object"})
 
     def __repr__(self) -> str:
         return f"VectorQueryTool(id={self.id!r})"
