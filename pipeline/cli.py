@@ -69,12 +69,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     settings = load_settings()
-    store = NamespaceStore(settings.storage_root, args.namespace)
+    store = NamespaceStore.from_settings(settings, args.namespace)
     tables = store.tables()
     if not tables:
-        print(f"namespace {args.namespace!r} has no tables under {store.root} (run `index` first)")
+        print(f"namespace {args.namespace!r} has no tables under {store.uri} (run `index` first)")
         return 1
-    print(f"namespace {args.namespace!r} at {store.root}")
+    print(f"namespace {args.namespace!r} at {store.uri}")
     print(f"  {'table':<28} {'kind':<8} {'rows':>10}  materialized (UTC)")
     for t in tables:
         print(f"  {t.name:<28} {t.kind:<8} {t.rows:>10}  {t.modified:%Y-%m-%d %H:%M:%S}")
@@ -117,16 +117,14 @@ def _filter_pair(value: str) -> tuple[str, object]:
 
 
 def cmd_query_chunks(args: argparse.Namespace) -> int:
+    from pipeline.caches import open_embedding_cache
     from pipeline.chunk_graph import ChunkGraphError
     from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
-    from pipeline.embedding import CachedEmbedder, EmbeddingCache, make_embedder
-    from pipeline.store import cache_dir
+    from pipeline.embedding import CachedEmbedder, make_embedder
 
     settings = load_settings()
-    store = NamespaceStore(settings.storage_root, args.namespace)
-    embedder = CachedEmbedder(
-        make_embedder(settings), EmbeddingCache(cache_dir(settings.storage_root) / "embeddings.sqlite")
-    )
+    store = NamespaceStore.from_settings(settings, args.namespace)
+    embedder = CachedEmbedder(make_embedder(settings), open_embedding_cache(settings))
     try:
         graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
         hits = graph.query(
@@ -206,7 +204,7 @@ def cmd_communities(args: argparse.Namespace) -> int:
     from pipeline import schema
 
     settings = load_settings()
-    store = NamespaceStore(settings.storage_root, args.namespace)
+    store = NamespaceStore.from_settings(settings, args.namespace)
     table = schema.COMMUNITY_REPORTS if store.has_table(schema.COMMUNITY_REPORTS) else schema.COMMUNITIES
     rows = [r for r in store.read_table(table).to_pylist() if r["level"] == args.level]
     rows.sort(key=lambda r: (-r["size"], r["community"]))

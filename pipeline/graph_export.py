@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from pathlib import Path
+from typing import BinaryIO
 
 import networkx as nx
 import pyarrow as pa
@@ -12,8 +12,11 @@ import pyarrow as pa
 _DEGREE_BUCKETS = ((0, 0), (1, 1), (2, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, None))
 
 
-def write_graphml(path: Path, entities: pa.Table, relationships: pa.Table, communities: pa.Table) -> Path:
-    """Nodes are entities (title, type, description, degree, frequency, `community` = deepest community
+def write_graphml(
+    sink: BinaryIO | pa.NativeFile, entities: pa.Table, relationships: pa.Table, communities: pa.Table
+) -> None:
+    """Write the graph to `sink`, a binary stream (the store's, so that the file lands where the namespace's
+    data lives and replaces the old one only when complete). Nodes are entities (title, type, description, degree, frequency, `community` = deepest community
     and `community_level_<k>` per level, -1 where absent); edges carry weight and description."""
     graph = nx.Graph()
     levels = sorted(set(communities.column("level").to_pylist()))
@@ -41,11 +44,7 @@ def write_graphml(path: Path, entities: pa.Table, relationships: pa.Table, commu
             weight=float(r["weight"]),
             description=r["description"] or "",
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    nx.write_graphml(graph, tmp)
-    tmp.replace(path)
-    return path
+    nx.write_graphml(graph, sink)
 
 
 def degree_summary(entities: pa.Table) -> dict[str, object]:

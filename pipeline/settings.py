@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from pipeline.storage import parse_location
 
 
 class ConfigError(ValueError):
@@ -41,20 +43,61 @@ class _YamlSource(PydanticBaseSettingsSource):
         return {k: v for k, v in self._data.items() if k in self.settings_cls.model_fields}
 
 
+def _aws_secret(name: str) -> SecretStr | None:
+    value = os.environ.get(name, "").strip()
+    return SecretStr(value) if value else None
+
+
 class Settings(BaseSettings):
     """Every knob of the pipeline, with its default. Env var = `PIPELINE_` + upper-cased name."""
 
-    model_config = SettingsConfigDict(env_prefix="PIPELINE_", extra="ignore")
+    # hide_input_in_errors: a validation error would otherwise print every input value, cache_url's
+    # password included (model-level errors show the whole input dict).
+    model_config = SettingsConfigDict(env_prefix="PIPELINE_", extra="ignore", hide_input_in_errors=True)
 
     config_file: str | None = Field(
         default=None, description="YAML file with settings (env: PIPELINE_CONFIG_FILE)"
     )
 
     # Where things live
-    storage_root: Path = Field(
-        default=Path("data/storage"), description="Parquet + LanceDB + caches, one folder per namespace"
+    storage_root: Path | str = Field(
+        default=Path("data/storage"),
+        description="Parquet + LanceDB, one folder per namespace: a local path (kept as a Path) or an "
+        "s3://bucket/prefix URI (kept as a str) on any S3-compatible endpoint",
     )
     input_root: Path = Field(default=Path("data/input"), description="Documents, one folder per namespace")
+    # An s3:// storage root: the endpoint and keys. Unset keys fall back to the standard AWS variables here,
+    # and to the AWS SDK's own chain (profile, instance role) when those are unset too.
+    s3_endpoint_url: str | None = Field(
+        default=None, description="http(s)://host:port of an S3-compatible server; unset = AWS S3"
+    )
+    s3_region: str = Field(
+        default_factory=lambda: (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        ),
+        description="Default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1",
+    )
+    s3_access_key_id: SecretStr | None = Field(default_factory=lambda: _aws_secret("AWS_ACCESS_KEY_ID"))
+    s3_secret_access_key: SecretStr | None = Field(
+        default_factory=lambda: _aws_secret("AWS_SECRET_ACCESS_KEY"), description="Never logged or shown"
+    )
+
+    @field_validator("storage_root", mode="before")
+    @classmethod
+    def _storage_location(cls, v: Any) -> Any:
+        return parse_location(v) if isinstance(v, str | os.PathLike) else v
+
+    @field_validator("s3_endpoint_url", "s3_access_key_id", "s3_secret_access_key", mode="before")
+    @classmethod
+    def _s3_empty_is_unset(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("s3_endpoint_url")
+    @classmethod
+    def _s3_endpoint(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("s3_endpoint_url (PIPELINE_S3_ENDPOINT_URL) must be an http:// or https:// URL")
+        return v
 
     # Ingest
     max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger documents are rejected")
@@ -104,6 +147,15 @@ class Settings(BaseSettings):
         description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
     )
 
+    # Scale-out: extraction and embedding fan out over document shards (Dagster partitions
+    # namespace x shard). Read when the Dagster definitions load, so every worker must see the same value.
+    shards: int = Field(default=1, ge=1, le=256, description="Document shards per namespace")
+    dask_scheduler: str | None = Field(
+        default=None,
+        description="tcp://host:port of a dask.distributed scheduler: Dagster runs execute their steps "
+        "on its workers (dagster-dask); unset = Dagster's own executors",
+    )
+
     # Graph extraction (GraphRAG defaults: these four types, 1 gleaning round)
     entity_types: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["organization", "person", "geo", "event"],
@@ -141,6 +193,15 @@ class Settings(BaseSettings):
     pgvector_dsn: str | None = Field(
         default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"
     )
+    # LLM and embedding caches (pipeline/caches.py): PostgreSQL when several machines share a run (SQLite
+    # on shared or object storage is not safe), else SQLite files in cache_dir or <storage_root>/_cache.
+    cache_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL of the cache server (env PIPELINE_CACHE_URL); never logged or shown",
+    )
+    cache_dir: str | None = Field(
+        default=None, description="Local folder for the SQLite caches (env PIPELINE_CACHE_DIR)"
+    )
     # Query service (pipeline/service): keys, deadlines and output bounds
     api_keys_file: Path | None = Field(
         default=None, description="YAML/JSON: tenant -> {key_sha256, namespaces} (env PIPELINE_API_KEYS_FILE)"
@@ -160,6 +221,18 @@ class Settings(BaseSettings):
             if v.lstrip().startswith("["):  # a JSON list is accepted too
                 return json.loads(v)
             return [s.strip() for s in v.split(",") if s.strip()]
+        return v
+
+    @field_validator("cache_url", "cache_dir", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("cache_url")
+    @classmethod
+    def _postgres_url(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and not v.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("cache_url (PIPELINE_CACHE_URL) must be a postgresql:// URL")
         return v
 
     @model_validator(mode="after")

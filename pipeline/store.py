@@ -1,10 +1,11 @@
 """The namespace-scoped store: the only way pipeline code opens a namespace's data.
 
-Layout under the storage root::
+Layout under the storage root (a local folder or ``s3://bucket/prefix``, see `pipeline.storage`)::
 
     <storage_root>/<namespace>/<table>.parquet     Parquet tables (GraphRAG names)
     <storage_root>/<namespace>/lancedb/            LanceDB tables (vectors + full-text indexes)
-    <storage_root>/_cache/                         content-addressed caches (embeddings, LLM)
+    <storage_root>/<namespace>/<file>              other artifacts (GraphML, chunk-graph snapshot, markers)
+    <storage_root>/_cache/                         content-addressed caches (embeddings, LLM), local roots
 
 Namespace names cannot start with '_' so the cache folder can never collide with a namespace.
 """
@@ -13,16 +14,21 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import uuid
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.namespace import validate_namespace
+from pipeline.storage import Location, StorageRoot
+
+if TYPE_CHECKING:
+    from pipeline.settings import Settings
+
+LANCE_DIR = "lancedb"
 
 
 class TableNotFoundError(LookupError):
@@ -38,60 +44,121 @@ class TableInfo:
 
 
 class NamespaceStore:
-    """Parquet and LanceDB access for exactly one namespace."""
+    """Parquet, LanceDB and other files for exactly one namespace, on a local or an S3 storage root.
 
-    def __init__(self, storage_root: str | os.PathLike[str], namespace: str) -> None:
+    `storage_root` is a StorageRoot, or a local path / s3:// URI (an S3 one then takes its endpoint and
+    keys from the PIPELINE_S3_* settings); `from_settings` uses the given settings instead."""
+
+    def __init__(self, storage_root: str | os.PathLike[str] | StorageRoot, namespace: str) -> None:
         self.namespace = validate_namespace(namespace)
-        self.storage_root = Path(storage_root)
-        self.root = self.storage_root / self.namespace
+        self.storage = storage_root if isinstance(storage_root, StorageRoot) else StorageRoot(storage_root)
         self._db: Any = None
 
+    @classmethod
+    def from_settings(cls, settings: Settings, namespace: str) -> NamespaceStore:
+        return cls(StorageRoot.from_settings(settings), namespace)
+
     def __repr__(self) -> str:
-        return f"NamespaceStore({str(self.storage_root)!r}, {self.namespace!r})"
+        return f"NamespaceStore({self.storage.uri()!r}, {self.namespace!r})"
+
+    # ---- where -----------------------------------------------------------------------------------
+    @property
+    def storage_root(self) -> Location:
+        return self.storage.location()
+
+    @property
+    def root(self) -> Location:
+        """The namespace's folder: a Path on a local root, an s3:// URI otherwise (for messages and
+        local tools; pipeline code goes through the methods below)."""
+        return self.storage.location(self.namespace)
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.namespace)
+
+    def _key(self, name: str) -> str:
+        return f"{self.namespace}/{name}"
+
+    def location(self, name: str) -> Location:
+        """Where the namespace's file `name` lives (a Path on a local root, an s3:// URI otherwise)."""
+        return self.storage.location(self._key(name))
+
+    def exists(self) -> bool:
+        """Whether the namespace has any data; never creates anything."""
+        return self.storage.is_dir(self.namespace)
+
+    # ---- files (artifacts other than tables) -----------------------------------------------------
+    def has_file(self, name: str) -> bool:
+        return self.storage.is_file(self._key(name))
+
+    def read_bytes(self, name: str) -> bytes:
+        return self.storage.read_bytes(self._key(name))
+
+    def write_bytes(self, name: str, data: bytes | pa.Buffer) -> int:
+        """Replace the file (readers see the old one or the new one); returns its size."""
+        return self.storage.write_bytes(self._key(name), data)
+
+    def open_input_file(self, name: str) -> pa.NativeFile:
+        """A random-access reader of the file; FileNotFoundError if there is none."""
+        return self.storage.open_input_file(self._key(name))
+
+    def open_output(self, name: str) -> AbstractContextManager[pa.NativeFile]:
+        """A stream that replaces the file when the `with` block completes, and leaves it alone if not."""
+        return self.storage.open_output(self._key(name))
+
+    def file_modified(self, name: str) -> dt.datetime | None:
+        return self.storage.modified(self._key(name))
+
+    def file_size(self, name: str) -> int | None:
+        return self.storage.size(self._key(name))
+
+    def delete_file(self, name: str) -> bool:
+        return self.storage.delete(self._key(name))
 
     # ---- Parquet -------------------------------------------------------------------------
-    def parquet_path(self, table: str) -> Path:
-        return self.root / f"{table}.parquet"
+    def parquet_path(self, table: str) -> Location:
+        return self.location(f"{table}.parquet")
 
     def has_table(self, table: str) -> bool:
-        return self.parquet_path(table).is_file()
+        return self.has_file(f"{table}.parquet")
 
-    def write_table(self, table: str, data: pa.Table) -> Path:
+    def write_table(self, table: str, data: pa.Table) -> Location:
         """Write atomically: readers see the old file or the new one, never half of one."""
-        path = self.parquet_path(table)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            pq.write_table(data, tmp, compression="zstd")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        with self.open_output(f"{table}.parquet") as sink:
+            pq.write_table(data, sink, compression="zstd")
+        return self.parquet_path(table)
 
     def read_table(self, table: str, columns: list[str] | None = None) -> pa.Table:
-        path = self.parquet_path(table)
-        if not path.is_file():
+        if not self.has_table(table):
+            self.storage.check_bucket()  # a missing bucket is a configuration error, not a missing table
             raise TableNotFoundError(
                 f"namespace {self.namespace!r} has no table {table!r} yet "
-                f"(expected {path}); materialize the asset that writes it first"
+                f"(expected {self.parquet_path(table)}); materialize the asset that writes it first"
             )
-        return pq.read_table(path, columns=columns)
+        with self.open_input_file(f"{table}.parquet") as source:
+            return pq.read_table(source, columns=columns)
 
     # ---- LanceDB -------------------------------------------------------------------------
     @property
-    def lance_uri(self) -> Path:
-        return self.root / "lancedb"
+    def lance_uri(self) -> str:
+        return self.storage.uri(self._key(LANCE_DIR))
 
     def lancedb(self) -> Any:
         if self._db is None:
             import lancedb
 
-            self.lance_uri.mkdir(parents=True, exist_ok=True)
-            self._db = lancedb.connect(str(self.lance_uri))
+            with self.storage.explain_errors():
+                self._db = lancedb.connect(
+                    self.lance_uri, storage_options=self.storage.lance_storage_options() or None
+                )
         return self._db
 
+    def _has_lance_dir(self) -> bool:
+        # Asked before connecting: connecting to a local folder creates it, and a reader creates nothing.
+        return self.storage.is_dir(self._key(LANCE_DIR))
+
     def has_lance_table(self, name: str) -> bool:
-        return name in self.lancedb().list_tables().tables
+        return self._has_lance_dir() and name in self.lancedb().list_tables().tables
 
     def open_lance_table(self, name: str) -> Any:
         if not self.has_lance_table(name):
@@ -140,19 +207,11 @@ class NamespaceStore:
     # ---- Status --------------------------------------------------------------------------
     def tables(self) -> list[TableInfo]:
         infos: list[TableInfo] = []
-        if not self.root.is_dir():
-            return infos
-        for path in sorted(self.root.glob("*.parquet")):
-            meta = pq.read_metadata(path)
-            infos.append(
-                TableInfo(
-                    path.stem,
-                    "parquet",
-                    meta.num_rows,
-                    dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC),
-                )
-            )
-        if self.lance_uri.is_dir():
+        for stored in self.storage.list_files(self.namespace, ".parquet"):
+            with self.storage.open_input_file(stored.key) as source:
+                rows = pq.read_metadata(source).num_rows
+            infos.append(TableInfo(stored.name.removesuffix(".parquet"), "parquet", rows, stored.modified))
+        if self._has_lance_dir():
             db = self.lancedb()
             for name in sorted(db.list_tables().tables):
                 tbl = db.open_table(name)
@@ -162,10 +221,3 @@ class NamespaceStore:
                     ts = ts.astimezone(dt.UTC)
                 infos.append(TableInfo(name, "lancedb", tbl.count_rows(), ts))
         return infos
-
-
-def cache_dir(storage_root: str | os.PathLike[str]) -> Path:
-    """Folder for content-addressed caches shared by all namespaces (keys are content hashes)."""
-    path = Path(storage_root) / "_cache"
-    path.mkdir(parents=True, exist_ok=True)
-    return path

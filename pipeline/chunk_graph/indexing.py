@@ -1,4 +1,5 @@
-"""A namespace's chunk graph: built from its LanceDB ``text_units`` table, saved as a snapshot beside it.
+"""A namespace's chunk graph: built from its LanceDB ``text_units`` table, saved as a snapshot beside it
+through the namespace's store (so on whichever storage root the namespace lives).
 
 The snapshot records a fingerprint of everything it was built from (ids, texts, metadata, vectors,
 build options). A rebuild with the same fingerprint is skipped, so the graph is rebuilt exactly
@@ -12,7 +13,6 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from pipeline.chunk_graph import snapshot as snap
 from pipeline.chunk_graph.edges import BuildOptions
 from pipeline.chunk_graph.errors import SnapshotError
 from pipeline.chunk_graph.graph import ChunkGraph
+from pipeline.storage import Location
 from pipeline.store import NamespaceStore, TableNotFoundError
 
 # Text-unit columns carried into each node's metadata (filterable at query time).
@@ -31,7 +32,7 @@ METADATA_COLUMNS = ("document_id", "document_title", "start_char", "end_char", "
 
 @dataclass
 class ChunkGraphBuild:
-    path: Path
+    path: Location
     nodes: int
     edges: int  # undirected
     mode: str
@@ -43,8 +44,13 @@ class ChunkGraphBuild:
     info: dict[str, Any]
 
 
-def snapshot_path(store: NamespaceStore) -> Path:
-    return store.root / schema.CHUNK_GRAPH_SNAPSHOT
+def snapshot_path(store: NamespaceStore) -> Location:
+    return store.location(schema.CHUNK_GRAPH_SNAPSHOT)
+
+
+def _load(store: NamespaceStore, dimension: int | None = None) -> ChunkGraph:
+    with store.open_input_file(schema.CHUNK_GRAPH_SNAPSHOT) as source:
+        return ChunkGraph.load(source, dimension=dimension)
 
 
 def _inputs(store: NamespaceStore) -> tuple[list[str], pa.Array, list[dict[str, Any]], np.ndarray]:
@@ -78,11 +84,13 @@ def _fingerprint(
     return h.hexdigest()
 
 
-def _existing_fingerprint(path: Path) -> str | None:
-    if not path.is_file():
+def _existing_fingerprint(store: NamespaceStore) -> str | None:
+    if not store.has_file(schema.CHUNK_GRAPH_SNAPSHOT):
         return None
     try:
-        return snap.read_info(path)["build"].get("fingerprint")
+        # Only the header is read: on S3, a few ranged reads instead of the whole snapshot.
+        with store.open_input_file(schema.CHUNK_GRAPH_SNAPSHOT) as source:
+            return snap.read_info(source)["build"].get("fingerprint")
     except SnapshotError:
         return None  # an old or broken snapshot is simply replaced
 
@@ -94,11 +102,11 @@ def build_namespace_chunk_graph(
     options = options or BuildOptions()
     ids, texts, metadata, vectors = _inputs(store)
     fingerprint = _fingerprint(ids, texts, metadata, vectors, options)
-    path = snapshot_path(store)
-    if not force and _existing_fingerprint(path) == fingerprint:
+    if not force and _existing_fingerprint(store) == fingerprint:
         started = time.perf_counter()
-        graph = ChunkGraph.load(path)
-        return _summary(graph, path, reused=True, seconds=time.perf_counter() - started)
+        graph = _load(store)
+        size = store.file_size(schema.CHUNK_GRAPH_SNAPSHOT) or 0
+        return _summary(graph, store, size, reused=True, seconds=time.perf_counter() - started)
     graph = ChunkGraph.build(
         ids,
         texts,
@@ -113,20 +121,22 @@ def build_namespace_chunk_graph(
         query_batch=options.query_batch,
     )
     graph.build_info["fingerprint"] = fingerprint
-    graph.save(path)
-    return _summary(graph, path, reused=False, seconds=graph.build_info["build_seconds"])
+    size = store.write_bytes(schema.CHUNK_GRAPH_SNAPSHOT, graph.serialize())
+    return _summary(graph, store, size, reused=False, seconds=graph.build_info["build_seconds"])
 
 
-def _summary(graph: ChunkGraph, path: Path, reused: bool, seconds: float) -> ChunkGraphBuild:
+def _summary(
+    graph: ChunkGraph, store: NamespaceStore, size: int, reused: bool, seconds: float
+) -> ChunkGraphBuild:
     info = graph.build_info
     degrees = graph.degrees()
     return ChunkGraphBuild(
-        path=path,
+        path=snapshot_path(store),
         nodes=graph.num_nodes,
         edges=graph.num_edges,
         mode=str(info.get("mode")),
         build_seconds=round(seconds, 4),
-        snapshot_bytes=path.stat().st_size,
+        snapshot_bytes=size,
         reused=reused,
         fingerprint=str(info.get("fingerprint")),
         isolated_nodes=int((degrees == 0).sum()),
@@ -136,10 +146,9 @@ def _summary(graph: ChunkGraph, path: Path, reused: bool, seconds: float) -> Chu
 
 def load_namespace_chunk_graph(store: NamespaceStore, dimension: int | None = None) -> ChunkGraph:
     """The namespace's saved chunk graph; TableNotFoundError if the asset was never materialized."""
-    path = snapshot_path(store)
-    if not path.is_file():
+    if not store.has_file(schema.CHUNK_GRAPH_SNAPSHOT):
         raise TableNotFoundError(
-            f"namespace {store.namespace!r} has no chunk graph yet (expected {path}); "
+            f"namespace {store.namespace!r} has no chunk graph yet (expected {snapshot_path(store)}); "
             "materialize the chunk_graph asset (`python -m pipeline index --namespace ...`) first"
         )
-    return ChunkGraph.load(path, dimension=dimension)
+    return _load(store, dimension)

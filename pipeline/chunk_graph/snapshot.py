@@ -101,13 +101,16 @@ def save(data: GraphData, path: str | os.PathLike[str]) -> int:
     return path.stat().st_size
 
 
-Source = bytes | bytearray | memoryview | pa.Buffer | str | os.PathLike
+# A local path is memory-mapped; an open random-access file (a store's, local or S3) is read in place.
+Source = bytes | bytearray | memoryview | pa.Buffer | pa.NativeFile | str | os.PathLike
 
 
 def _open(source: Source) -> pa.ipc.RecordBatchFileReader:
     try:
         if isinstance(source, bytes | bytearray | memoryview | pa.Buffer):
             return pa.ipc.open_file(pa.BufferReader(pa.py_buffer(source)))
+        if isinstance(source, pa.NativeFile):
+            return pa.ipc.open_file(source)
         return pa.ipc.open_file(pa.memory_map(str(source), "r"))
     except FileNotFoundError:
         raise

@@ -182,8 +182,8 @@ class QueryService:
         cancel: threading.Event,
     ) -> dict[str, Any]:
         try:
-            store = NamespaceStore(self.settings.storage_root, namespace)
-            if not store.root.is_dir():  # checked first so that a query never creates the folder
+            store = NamespaceStore.from_settings(self.settings, namespace)
+            if not store.exists():  # checked first so that a query never creates the folder
                 raise TableNotFoundError("no tables at all")
             runner = {
                 "global": self._global,
@@ -258,9 +258,9 @@ class QueryService:
         """Through the vector query tool (`pipeline.vector_tool`), with this namespace's LanceDB store."""
         from pipeline.vector_tool import FilterError, LanceDBStore, create_vector_query_tool, parse_filter
 
-        # The tool degrades a missing table to an empty result; a service says index_not_ready instead,
-        # and checks without opening LanceDB first, which would create its folder.
-        if not store.lance_uri.is_dir() or not store.has_lance_table(schema.LANCE_TEXT_UNITS):
+        # The tool degrades a missing table to an empty result; a service says index_not_ready instead
+        # (has_lance_table opens no LanceDB folder that is not there, so the check creates nothing).
+        if not store.has_lance_table(schema.LANCE_TEXT_UNITS):
             raise TableNotFoundError(f"LanceDB table '{schema.LANCE_TEXT_UNITS}' missing")
         try:
             query_filter = parse_filter(req.filter)
@@ -283,19 +283,19 @@ class QueryService:
     # ---- status ---------------------------------------------------------------------------------
     def namespace_status(self, principal: Principal, namespace: str) -> dict[str, Any]:
         principal.authorize(namespace)
-        store = NamespaceStore(self.settings.storage_root, namespace)
+        store = NamespaceStore.from_settings(self.settings, namespace)
         tables = [
             {"name": t.name, "kind": t.kind, "rows": t.rows, "materialized_at": t.modified}
             for t in store.tables()
         ]
-        snapshot = store.root / schema.CHUNK_GRAPH_SNAPSHOT
-        if snapshot.is_file():
+        modified = store.file_modified(schema.CHUNK_GRAPH_SNAPSHOT)
+        if modified is not None:
             tables.append(
                 {
                     "name": "chunk_graph",
                     "kind": "snapshot",
-                    "rows": _snapshot_nodes(snapshot),
-                    "materialized_at": _mtime(snapshot),
+                    "rows": _snapshot_nodes(store),
+                    "materialized_at": modified,
                 }
             )
         present = {(t["kind"], t["name"]) for t in tables}
@@ -314,17 +314,12 @@ def not_ready(namespace: str, kind: str, exc: Exception) -> IndexNotReady:
     )
 
 
-def _mtime(path: Any) -> Any:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-
-
-def _snapshot_nodes(path: Any) -> int | None:
+def _snapshot_nodes(store: NamespaceStore) -> int | None:
     import pyarrow as pa
 
     try:
-        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))  # mapped: counting reads no columns
-        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        # Random access: counting reads the batches' headers, not their columns (ranged reads on S3).
+        with store.open_input_file(schema.CHUNK_GRAPH_SNAPSHOT) as source:
+            return pa.ipc.open_file(source).count_rows()
     except Exception:  # noqa: BLE001 - a status page reports an unreadable snapshot as unknown rows
         return None

@@ -1,4 +1,5 @@
-"""LanceDB, the default store: a namespace's LanceDB tables (``<storage_root>/<namespace>/lancedb``).
+"""LanceDB, the default store: a namespace's LanceDB tables (``<storage_root>/<namespace>/lancedb``, a local
+folder or an s3:// prefix).
 
 Options (``database_config["lancedb"]``): ``nprobes`` (IVF partitions searched), ``refine_factor``
 (re-rank ``top_k x factor`` candidates with exact distances), ``distance`` (``cosine`` | ``l2`` | ``dot``),
@@ -10,6 +11,7 @@ and score a unit by its best piece, default on, cosine only).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,7 +77,9 @@ class LanceDBStore:
 
     @property
     def identity(self) -> str:
-        return f"lancedb:{self.store.lance_uri.resolve()}"
+        uri = self.store.lance_uri
+        # A local root may be relative: the identity names the same data whatever the working directory.
+        return f"lancedb:{Path(uri).resolve() if self.store.storage.is_local else uri}"
 
     def _table(self, index_name: str) -> Any:
         return self.store.open_lance_table(index_name)  # TableNotFoundError names the namespace
