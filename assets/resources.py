@@ -7,9 +7,10 @@ from typing import Any
 
 from dagster import ConfigurableResource
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, make_embedder
+from pipeline.caches import open_embedding_cache
+from pipeline.embedding import CachedEmbedder, make_embedder
 from pipeline.settings import Settings, load_settings
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.store import NamespaceStore
 
 _embedders: dict[tuple[Any, ...], Any] = {}
 _embedders_lock = threading.Lock()
@@ -29,7 +30,7 @@ class PipelineSettingsResource(ConfigurableResource):
         return load_settings(**self.model_dump())
 
     def store(self, namespace: str) -> NamespaceStore:
-        return NamespaceStore(self.get_settings().storage_root, namespace)
+        return NamespaceStore.from_settings(self.get_settings(), namespace)
 
 
 class EmbedderResource(ConfigurableResource):
@@ -45,7 +46,7 @@ class EmbedderResource(ConfigurableResource):
             if key not in _embedders:
                 _embedders[key] = make_embedder(s)
             inner = _embedders[key]
-        cache = EmbeddingCache(cache_dir(s.storage_root) / "embeddings.sqlite")
+        cache = open_embedding_cache(s)
         return CachedEmbedder(inner, cache, batch_size=s.embedding_batch_size)
 
 

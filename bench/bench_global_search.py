@@ -23,11 +23,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder  # noqa: E402
+from pipeline.caches import open_embedding_cache  # noqa: E402
+from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder  # noqa: E402
 from pipeline.llm import LLMCache, LLMClient, LLMEngine, OfflineEngine  # noqa: E402
 from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
 from pipeline.query.questions import load_questions  # noqa: E402
-from pipeline.store import NamespaceStore, cache_dir  # noqa: E402
+from pipeline.settings import load_settings  # noqa: E402
+from pipeline.store import NamespaceStore  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 
 QUESTIONS = ROOT.parent / "shared" / "data" / "graphrag_podcasts" / "kevin_scott_questions.csv"
@@ -71,7 +73,7 @@ def main() -> None:
     questions = load_questions(questions_file=str(QUESTIONS))[: args.questions]
     config = GlobalSearchConfig(level=args.level)
     embedder = CachedEmbedder(
-        LocalMiniLMEmbedder(), EmbeddingCache(cache_dir(args.storage) / "embeddings.sqlite")
+        LocalMiniLMEmbedder(), open_embedding_cache(load_settings(storage_root=str(args.storage)))
     )
     out: dict = {"namespace": store.namespace, "questions": len(questions), "level": args.level}
 

@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline import schema  # noqa: E402
+from pipeline.caches import open_embedding_cache  # noqa: E402
 from pipeline.chunking import chunk_documents_table  # noqa: E402
 from pipeline.communities import level_summary  # noqa: E402
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder  # noqa: E402
+from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder  # noqa: E402
 from pipeline.graph_index import (  # noqa: E402
     index_claims,
     index_communities,
@@ -42,7 +43,7 @@ from pipeline.llm import OfflineEngine  # noqa: E402
 from pipeline.report_index import index_report_embeddings  # noqa: E402
 from pipeline.reports.build import index_community_reports  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
-from pipeline.store import NamespaceStore, cache_dir  # noqa: E402
+from pipeline.store import NamespaceStore  # noqa: E402
 from pipeline.vectors import index_text_units  # noqa: E402
 
 DEFAULT_ZIP = (
@@ -120,9 +121,7 @@ def main() -> None:
         if not args.no_embed:
             model = LocalMiniLMEmbedder()
             _timed(stages, "embedding_model_load", lambda: model.embed(["warm up"]))
-            embedder = CachedEmbedder(
-                model, EmbeddingCache(cache_dir(settings.storage_root) / "embeddings.sqlite")
-            )
+            embedder = CachedEmbedder(model, open_embedding_cache(settings))
             unit_stats = _timed(
                 stages, "text_unit_embeddings", lambda: index_text_units(store, units, docs, embedder)
             )

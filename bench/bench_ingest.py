@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.chunking import chunk_documents_table  # noqa: E402
 from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder  # noqa: E402
 from pipeline.ingest import documents_table, read_documents  # noqa: E402
-from pipeline.store import NamespaceStore, cache_dir  # noqa: E402
+from pipeline.store import NamespaceStore  # noqa: E402
 from pipeline.vectors import index_text_units  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "musique_hipporag100" / "musique_train_corpus.json"
@@ -70,14 +70,16 @@ def main() -> None:
         t = time.perf_counter()
         model.embed(["warm up"])
         out["model_load_s"] = round(time.perf_counter() - t, 3)
-        emb = CachedEmbedder(model, EmbeddingCache(cache_dir(store.storage_root) / "embeddings.sqlite"))
+        # A cache of the benchmark's own, whatever PIPELINE_CACHE_* say: the first pass must be cold.
+        cache_file = work / "cache" / "embeddings.sqlite"
+        emb = CachedEmbedder(model, EmbeddingCache(cache_file))
         t = time.perf_counter()
         stats = index_text_units(store, units, docs, emb, progress=lambda d, n: None)
         out["embed_s"] = round(time.perf_counter() - t, 3)
         out["embedded_pieces"] = stats.embedded
         out["chunks_per_s_embed"] = round(units.num_rows / out["embed_s"], 1)
 
-        warm = CachedEmbedder(model, EmbeddingCache(cache_dir(store.storage_root) / "embeddings.sqlite"))
+        warm = CachedEmbedder(model, EmbeddingCache(cache_file))
         t = time.perf_counter()
         stats2 = index_text_units(store, units, docs, warm, progress=lambda d, n: None)
         out["reembed_unchanged_s"] = round(time.perf_counter() - t, 3)

@@ -121,8 +121,19 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class VectorCache(Protocol):
+    """What CachedEmbedder needs of a cache: `EmbeddingCache` (SQLite) or `PgEmbeddingCache` (PostgreSQL)."""
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None: ...
+
+    def count(self, model: str | None = None) -> int: ...
+
+
 class EmbeddingCache:
-    """SQLite store of vectors keyed by (model id, sha256 of text). Safe for several processes (WAL)."""
+    """SQLite store of vectors keyed by (model id, sha256 of text). Safe for several processes on one
+    machine (WAL); `pipeline.pg_embedding_cache.PgEmbeddingCache` is the one for several machines."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -169,7 +180,7 @@ class EmbeddingCache:
 class CachedEmbedder:
     """Wraps an Embedder with the persistent cache, batching and progress; counts hits and misses."""
 
-    def __init__(self, embedder: Embedder, cache: EmbeddingCache, batch_size: int = 64) -> None:
+    def __init__(self, embedder: Embedder, cache: VectorCache, batch_size: int = 64) -> None:
         self.embedder = embedder
         self.cache = cache
         self.batch_size = batch_size

@@ -13,7 +13,7 @@ from assets.launch import run_index
 from pipeline.chunk_graph.indexing import load_namespace_chunk_graph, snapshot_path
 from pipeline.cli import main
 from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.store import NamespaceStore
 
 DOCS = {
     "cats1.txt": "The cat sat on the mat and purred in the warm afternoon sun.",
@@ -53,7 +53,7 @@ def test_asset_builds_the_snapshot_and_reports_metadata(indexed):
     assert Path(meta["snapshot_path"]) == snapshot_path(store) and snapshot_path(store).is_file()
 
 
-def test_snapshot_holds_the_text_units_and_links_the_paraphrases(indexed):
+def test_snapshot_holds_the_text_units_and_links_the_paraphrases(indexed, tmp_path):
     store = NamespaceStore(indexed["storage"], "pets")
     graph = load_namespace_chunk_graph(store, dimension=384)
     units = store.open_lance_table("text_units").to_arrow()
@@ -63,9 +63,7 @@ def test_snapshot_holds_the_text_units_and_links_the_paraphrases(indexed):
     )
     assert by_title["cats2.txt"] in graph.neighbors(by_title["cats1.txt"])
     assert graph.neighbors(by_title["rockets.txt"]) == {}
-    embedder = CachedEmbedder(
-        LocalMiniLMEmbedder(), EmbeddingCache(cache_dir(indexed["storage"]) / "q.sqlite")
-    )
+    embedder = CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path / "q.sqlite"))
     hits = graph.query(embedder.embed(["a cat purring on a mat"])[0], top_k=2)
     assert {h.metadata["document_title"] for h in hits} == {"cats1.txt", "cats2.txt"}
     assert set(hits[0].metadata) >= {"document_id", "document_title", "start_char", "end_char"}

@@ -12,10 +12,12 @@ import pytest
 
 from assets.launch import run_index
 from pipeline import schema
+from pipeline.caches import open_embedding_cache
 from pipeline.chunking import offset_mismatches
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder
 from pipeline.namespace import InvalidNamespaceError
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.settings import Settings
+from pipeline.store import NamespaceStore
 from pipeline.vectors import text_search, vector_search
 from tests.conftest import shared_data
 
@@ -51,7 +53,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
 
 
 def _embedder(storage: Path) -> CachedEmbedder:
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(cache_dir(storage) / "embeddings.sqlite"))
+    # The pipeline's own embedding cache: the vectors the index was built with are already there.
+    return CachedEmbedder(LocalMiniLMEmbedder(), open_embedding_cache(Settings(storage_root=str(storage))))
 
 
 def _step(result, asset: str) -> dict:

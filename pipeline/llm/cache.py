@@ -1,8 +1,10 @@
 """The persistent LLM response cache: a re-run, a crash-resume or a backfill never pays twice for a call.
 
-One SQLite file (WAL) under `<storage_root>/_cache/llm.sqlite`, shared by every namespace and by every
-process of a multiprocess Dagster run. An entry is written in one transaction after the response has
-been validated, so a crash or a cancellation can leave no half-written entry behind.
+One SQLite file (WAL), `llm.sqlite` in the cache folder (`pipeline.caches`), shared by every namespace
+and by every process of a multiprocess Dagster run on one machine; `pipeline.llm.pg_cache.PgLLMCache`
+is the same cache on PostgreSQL for runs spread over several machines. An entry is written in one
+transaction after the response has been validated, so a crash or a cancellation can leave no
+half-written entry behind.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses ("
@@ -45,6 +47,32 @@ class CachedResponse:
     response: str
     prompt_tokens: int
     completion_tokens: int
+
+
+class ResponseCache(Protocol):
+    """What the LLM client needs of a cache: `LLMCache` (SQLite) or `PgLLMCache` (PostgreSQL)."""
+
+    def get(self, key: str) -> CachedResponse | None: ...
+
+    def put(
+        self,
+        key: str,
+        response: str,
+        *,
+        task: str,
+        model: str,
+        prompt_version: str,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> None: ...
+
+    def forget(self, key: str) -> None: ...
+
+    def count(self, task: str | None = None) -> int: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    def close(self) -> None: ...
 
 
 class LLMCache:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from pipeline.llm import structured
 from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
-from pipeline.llm.cache import LLMCache, cache_key
+from pipeline.llm.cache import ResponseCache, cache_key
 from pipeline.llm.errors import LLMError, LLMValidationError
 from pipeline.llm.retry import Backoff
 from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label, read_api_key
@@ -57,7 +57,7 @@ class LLMClient:
         max_retries: int = 4,
         concurrency: int = 8,
         json_mode: JsonModeSetting = "auto",
-        cache: LLMCache | None = None,
+        cache: ResponseCache | None = None,
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         backoff: Backoff | None = None,
@@ -87,8 +87,8 @@ class LLMClient:
 
     @classmethod
     def from_settings(cls, settings: Any, usage: Usage | None = None, *, cache: bool = True) -> LLMClient:
-        """The chat client the settings describe (`llm_*`), with the cache under the storage root."""
-        from pipeline.store import cache_dir
+        """The chat client the settings describe (`llm_*`), with the cache `pipeline.caches` picks."""
+        from pipeline.caches import open_llm_cache
 
         return cls(
             model=settings.llm_model,
@@ -100,7 +100,7 @@ class LLMClient:
             max_retries=settings.llm_max_retries,
             concurrency=settings.llm_concurrency,
             json_mode=settings.llm_json_mode,
-            cache=LLMCache(cache_dir(settings.storage_root) / "llm.sqlite") if cache else None,
+            cache=open_llm_cache(settings) if cache else None,
             usage=usage,
             prices={**DEFAULT_PRICES, **settings.llm_prices},
         )

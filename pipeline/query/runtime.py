@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, make_embedder
+from pipeline.caches import open_embedding_cache
+from pipeline.embedding import CachedEmbedder, make_embedder
 from pipeline.settings import Settings, load_settings
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.store import NamespaceStore
 
 
 @dataclass
@@ -21,7 +22,7 @@ class QueryRuntime:
 def cached_embedder(settings: Settings) -> CachedEmbedder:
     return CachedEmbedder(
         make_embedder(settings),
-        EmbeddingCache(cache_dir(settings.storage_root) / "embeddings.sqlite"),
+        open_embedding_cache(settings),
         batch_size=settings.embedding_batch_size,
     )
 
@@ -35,7 +36,7 @@ def query_runtime(
     s = settings or load_settings()
     return QueryRuntime(
         settings=s,
-        store=NamespaceStore(s.storage_root, namespace),
+        store=NamespaceStore.from_settings(s, namespace),
         engine=engine if engine is not None else make_engine(s),
         embedder=embedder if embedder is not None else cached_embedder(s),
     )
