@@ -2,20 +2,23 @@
 
 from dagster import Definitions
 
+from assets.executors import pipeline_executor
 from assets.indexing.assets import indexing_assets
 from assets.indexing.chunk_graph import chunk_graph
 from assets.indexing.graph import graph_assets
-from assets.indexing.jobs import index_job
+from assets.indexing.jobs import indexing_jobs
 from assets.indexing.reports import report_assets
 from assets.indexing.schedules import nightly_reindex
 from assets.indexing.sensors import input_root_sensor, query_refresh_sensor
+from assets.indexing.shards import shard_assets
 from assets.query.assets import query_assets
 from assets.query.jobs import answer_questions_job
 from assets.resources import default_resources
 
 defs = Definitions(
-    assets=[*indexing_assets, chunk_graph, *graph_assets, *report_assets, *query_assets],
-    jobs=[index_job, answer_questions_job],
+    assets=[*indexing_assets, *shard_assets, chunk_graph, *graph_assets, *report_assets, *query_assets],
+    jobs=[*indexing_jobs, answer_questions_job],
+    executor=pipeline_executor(),
     schedules=[nightly_reindex],
     sensors=[input_root_sensor, query_refresh_sensor],
     resources=default_resources(),

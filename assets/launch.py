@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ class IndexRunResult:
     success: bool
     steps: list[StepSummary]
     failures: list[str]
+    run_ids: list[str] = field(default_factory=list)  # a distributed index is several runs
 
 
 def _plain(value: Any) -> Any:
@@ -55,27 +56,8 @@ def add_namespace(instance: DagsterInstance, namespace: str) -> None:
         instance.add_dynamic_partitions("namespace", [namespace])
 
 
-def run_index(
-    namespace: str,
-    input_dir: str | None = None,
-    instance: DagsterInstance | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> IndexRunResult:
-    """Register the namespace partition and materialize its indexing assets through Dagster."""
-    validate_namespace(namespace)
-    from assets.definitions import defs
-
-    if instance is None:
-        ensure_dagster_home()
-        instance = DagsterInstance.get()
-    add_namespace(instance, namespace)
-    job = defs.resolve_job_def("index_namespace")
-    run_config: dict[str, Any] = {}
-    if input_dir:
-        run_config = {"ops": {"documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
-    result = job.execute_in_process(
-        partition_key=namespace, instance=instance, run_config=run_config, raise_on_error=False
-    )
+def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) -> IndexRunResult:
+    """What a caller wants of a run: the materializations' metadata and each failed step's error."""
     steps = []
     for mat in result.get_asset_materialization_events():
         m = mat.materialization
@@ -88,7 +70,45 @@ def run_index(
         for e in result.all_events
         if e.is_step_failure
     ]
-    return IndexRunResult(result.run_id, result.success, steps, failures)
+    return IndexRunResult(result.run_id, result.success, steps, failures, [result.run_id])
+
+
+def documents_run_config(input_dir: str | None) -> dict[str, Any]:
+    if not input_dir:
+        return {}
+    return {"ops": {"documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
+
+
+def run_index(
+    namespace: str,
+    input_dir: str | None = None,
+    instance: DagsterInstance | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> IndexRunResult:
+    """Register the namespace partition and materialize its indexing assets through Dagster.
+
+    With PIPELINE_DASK_SCHEDULER set, the steps run on that dask cluster's workers, the namespace's
+    shards in parallel (`assets.distributed`); otherwise the whole chain runs in this process."""
+    validate_namespace(namespace)
+    from assets.definitions import defs
+    from pipeline.settings import load_settings
+
+    if instance is None:
+        ensure_dagster_home()
+        instance = DagsterInstance.get()
+    add_namespace(instance, namespace)
+    if load_settings().dask_scheduler:
+        from assets.distributed import run_index_distributed
+
+        return run_index_distributed(namespace, input_dir, instance, on_event)
+    job = defs.resolve_job_def("index_namespace")
+    result = job.execute_in_process(
+        partition_key=namespace,
+        instance=instance,
+        run_config=documents_run_config(input_dir),
+        raise_on_error=False,
+    )
+    return summarize_run(result, on_event)
 
 
 def backfill_namespaces(

@@ -6,23 +6,36 @@ claims (covariates) -> communities. They return what the asset reports as metada
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline import schema
 from pipeline.claims import ClaimStats, build_covariates
 from pipeline.communities import build_communities, check_communities, level_summary
-from pipeline.extraction import ExtractionFailure, extract_graph, failures_table, from_table, to_table
+from pipeline.extraction import (
+    ExtractionFailure,
+    ExtractionRun,
+    extract_graph,
+    failures_table,
+    from_table,
+    to_table,
+)
 from pipeline.graph_export import degree_summary, write_graphml
 from pipeline.incremental import offline_extraction_config, reuse_extractions, tag_extraction_config
 from pipeline.resolution import ResolutionStats, link_text_units, resolve_graph
+from pipeline.shards import order_like, shard_table, shard_units
+from pipeline.storage import Location
 from pipeline.store import NamespaceStore
+
+# Parquet schema metadata key of a shard part: the configuration it was extracted under.
+SHARD_CONFIG_KEY = b"shard_config"
 
 
 @dataclass
@@ -57,26 +70,26 @@ class CommunitiesSummary:
     levels: dict[int, dict[str, float]]
     problems: dict[str, int]
     by_method: dict[str, int]
-    graphml_path: Path
+    graphml_path: Location
     duration_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def graphml_path(store: NamespaceStore) -> Path:
-    return store.root / schema.GRAPHML_EXPORT
+def graphml_path(store: NamespaceStore) -> Location:
+    return store.location(schema.GRAPHML_EXPORT)
 
 
-def index_extracted_graph(
+def _extract(
     store: NamespaceStore,
+    units: pa.Table,
     settings: Any,
-    engine: Any = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> ExtractionSummary:
-    """text_units -> extracted_graph + failed_extractions.
+    engine: Any,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
+    """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order.
 
     Offline, a unit extracted before with the same configuration is reused (its id fixes its text);
     the LLM path asks again and the LLM cache answers every call made before, crash or not."""
-    units = store.read_table(schema.TEXT_UNITS)
     if engine is not None and getattr(engine, "kind", "offline") != "offline":
         run = extract_graph(units, settings, engine, progress=progress)
         table = to_table(run.units)
@@ -93,9 +106,120 @@ def index_extracted_graph(
         fresh = {u.text_unit_id: u for u in run.units}
         run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
         table = tag_extraction_config(to_table(run.units), config)
-    store.write_table(schema.EXTRACTED_GRAPH, table)
-    store.write_table(schema.FAILED_EXTRACTIONS, failures_table(run.failures))
-    return ExtractionSummary(run.method, run.counts(), run.failures, round(run.duration_s, 3), len(reused))
+    summary = ExtractionSummary(run.method, run.counts(), run.failures, round(run.duration_s, 3), len(reused))
+    failures = sorted(run.failures, key=lambda f: (f.text_unit_id, f.round))
+    return table, failures_table(failures), summary
+
+
+def _shard_config(settings: Any, engine: Any) -> bytes:
+    """What a shard's extraction depends on besides its text units: a shard part made under another
+    configuration is not taken. The LLM path names its model and prompts' settings; its calls are
+    cached anyway, so a mismatch costs cache lookups, never paid calls."""
+    if _is_offline(engine):
+        return offline_extraction_config(settings).encode()
+    return json.dumps(
+        {
+            "method": "llm",
+            "model": settings.llm_model,
+            "entity_types": list(settings.entity_types),
+            "max_gleanings": settings.extraction_max_gleanings,
+            "claims": bool(settings.extract_claims),
+            "claim_description": settings.claim_description,
+        },
+        sort_keys=True,
+    ).encode()
+
+
+def _is_offline(engine: Any) -> bool:
+    return engine is None or getattr(engine, "kind", "offline") == "offline"
+
+
+def index_extraction_shard(
+    store: NamespaceStore,
+    settings: Any,
+    shard: int,
+    shards: int,
+    engine: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExtractionSummary:
+    """One document shard's text units -> that shard's part of extracted_graph and failed_extractions
+    (a worker's share of a namespace; `index_extracted_graph` merges the parts)."""
+    units = shard_units(store.read_table(schema.TEXT_UNITS), shard, shards)
+    table, failures, summary = _extract(store, units, settings, engine, progress)
+    config = _shard_config(settings, engine)
+    store.write_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards), failures)
+    # written last: a part with this tag is complete, failures included
+    store.write_table(
+        shard_table(schema.EXTRACTED_GRAPH, shard, shards),
+        table.replace_schema_metadata({**(table.schema.metadata or {}), SHARD_CONFIG_KEY: config}),
+    )
+    return summary
+
+
+def _current_shard_part(
+    store: NamespaceStore, shard: int, shards: int, unit_ids: list[str], config: bytes
+) -> tuple[pa.Table, pa.Table] | None:
+    """The shard's extracted part when it covers exactly `unit_ids` under `config`, else None."""
+    name = shard_table(schema.EXTRACTED_GRAPH, shard, shards)
+    if not store.has_table(name):
+        return None
+    part = store.read_table(name)
+    if (part.schema.metadata or {}).get(SHARD_CONFIG_KEY) != config:
+        return None
+    if sorted(part.column("text_unit_id").to_pylist()) != sorted(unit_ids):
+        return None
+    return part, store.read_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards))
+
+
+def index_extracted_graph(
+    store: NamespaceStore,
+    settings: Any,
+    engine: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExtractionSummary:
+    """text_units -> extracted_graph + failed_extractions.
+
+    Shard parts already extracted by workers (`index_extraction_shard`) are taken when they still match
+    the text units and configuration; every other unit is extracted here. Rows come out in text-unit
+    order, so the tables are the same whatever the shard count and whoever extracted them."""
+    started = time.monotonic()
+    units = store.read_table(schema.TEXT_UNITS)
+    shards = int(getattr(settings, "shards", 1))
+    config = _shard_config(settings, engine)
+    graphs: list[pa.Table] = []
+    failures: list[pa.Table] = []
+    todo: list[pa.Table] = []
+    merged_shards = 0
+    for k in range(shards):
+        part_units = shard_units(units, k, shards)
+        part = _current_shard_part(store, k, shards, part_units.column("id").to_pylist(), config)
+        if part is None:
+            todo.append(part_units)
+        else:
+            graphs.append(part[0].replace_schema_metadata(schema.EXTRACTED_GRAPH_SCHEMA.metadata))
+            failures.append(part[1])
+            merged_shards += 1
+    fresh = None
+    if todo:
+        table, failed, fresh = _extract(store, pa.concat_tables(todo), settings, engine, progress)
+        graphs.append(table.replace_schema_metadata(schema.EXTRACTED_GRAPH_SCHEMA.metadata))
+        failures.append(failed)
+    order = units.column("id").to_pylist()
+    merged = order_like(pa.concat_tables(graphs), "text_unit_id", order)
+    if _is_offline(engine):
+        merged = tag_extraction_config(merged, offline_extraction_config(settings))
+    failed = pa.concat_tables(failures)
+    failed = failed.take(pc.sort_indices(failed, [("text_unit_id", "ascending"), ("round", "ascending")]))
+    store.write_table(schema.EXTRACTED_GRAPH, merged)
+    store.write_table(schema.FAILED_EXTRACTIONS, failed)
+    run = ExtractionRun("", from_table(merged))
+    return ExtractionSummary(
+        method="offline" if _is_offline(engine) else "llm",
+        counts={**run.counts(), "shards": shards, "shards_merged": merged_shards},
+        failures=[ExtractionFailure(**row) for row in failed.to_pylist()],
+        duration_s=round(time.monotonic() - started, 3),
+        reused=fresh.reused if fresh else 0,
+    )
 
 
 def index_entities(store: NamespaceStore, settings: Any, engine: Any = None) -> EntitiesSummary:
@@ -155,12 +279,13 @@ def index_communities(store: NamespaceStore, settings: Any) -> CommunitiesSummar
         resolution=settings.leiden_resolution,
     )
     store.write_table(schema.COMMUNITIES, communities)
-    path = write_graphml(graphml_path(store), entities, relationships, communities)
+    with store.open_output(schema.GRAPHML_EXPORT) as sink:
+        write_graphml(sink, entities, relationships, communities)
     return CommunitiesSummary(
         communities=communities.num_rows,
         levels=level_summary(communities),
         problems=check_communities(communities, set(entities.column("id").to_pylist())),
         by_method=dict(Counter(communities.column("method").to_pylist())),
-        graphml_path=path,
+        graphml_path=graphml_path(store),
         duration_s=round(time.monotonic() - started, 3),
     )

@@ -81,6 +81,23 @@ def index_text_units(
     )
 
 
+def embed_text_units(
+    text_units: pa.Table, embedder: CachedEmbedder, progress: ProgressFn | None = None
+) -> EmbedStats:
+    """Compute (or find cached) the vectors of some text units without writing any table: a shard's
+    part of the work. The vectors land in the embedding cache, where `index_text_units` finds them."""
+    before_hits, before_computed = embedder.cache_hits, embedder.computed
+    texts = text_units.column("text").to_pylist()
+    _, pieces = embedder.embed_with_pieces(texts, progress=progress)
+    return EmbedStats(
+        rows=len(texts),
+        pieces=len(pieces),
+        embedded=embedder.computed - before_computed,
+        cache_hits=embedder.cache_hits - before_hits,
+        dimension=embedder.dimension,
+    )
+
+
 def _clean(rows: list[dict[str, Any]], include_vectors: bool) -> list[dict[str, Any]]:
     out = []
     for row in rows:

@@ -8,8 +8,6 @@ version (the old rows or the new ones, full-text search working).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ import pytest
 from assets.launch import run_index
 from pipeline import schema
 from pipeline.store import NamespaceStore
+from tests.support.env import scoped_env
 
 NAMESPACE = "incr"
 FRESH = "incr_fresh"
@@ -42,20 +41,6 @@ ADDED = (
 EDIT = " Marie Curie visited Warsaw with Bronislawa Dluska.\n"
 DELETED = "dunant.txt"  # Henry Dunant, Gustave Moynier, Red Cross, Geneva appear nowhere else
 COMPARED = [schema.ENTITIES, schema.RELATIONSHIPS, schema.COVARIATES, schema.COMMUNITIES]
-
-
-@contextlib.contextmanager
-def _env(**values: str) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 class LanceReader(threading.Thread):
@@ -114,7 +99,7 @@ def cycle(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
             store.read_table(schema.COMMUNITY_REPORTS).column("fingerprint").to_pylist()
         )
 
-    with _env(PIPELINE_STORAGE_ROOT=str(storage)):
+    with scoped_env(PIPELINE_STORAGE_ROOT=str(storage)):
         step("initial")
         (folder / ADDED[0]).write_text(ADDED[1], encoding="utf-8")
         step("add")

@@ -9,7 +9,6 @@ real LLM client, a real Dagster instance, real Parquet / LanceDB / MiniLM.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -22,9 +21,11 @@ import pytest
 
 from assets.launch import run_index
 from pipeline import schema
-from pipeline.llm import LLMCache
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.caches import open_llm_cache
+from pipeline.settings import Settings
+from pipeline.store import NamespaceStore
 from tests.conftest import REPO_ROOT
+from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_model import ScriptedGraphModel
 
@@ -47,20 +48,6 @@ def _corpus(n: int) -> dict[str, str]:
         )
         for i in range(n)
     }
-
-
-@contextlib.contextmanager
-def _env(**values: str) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _llm_env(storage: Path, base_url: str, concurrency: int = 4) -> dict[str, str]:
@@ -92,7 +79,7 @@ def one_of_fifty(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> 
     store = NamespaceStore(storage, "fifty")
     model = ScriptedGraphModel()
     out: dict = {"store": store, "model": model}
-    with FaultProxy(None, responder=model) as proxy, _env(**_llm_env(storage, proxy.base_url)):
+    with FaultProxy(None, responder=model) as proxy, scoped_env(**_llm_env(storage, proxy.base_url)):
         out["first"] = run_index("fifty", input_dir=str(folder), instance=dagster_instance)
         out["calls_first"] = model.snapshot()
         out["fingerprints_first"] = set(
@@ -164,9 +151,10 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
         out["answered_before_kill"] = model.snapshot()["extract_graph"]
         out["texts_before_kill"] = list(model.extracted_texts)
         time.sleep(0.5)  # the proxy may still finish a request that was in flight
-        out["cached_before_resume"] = LLMCache(cache_dir(storage) / "llm.sqlite").count("extract_graph")
+        pipeline_cache = open_llm_cache(Settings(storage_root=str(storage)))
+        out["cached_before_resume"] = pipeline_cache.count("extract_graph")
         n_before = len(model.extracted_texts)
-        with _env(**_llm_env(storage, proxy.base_url, concurrency=2)):
+        with scoped_env(**_llm_env(storage, proxy.base_url, concurrency=2)):
             out["resume"] = run_index("crash", input_dir=str(folder), instance=dagster_instance)
         out["texts_resume"] = model.extracted_texts[n_before:]
     yield out

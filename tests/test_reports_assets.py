@@ -9,9 +9,7 @@ local model).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +24,9 @@ from assets.resources import default_resources
 from pipeline import schema
 from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
 from pipeline.report_index import entity_text
-from pipeline.store import NamespaceStore, cache_dir
+from pipeline.store import NamespaceStore
 from pipeline.vectors import text_search, vector_search
+from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 
 NAMESPACE = "pioneers"
@@ -85,24 +84,6 @@ class NumberedReportProxy(FaultProxy):
                 }
             )
             return super()._canned(path, body)
-
-
-@contextlib.contextmanager
-def _env(**values: str | None) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    for k, v in values.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _llm_env(base_url: str) -> dict[str, str]:
@@ -163,19 +144,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator
         (folder / name).write_text(text, encoding="utf-8")
     store = NamespaceStore(storage, NAMESPACE)
     out: dict = {"store": store}
-    with _env(PIPELINE_STORAGE_ROOT=str(storage)):
+    with scoped_env(PIPELINE_STORAGE_ROOT=str(storage)):
         out["offline"] = run_index(NAMESPACE, input_dir=str(folder), instance=dagster_instance)
-        embedder = CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(cache_dir(storage) / "q.sqlite"))
+        query_cache = EmbeddingCache(tmp_path_factory.mktemp("query_cache") / "q.sqlite")
+        embedder = CachedEmbedder(LocalMiniLMEmbedder(), query_cache)
         out["searches"] = _searches(store, embedder)
         with NumberedReportProxy() as proxy:
-            with _env(**_llm_env(proxy.base_url)):
+            with scoped_env(**_llm_env(proxy.base_url)):
                 out["llm1"] = _materialize(dagster_instance, REPORT_ASSETS)
             out["calls1"] = proxy.received
             out["reports1"] = store.read_table(schema.COMMUNITY_REPORTS)
             out["entities1"] = store.read_table(schema.ENTITIES)
             (folder / "curie.txt").write_text(DOCS["curie.txt"].rstrip("\n") + EDIT, encoding="utf-8")
             out["upstream"] = _materialize(dagster_instance, UPSTREAM, folder)  # offline, as before
-            with _env(**_llm_env(proxy.base_url)):
+            with scoped_env(**_llm_env(proxy.base_url)):
                 out["llm2"] = _materialize(dagster_instance, REPORT_ASSETS)
             out["calls2"] = proxy.received - out["calls1"]
             out["reports2"] = store.read_table(schema.COMMUNITY_REPORTS)

@@ -1,16 +1,19 @@
 """Indexing assets: documents -> text units -> text-unit embeddings (LanceDB), per namespace."""
 
 import time
+import warnings
 from pathlib import Path
 
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
     Config,
     MaterializeResult,
     MetadataValue,
+    MultiToSingleDimensionPartitionMapping,
     asset,
 )
 
@@ -25,6 +28,11 @@ from pipeline.namespace import validate_namespace
 from pipeline.vectors import index_text_units, vector_ids
 
 GROUP = "indexing"
+# A namespace-level asset reads every shard of its own namespace. The mapping is marked beta; its
+# warning would be printed by every CLI command that loads the definitions.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    BY_NAMESPACE = MultiToSingleDimensionPartitionMapping(partition_dimension_name="namespace")
 
 
 class DocumentsConfig(Config):
@@ -136,7 +144,7 @@ def text_units(
 @asset(
     partitions_def=namespace_partitions,
     group_name=GROUP,
-    deps=[text_units],
+    deps=[text_units, AssetDep("text_unit_embeddings_shard", partition_mapping=BY_NAMESPACE)],
     description="LanceDB table `text_units`: text, document id, offsets and vector, with a full-text index.",
     kinds={"lancedb"},
     check_specs=[

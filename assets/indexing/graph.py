@@ -9,6 +9,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
@@ -18,7 +19,7 @@ from dagster import (
     multi_asset,
 )
 
-from assets.indexing.assets import GROUP, _md_table, text_units
+from assets.indexing.assets import BY_NAMESPACE, GROUP, _md_table, text_units
 from assets.indexing.observe import standard_metadata
 from assets.partitions import namespace_partitions
 from assets.resources import PipelineSettingsResource
@@ -38,7 +39,7 @@ def _engine_label(engine: Any) -> str:
 @asset(
     partitions_def=namespace_partitions,
     group_name=GROUP,
-    deps=[text_units],
+    deps=[text_units, AssetDep("extracted_graph_shard", partition_mapping=BY_NAMESPACE)],
     description=(
         "Raw entities, relationships and claims per text unit, every gleaning round kept (offline rules "
         "by default, the LLM when configured). Text units whose extraction failed go to failed_extractions."

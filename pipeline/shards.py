@@ -1,0 +1,61 @@
+"""Document shards: how one namespace's LLM- and model-bound work is split so several workers share it.
+
+A document belongs to one shard for good (a hash of its id, not its position), so adding a document
+never moves the others and a shard's cached work stays valid. Every text unit of a document is in the
+document's shard. Shard outputs are written under `shards/` in the namespace and merged back in the
+namespace's text-unit order, so the merged table does not depend on the shard count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SHARD_FOLDER = "shards"
+
+
+class ShardMismatchError(RuntimeError):
+    """The shard tables on disk do not cover the namespace's current text units."""
+
+
+def shard_of(document_id: str, shards: int) -> int:
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    digest = hashlib.sha256(document_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards
+
+
+def shard_mask(text_units: pa.Table, shard: int, shards: int) -> pa.ChunkedArray | pa.Array:
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard {shard} is outside 0..{shards - 1}")
+    doc_ids = text_units.column("document_id").to_pylist()
+    return pa.array([shard_of(d, shards) == shard for d in doc_ids], pa.bool_())
+
+
+def shard_units(text_units: pa.Table, shard: int, shards: int) -> pa.Table:
+    """The text units (in table order) whose document hashes to `shard`."""
+    return text_units.filter(shard_mask(text_units, shard, shards))
+
+
+def shard_table(table: str, shard: int, shards: int) -> str:
+    """Store name of one shard's part of `table`; the count is in the name so that a shard written
+    under another shard count is never mistaken for a current one."""
+    return f"{SHARD_FOLDER}/{table}.{shard:03d}-of-{shards:03d}"
+
+
+def order_like(parts: pa.Table, key: str, order: list[str]) -> pa.Table:
+    """Rows of `parts` in the order of `order` (the namespace's text-unit ids); raises if any id of
+    `order` has no row or more than one."""
+    position = {uid: i for i, uid in enumerate(order)}
+    keys = parts.column(key).to_pylist()
+    missing = set(order) - set(keys)
+    if missing or len(keys) != len(order):
+        extra = [k for k in keys if k not in position]
+        raise ShardMismatchError(
+            f"the shard tables hold {len(keys)} rows for {len(order)} text units "
+            f"({len(missing)} missing, {len(extra)} unknown); re-materialize the shards of this namespace"
+        )
+    indices = pc.sort_indices(pa.array([position[k] for k in keys], pa.int64()))
+    return parts.take(indices)
