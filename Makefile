@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 DEMO_NAMESPACE ?= demo
 
-.PHONY: install demo test dev bench eval lint dagster-home clean llm-server serve browser
+.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server serve browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ demo: install dagster-home
 	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
 	$(PY) -m pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
 
+# The sample indexed on a dask.distributed cluster (2 worker processes, 4 document shards) with the
+# Dagster instance and caches on PostgreSQL (pgserver) and the storage on S3 (moto), all on 127.0.0.1.
+cluster-demo: install
+	$(PY) deploy/cluster_demo.py
+
 # Headless Chromium + chromedriver for the Dagster UI test (tests/test_dagster_ui.py); Debian packages,
 # installed only when missing (CI runs `make test` as root on a fresh clone).
 browser:
@@ -78,8 +83,8 @@ eval: install
 	$(PY) bench/eval_retrieval.py
 
 lint: install
-	$(VENV)/bin/ruff check pipeline assets tests bench
-	$(VENV)/bin/ruff format --check pipeline assets tests bench
+	$(VENV)/bin/ruff check pipeline assets tests bench deploy
+	$(VENV)/bin/ruff format --check pipeline assets tests bench deploy
 
 clean:
 	rm -rf $(VENV) .dagster_home data/storage .pytest_cache
