@@ -33,6 +33,9 @@ class LocalDaskCluster:
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), self.env.get("PYTHONPATH", "")) if p
         )
+        # One task per worker thread at a time, the rest queued at the scheduler: a Dagster step runs for
+        # minutes, and dask's default (1.1) lets a busy worker hold a second step another worker could run.
+        self.env.setdefault("DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION", "1.0")
         self.log_dir = log_dir
         self.port = free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
