@@ -54,6 +54,10 @@ class LocalMiniLMEmbedder:
         self.piece_overlap = 32
         self._model = None
         self._lock = threading.Lock()
+        # The model's fast tokenizer is not thread-safe: concurrent calls (offline global search maps its
+        # batches in threads) failed with "Unable to create tensor" on a cold cache. One call at a time;
+        # torch already spreads each call over the cores.
+        self._use = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -82,9 +86,10 @@ class LocalMiniLMEmbedder:
         """Character spans of overlapping windows that each fit the model's 256-token input."""
         model = self._load()
         window = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
-        offsets = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
-            "offset_mapping"
-        ]
+        with self._use:
+            offsets = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
+                "offset_mapping"
+            ]
         if len(offsets) <= window:
             return [(0, len(text))]
         step = window - self.piece_overlap
@@ -100,9 +105,10 @@ class LocalMiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
+        with self._use:
+            vectors = model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
         return np.asarray(vectors, dtype=np.float32)
 
 
