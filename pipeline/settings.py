@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -95,8 +96,10 @@ class Settings(BaseSettings):
     @field_validator("s3_endpoint_url")
     @classmethod
     def _s3_endpoint(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("http://", "https://")):
-            raise ValueError("s3_endpoint_url (PIPELINE_S3_ENDPOINT_URL) must be an http:// or https:// URL")
+        if v is not None and (urlsplit(v).scheme not in ("http", "https") or not urlsplit(v).netloc):
+            raise ValueError(
+                "s3_endpoint_url (PIPELINE_S3_ENDPOINT_URL) must be a URL with the http or https scheme"
+            )
         return v
 
     # Ingest

@@ -99,7 +99,7 @@ def test_fake_aws_agentic_failure_falls_back_to_retrieve(client, caplog):
             "retrievalResults": [
                 {
                     "content": {"text": "Opening hours are 9 to 5."},
-                    "location": {"type": "WEB", "webLocation": {"url": "https://example.com/hours"}},
+                    "location": {"type": "WEB", "webLocation": {"url": "http://127.0.0.1:9/web/hours"}},
                     "score": 0.82,
                     "metadata": {"lang": "en"},
                 }
@@ -114,7 +114,7 @@ def test_fake_aws_agentic_failure_falls_back_to_retrieve(client, caplog):
     assert out["results"] == [
         {
             "content": "Opening hours are 9 to 5.",
-            "source": "https://example.com/hours",
+            "source": "http://127.0.0.1:9/web/hours",
             "score": 0.82,
             "metadata": {"lang": "en"},
         }
@@ -152,18 +152,18 @@ def test_fake_aws_retrieve_errors_reach_the_caller(client):
     ("location", "uri"),
     [
         ({"type": "S3", "s3Location": {"uri": "s3://b/k.pdf"}}, "s3://b/k.pdf"),
-        ({"type": "WEB", "webLocation": {"url": "https://www.example.com/w"}}, "https://www.example.com/w"),
+        ({"type": "WEB", "webLocation": {"url": "http://127.0.0.1:9/web/w"}}, "http://127.0.0.1:9/web/w"),
         (
-            {"type": "CONFLUENCE", "confluenceLocation": {"url": "https://confluence.example.com/p"}},
-            "https://confluence.example.com/p",
+            {"type": "CONFLUENCE", "confluenceLocation": {"url": "http://127.0.0.1:9/confluence/p"}},
+            "http://127.0.0.1:9/confluence/p",
         ),
         (
-            {"type": "SALESFORCE", "salesforceLocation": {"url": "https://salesforce.example.com/r"}},
-            "https://salesforce.example.com/r",
+            {"type": "SALESFORCE", "salesforceLocation": {"url": "http://127.0.0.1:9/salesforce/r"}},
+            "http://127.0.0.1:9/salesforce/r",
         ),
         (
-            {"type": "SHAREPOINT", "sharePointLocation": {"url": "https://sharepoint.example.com/d"}},
-            "https://sharepoint.example.com/d",
+            {"type": "SHAREPOINT", "sharePointLocation": {"url": "http://127.0.0.1:9/sharepoint/d"}},
+            "http://127.0.0.1:9/sharepoint/d",
         ),
         ({"type": "CUSTOM", "customDocumentLocation": {"id": "doc-7"}}, "doc-7"),
         ({"type": "S3"}, None),
@@ -178,9 +178,9 @@ def test_fake_aws_retrieve_source_uris_for_every_location_type(client, monkeypat
     monkeypatch.setenv("USE_AGENTIC_RETRIEVAL", "false")
     locations = [
         {"type": "S3", "s3Location": {"uri": "s3://b/a"}},
-        {"type": "CONFLUENCE", "confluenceLocation": {"url": "https://c/1"}},
-        {"type": "SALESFORCE", "salesforceLocation": {"url": "https://s/1"}},
-        {"type": "SHAREPOINT", "sharePointLocation": {"url": "https://sp/1"}},
+        {"type": "CONFLUENCE", "confluenceLocation": {"url": "http://127.0.0.1:9/confluence/1"}},
+        {"type": "SALESFORCE", "salesforceLocation": {"url": "http://127.0.0.1:9/salesforce/1"}},
+        {"type": "SHAREPOINT", "sharePointLocation": {"url": "http://127.0.0.1:9/sharepoint/1"}},
         {"type": "CUSTOM", "customDocumentLocation": {"id": "custom-1"}},
     ]
     results = [
@@ -190,8 +190,8 @@ def test_fake_aws_retrieve_source_uris_for_every_location_type(client, monkeypat
     out = create_bedrock_kb_tool(KB, client=client).execute({"query_text": "q"})
     assert [r["source"] for r in out["results"]] == [
         "s3://b/a",
-        "https://c/1",
-        "https://s/1",
-        "https://sp/1",
+        "http://127.0.0.1:9/confluence/1",
+        "http://127.0.0.1:9/salesforce/1",
+        "http://127.0.0.1:9/sharepoint/1",
         "custom-1",
     ]
