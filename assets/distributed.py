@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any
 
-from dagster import DagsterInstance, JobDefinition, MultiPartitionKey, execute_job
+from dagster import AssetKey, DagsterInstance, JobDefinition, MultiPartitionKey, execute_job
 from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
 
 from assets.launch import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
@@ -49,17 +49,26 @@ def _execute(
     tags: dict[str, str],
     run_config: dict[str, Any] | None = None,
     on_event: Callable[[str], None] | None = None,
+    asset_selection: list[AssetKey] | None = None,
 ) -> IndexRunResult:
-    with execute_job(reconstructable_job(name), instance, run_config=run_config or {}, tags=tags) as result:
+    with execute_job(
+        reconstructable_job(name),
+        instance,
+        run_config=run_config or {},
+        tags=tags,
+        asset_selection=asset_selection,
+    ) as result:
         return summarize_run(result, on_event)
 
 
-def _execute_shard(key: str) -> IndexRunResult:
-    """One shard run, in a process of its own: Dagster's run orchestration reconfigures logging and is
-    not safe to run in several threads of one process (seen: a deadlock on the logging lock)."""
+def execute_shard(key: str, assets: tuple[str, ...] | None = None) -> IndexRunResult:
+    """One shard run (all its assets, or `assets`), in a process of its own: Dagster's run orchestration
+    reconfigures logging and is not safe to run in several threads of one process (seen: a deadlock on
+    the logging lock)."""
     tags = dict(namespace_shard_partitions.get_tags_for_partition_key(key))
+    selection = [AssetKey(a) for a in assets] if assets else None
     with DagsterInstance.get() as instance:
-        return _execute("index_shards", instance, tags)
+        return _execute("index_shards", instance, tags, asset_selection=selection)
 
 
 def run_index_distributed(
@@ -81,16 +90,15 @@ def run_index_distributed(
             on_event(f"{len(keys)} shard runs of {namespace!r} on the dask cluster")
         # spawn, not fork: the parent holds threads (dask client, database pools) a fork would copy
         with ProcessPoolExecutor(max_workers=len(keys), mp_context=get_context("spawn")) as pool:
-            for result in pool.map(_execute_shard, [str(k) for k in keys]):
+            for result in pool.map(execute_shard, [str(k) for k in keys]):
                 runs.append(result)
                 if on_event:
                     on_event(f"shard run {result.run_id}: {'ok' if result.success else 'FAILED'}")
     if all(r.success for r in runs):
         runs.append(_execute("index_finish", instance, ns_tags, on_event=on_event))
     return IndexRunResult(
-        run_id=runs[-1].run_id,
+        run_ids=[r.run_id for r in runs],
         success=all(r.success for r in runs),
         steps=[s for r in runs for s in r.steps],
         failures=[f for r in runs for f in r.failures],
-        run_ids=[r.run_id for r in runs],
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +39,15 @@ class StepSummary:
 
 @dataclass
 class IndexRunResult:
-    run_id: str
+    run_ids: list[str]  # one run in-process; prepare, shards and finish on a dask cluster
     success: bool
     steps: list[StepSummary]
     failures: list[str]
-    run_ids: list[str] = field(default_factory=list)  # a distributed index is several runs
+
+    @property
+    def run_id(self) -> str:
+        """The last run: the one that wrote the namespace's final tables."""
+        return self.run_ids[-1]
 
 
 def _plain(value: Any) -> Any:
@@ -70,7 +74,7 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
         for e in result.all_events
         if e.is_step_failure
     ]
-    return IndexRunResult(result.run_id, result.success, steps, failures, [result.run_id])
+    return IndexRunResult([result.run_id], result.success, steps, failures)
 
 
 def documents_run_config(input_dir: str | None) -> dict[str, Any]:

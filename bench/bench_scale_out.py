@@ -41,24 +41,10 @@ def _write_corpus(folder: Path, n: int) -> None:
 
 
 def _run_shard(key: str) -> dict:
-    """One shard's extraction run, in its own process (what assets.distributed does)."""
-    from dagster import AssetKey, DagsterInstance, execute_job
+    """One shard's extraction run, in its own process, as `pipeline index` launches it."""
+    from assets.distributed import execute_shard
 
-    from assets.distributed import reconstructable_job
-    from assets.launch import summarize_run
-    from assets.partitions import namespace_shard_partitions
-
-    tags = dict(namespace_shard_partitions.get_tags_for_partition_key(key))
-    with (
-        DagsterInstance.get() as instance,
-        execute_job(
-            reconstructable_job("index_shards"),
-            instance,
-            tags=tags,
-            asset_selection=[AssetKey("extracted_graph_shard")],
-        ) as result,
-    ):
-        summary = summarize_run(result)
+    summary = execute_shard(key, assets=("extracted_graph_shard",))
     meta = next((s.metadata for s in summary.steps if s.asset == "extracted_graph_shard"), {})
     return {"success": summary.success, "step_s": meta.get("duration_s"), "llm_calls": meta.get("llm_calls")}
 

@@ -25,36 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from deploy.local_cluster import LocalDaskCluster, free_port, start_postgres  # noqa: E402
+from deploy.local_cluster import LocalDaskCluster, MotoServer, start_postgres  # noqa: E402
 
 NAMESPACE = "demo"
 BUCKET = "graphrag-demo"
-
-
-def _start_s3(log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    moto = Path(sys.executable).with_name("moto_server")
-    proc = subprocess.Popen(
-        [str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=log.open("wb"), stderr=subprocess.STDOUT
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    import boto3
-
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="demo",
-        aws_secret_access_key="demo",
-        region_name="us-east-1",
-    )
-    for _ in range(100):
-        try:
-            s3.create_bucket(Bucket=BUCKET)
-            return proc, endpoint
-        except Exception:  # noqa: BLE001 - not listening yet
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"moto_server did not start; see {log}")
 
 
 def _split_into_staves(book: Path, folder: Path) -> int:
@@ -91,7 +65,9 @@ def main() -> int:
 
     print(f"work folder: {work}", flush=True)
     pg, urls = start_postgres(work / "pg", ["dagster", "caches"])
-    s3_proc, endpoint = _start_s3(work / "moto.log")
+    s3 = MotoServer(work / "moto.log", "demo", "demo").start()
+    s3.create_bucket(BUCKET)
+    endpoint = s3.endpoint_url
     env = {
         **os.environ,
         "DAGSTER_HOME": str(work / "dagster_home"),
@@ -131,8 +107,7 @@ def main() -> int:
             query_env, "query", "local", "--namespace", NAMESPACE, "How is Scrooge related to Bob Cratchit?"
         )
     finally:
-        s3_proc.terminate()
-        s3_proc.wait(timeout=20)
+        s3.stop()
         pg.cleanup()
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,5 +1,6 @@
-"""A dask.distributed cluster on this machine: one scheduler and N worker processes, each started with
-`dask scheduler` / `dask worker` as on real hosts (`make cluster-demo`, the scale-out tests and bench).
+"""Local stand-ins for a cluster's services, on 127.0.0.1 (`make cluster-demo`, the scale-out tests and
+bench): a dask.distributed scheduler and N worker processes started with `dask scheduler` /
+`dask worker` as on real hosts, PostgreSQL from the pgserver wheel, S3 from moto's server mode.
 
 Each worker is its own `dask worker` command with one thread (Dagster steps are not thread-safe) under
 a nanny, which restarts it if it dies; the scheduler then re-runs the task it held on a free worker.
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +45,14 @@ class LocalDaskCluster:
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         dask = str(Path(sys.executable).with_name("dask"))
-        out: Any = subprocess.DEVNULL
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            out = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
-        proc = subprocess.Popen(
-            [dask, *args], cwd=PROJECT_ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
-        )
+        log = (self.log_dir / f"{name}.log") if self.log_dir is not None else None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        # the child keeps its own copy of the log's descriptor; the parent's closes with the block
+        with open(log or os.devnull, "wb") as out:
+            proc = subprocess.Popen(
+                [dask, *args], cwd=PROJECT_ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
         self.procs.append(proc)
         return proc
 
@@ -122,6 +125,77 @@ class LocalDaskCluster:
         self.stop()
 
 
+class MotoServer:
+    """An S3-compatible server: one `moto_server` process (a dev dependency, found beside
+    `sys.executable`, never on PATH) on a free 127.0.0.1 port, stopped by PID."""
+
+    def __init__(
+        self, log_path: Path, access_key: str = "test", secret_key: str = "test", region: str = "us-east-1"
+    ) -> None:
+        self.log_path = log_path
+        self.access_key, self.secret_key, self.region = access_key, secret_key, region
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, ready_timeout_s: float = 30.0) -> MotoServer:
+        binary = Path(sys.executable).parent / "moto_server"
+        if not binary.is_file():
+            raise RuntimeError(f"{binary} is missing: install the dev dependencies (`make install`)")
+        self.port = free_port()
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [str(binary), "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"moto_server exited with {self.process.returncode}: {self.tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/", timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"moto_server not ready after {ready_timeout_s:.0f}s: {self.tail()}")
+
+    def tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def create_bucket(self, name: str) -> None:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+        )
+        client.create_bucket(Bucket=name)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
 def start_postgres(data_dir: Path, databases: list[str]) -> tuple[Any, dict[str, str]]:
     """A PostgreSQL server from the pgserver wheel (no system install) and a URL per database."""
     import pgserver
@@ -133,11 +207,11 @@ def start_postgres(data_dir: Path, databases: list[str]) -> tuple[Any, dict[str,
         exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}';")
         if "1 row" not in exists:
             server.psql(f'CREATE DATABASE "{name}";')
-        urls[name] = _with_database(base, name)
+        urls[name] = with_database(base, name)
     return server, urls
 
 
-def _with_database(uri: str, database: str) -> str:
+def with_database(uri: str, database: str) -> str:
     """pgserver's URI names database `postgres` and a Unix socket in the query string."""
     from urllib.parse import urlsplit, urlunsplit
 

@@ -30,7 +30,7 @@ from pipeline.extraction import (
 from pipeline.graph_export import degree_summary, write_graphml
 from pipeline.incremental import offline_extraction_config, reuse_extractions, tag_extraction_config
 from pipeline.resolution import ResolutionStats, link_text_units, resolve_graph
-from pipeline.shards import order_like, shard_table, shard_units
+from pipeline.shards import document_shards, order_like, shard_table, shard_units
 from pipeline.storage import Location
 from pipeline.store import NamespaceStore
 
@@ -190,8 +190,9 @@ def index_extracted_graph(
     failures: list[pa.Table] = []
     todo: list[pa.Table] = []
     merged_shards = 0
+    assigned = document_shards(units, shards)
     for k in range(shards):
-        part_units = shard_units(units, k, shards)
+        part_units = shard_units(units, k, shards, assigned)
         part = _current_shard_part(store, k, shards, part_units.column("id").to_pylist(), config)
         if part is None:
             todo.append(part_units)

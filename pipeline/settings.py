@@ -88,9 +88,11 @@ class Settings(BaseSettings):
     def _storage_location(cls, v: Any) -> Any:
         return parse_location(v) if isinstance(v, str | os.PathLike) else v
 
-    @field_validator("s3_endpoint_url", "s3_access_key_id", "s3_secret_access_key", mode="before")
+    @field_validator(
+        "s3_endpoint_url", "s3_access_key_id", "s3_secret_access_key", "cache_url", "cache_dir", mode="before"
+    )
     @classmethod
-    def _s3_empty_is_unset(cls, v: Any) -> Any:
+    def _empty_is_unset(cls, v: Any) -> Any:
         return None if isinstance(v, str) and not v.strip() else v
 
     @field_validator("s3_endpoint_url")
@@ -225,11 +227,6 @@ class Settings(BaseSettings):
                 return json.loads(v)
             return [s.strip() for s in v.split(",") if s.strip()]
         return v
-
-    @field_validator("cache_url", "cache_dir", mode="before")
-    @classmethod
-    def _empty_is_unset(cls, v: Any) -> Any:
-        return None if isinstance(v, str) and not v.strip() else v
 
     @field_validator("cache_url")
     @classmethod

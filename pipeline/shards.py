@@ -27,16 +27,21 @@ def shard_of(document_id: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards
 
 
-def shard_mask(text_units: pa.Table, shard: int, shards: int) -> pa.ChunkedArray | pa.Array:
+def document_shards(text_units: pa.Table, shards: int) -> pa.Array:
+    """The shard of each text unit (its document's), in table order; each document is hashed once."""
+    doc_ids = text_units.column("document_id").to_pylist()
+    by_document = {d: shard_of(d, shards) for d in set(doc_ids)}
+    return pa.array([by_document[d] for d in doc_ids], pa.int64())
+
+
+def shard_units(text_units: pa.Table, shard: int, shards: int, assigned: pa.Array | None = None) -> pa.Table:
+    """The text units (in table order) whose document hashes to `shard`; `assigned` is
+    `document_shards(text_units, shards)` when the caller has it already."""
     if not 0 <= shard < shards:
         raise ValueError(f"shard {shard} is outside 0..{shards - 1}")
-    doc_ids = text_units.column("document_id").to_pylist()
-    return pa.array([shard_of(d, shards) == shard for d in doc_ids], pa.bool_())
-
-
-def shard_units(text_units: pa.Table, shard: int, shards: int) -> pa.Table:
-    """The text units (in table order) whose document hashes to `shard`."""
-    return text_units.filter(shard_mask(text_units, shard, shards))
+    if assigned is None:
+        assigned = document_shards(text_units, shards)
+    return text_units.filter(pc.equal(assigned, shard))
 
 
 def shard_table(table: str, shard: int, shards: int) -> str:

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -25,6 +24,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from deploy.local_cluster import free_port
 from tests.conftest import REPO_ROOT, make_dagster_home
 
 LOCATION = "graphrag"  # workspace.yaml
@@ -42,12 +42,6 @@ CHAIN = [
     "report_embeddings",
 ]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
@@ -83,7 +77,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     docs.mkdir()
     (docs / "curie.txt").write_text("Marie Curie discovered polonium in Paris with Pierre Curie.\n")
     (docs / "babbage.txt").write_text("Ada Lovelace wrote a program for Charles Babbage in London.\n")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAGSTER_HOME": str(make_dagster_home(tmp / "dagster_home")),

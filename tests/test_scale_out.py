@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from assets.launch import run_index
-from deploy.local_cluster import LocalDaskCluster, _with_database
+from deploy.local_cluster import LocalDaskCluster, with_database
 from pipeline import schema
 from pipeline.settings import load_settings
 from pipeline.store import NamespaceStore
@@ -82,7 +82,7 @@ def _create_databases(dsn: str, names: list[str]) -> dict[str, str]:
         for name in names:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
-    return {name: _with_database(dsn, name) for name in names}
+    return {name: with_database(dsn, name) for name in names}
 
 
 def _tables(store: NamespaceStore) -> dict[str, object]:
@@ -211,7 +211,7 @@ def test_cluster_run_succeeds_on_s3_and_postgres(scale_out):
     assert scale_out["returncode"] == 0, scale_out["log"]
 
 
-def test_cluster_outputs_equal_the_local_single_process_run(scale_out):
+def test_cluster_outputs_equal_the_local_single_process_run_with_the_scripted_model(scale_out):
     local, cluster = scale_out["local_tables"], scale_out["cluster_tables"]
     assert sorted(cluster) == sorted(local)
     assert schema.COMMUNITY_REPORTS in local and schema.ENTITIES in local
@@ -239,7 +239,7 @@ def test_steps_ran_in_more_than_one_worker_process(scale_out):
     assert every_pid <= workers, "every step ran in a dask worker process"
 
 
-def test_killed_worker_is_survived_without_paying_a_completed_call_twice(scale_out):
+def test_killed_worker_is_survived_without_paying_a_completed_scripted_model_call_twice(scale_out):
     killed = scale_out.get("killed")
     assert killed is not None, "the kill must land while a worker extracts a shard"
     assert killed["pid"] not in scale_out["worker_pids_at_end"]  # the nanny started a new process

@@ -10,7 +10,6 @@ import contextlib
 import json
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pyarrow as pa
 import pytest
 import uvicorn
 
+from deploy.local_cluster import free_port
 from pipeline import schema
 from pipeline.chunk_graph.indexing import build_namespace_chunk_graph
 from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
@@ -98,12 +98,6 @@ def build_service_data(root: Path) -> ServiceData:
         )
     )
     return ServiceData(storage, keys_file, embedder)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -75,15 +75,34 @@ class ResponseCache(Protocol):
     def close(self) -> None: ...
 
 
-class LLMCache:
+class LookupCounter:
+    """Hits and misses of one cache instance's lookups, counted across threads (both cache backends)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+        self._count_lock = threading.Lock()
+
+    def _counted(self, row: tuple[str, int, int] | None) -> CachedResponse | None:
+        with self._count_lock:
+            if row is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return None if row is None else CachedResponse(*row)
+
+    def stats(self) -> dict[str, int]:
+        with self._count_lock:
+            return {"cache_hits": self.hits, "cache_misses": self.misses}
+
+
+class LLMCache(LookupCounter):
     """Validated responses keyed by `cache_key`; counts this instance's hits and misses."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
+        super().__init__()
         self._local = threading.local()
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
@@ -116,12 +135,7 @@ class LLMCache:
             .execute("SELECT response, prompt_tokens, completion_tokens FROM responses WHERE key=?", (key,))
             .fetchone()
         )
-        with self._lock:
-            if row is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-        return None if row is None else CachedResponse(*row)
+        return self._counted(row)
 
     def put(
         self,
@@ -155,7 +169,3 @@ class LLMCache:
         if task is None:
             return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         return self._conn().execute("SELECT COUNT(*) FROM responses WHERE task=?", (task,)).fetchone()[0]
-
-    def stats(self) -> dict[str, int]:
-        with self._lock:
-            return {"cache_hits": self.hits, "cache_misses": self.misses}

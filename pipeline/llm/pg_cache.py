@@ -12,10 +12,9 @@ the first entry wins (ON CONFLICT DO NOTHING) and nobody gets an error. Table (c
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from pipeline.llm.cache import CachedResponse
+from pipeline.llm.cache import CachedResponse, LookupCounter
 from pipeline.pg_connection import check_identifier, shared_connection, url_label
 
 DEFAULT_TABLE = "graphrag_llm_cache"
@@ -31,7 +30,7 @@ def _ddl(table: str) -> list[str]:
     ]
 
 
-class PgLLMCache:
+class PgLLMCache(LookupCounter):
     """Validated responses keyed by `cache_key` in a PostgreSQL table; counts this instance's hits and misses.
 
     Opens nothing until first used; the connection is the process's shared one for this URL
@@ -42,9 +41,7 @@ class PgLLMCache:
         self._url = url
         self.table = check_identifier(table)
         self._ddl = _ddl(self.table)
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
+        super().__init__()
 
     def __repr__(self) -> str:
         return f"PgLLMCache({url_label(self._url)}, table={self.table!r})"  # the URL holds a password
@@ -63,12 +60,7 @@ class PgLLMCache:
                 (key,),
             ).fetchone()
         )
-        with self._lock:
-            if row is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-        return None if row is None else CachedResponse(*row)
+        return self._counted(row)
 
     def put(
         self,
@@ -100,7 +92,3 @@ class PgLLMCache:
         else:
             query, params = f"SELECT COUNT(*) FROM {self.table} WHERE task = %s", (task,)
         return self._run(lambda conn: conn.execute(query, params).fetchone()[0])
-
-    def stats(self) -> dict[str, int]:
-        with self._lock:
-            return {"cache_hits": self.hits, "cache_misses": self.misses}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from deploy.local_cluster import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LLM_VENV = REPO_ROOT / ".venv-llm"
@@ -43,12 +44,6 @@ def model_path() -> Path:
     if not found:
         raise LLMServerMissingError(f"{MODEL_FILE} is not in {LLM_VENV}; run `make llm-server`")
     return found[0]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LlamaServer:
