@@ -41,16 +41,16 @@ dagster-home:
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: install dagster-home
-	$(PY) -m pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
-	$(PY) -m pipeline status --namespace $(DEMO_NAMESPACE)
+	$(VENV)/bin/pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
+	$(VENV)/bin/pipeline status --namespace $(DEMO_NAMESPACE)
 	@echo; echo "== top-level communities (titles from their reports) =="
-	$(PY) -m pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 10
+	$(VENV)/bin/pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 10
 	@echo; echo "== vector search: 'Marley was dead, to begin with' =="
-	$(PY) -m pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
+	$(VENV)/bin/pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
 	@echo; echo "== global question (map-reduce over community reports) =="
-	$(PY) -m pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
+	$(VENV)/bin/pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
 	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
-	$(PY) -m pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
+	$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
 
 # The sample indexed on a dask.distributed cluster (2 worker processes, 4 document shards) with the
 # Dagster instance and caches on PostgreSQL (pgserver) and the storage on S3 (moto), all on 127.0.0.1.

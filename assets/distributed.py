@@ -23,8 +23,8 @@ from typing import Any
 from dagster import AssetKey, DagsterInstance, JobDefinition, MultiPartitionKey, execute_job
 from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
 
-from assets.launch import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 from assets.partitions import SHARD_COUNT, namespace_partitions, namespace_shard_partitions
+from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 
 
 def job_by_name(name: str) -> JobDefinition:

@@ -4,7 +4,7 @@ from dagster import DynamicPartitionsDefinition, MultiPartitionsDefinition, Stat
 
 from pipeline.settings import load_settings
 
-# One partition per namespace (tenant). Keys are validated by pipeline.namespace before they are added.
+# One partition per namespace (tenant). Keys are validated by pipeline.core.namespace before they are added.
 namespace_partitions = DynamicPartitionsDefinition(name="namespace")
 
 # PIPELINE_SHARDS is read when the definitions load: the daemon, the webserver and every worker must be

@@ -1,19 +1,19 @@
-"""Resources: the pipeline's settings and the embedder, configured in one place."""
+"""Resources: the pipeline's settings and the embedder, configured in one place.
+
+Both hand out what `pipeline.runtime` (the composition root) builds from the settings, so a Dagster
+run, the CLI and the service get the same engine, embedder and caches."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from dagster import ConfigurableResource
 
-from pipeline.caches import open_embedding_cache
-from pipeline.embedding import CachedEmbedder, make_embedder
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.engine.base import Engine
+from pipeline.io.store import NamespaceStore
+from pipeline.runtime import cached_embedder, make_engine
 from pipeline.settings import Settings, load_settings
-from pipeline.store import NamespaceStore
-
-_embedders: dict[tuple[Any, ...], Any] = {}
-_embedders_lock = threading.Lock()
 
 
 class PipelineSettingsResource(ConfigurableResource):
@@ -32,22 +32,18 @@ class PipelineSettingsResource(ConfigurableResource):
     def store(self, namespace: str) -> NamespaceStore:
         return NamespaceStore.from_settings(self.get_settings(), namespace)
 
+    def engine(self) -> Engine:
+        """A fresh engine (its usage counts belong to one step)."""
+        return make_engine(self.get_settings())
+
 
 class EmbedderResource(ConfigurableResource):
-    """The configured embedder wrapped with the persistent embedding cache."""
+    """The configured embedder (one model per process) wrapped with the persistent embedding cache."""
 
     settings: PipelineSettingsResource
 
     def get_embedder(self) -> CachedEmbedder:
-        s = self.settings.get_settings()
-        key = (s.embedding_provider, s.embedding_model, s.embedding_base_url, s.embedding_device)
-        # One model per process: loading MiniLM costs seconds, so assets in a run share it.
-        with _embedders_lock:
-            if key not in _embedders:
-                _embedders[key] = make_embedder(s)
-            inner = _embedders[key]
-        cache = open_embedding_cache(s)
-        return CachedEmbedder(inner, cache, batch_size=s.embedding_batch_size)
+        return cached_embedder(self.settings.get_settings())
 
 
 def default_resources() -> dict[str, Any]:

@@ -23,13 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.caches import open_embedding_cache  # noqa: E402
-from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder  # noqa: E402
-from pipeline.llm import LLMCache, LLMClient, LLMEngine, OfflineEngine  # noqa: E402
+from pipeline.caches.sqlite_llm import LLMCache  # noqa: E402
+from pipeline.embeddings.cached import CachedEmbedder  # noqa: E402
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # noqa: E402
+from pipeline.engine.llm import LLMEngine  # noqa: E402
+from pipeline.engine.offline import OfflineEngine  # noqa: E402
+from pipeline.io.store import NamespaceStore  # noqa: E402
+from pipeline.llm import LLMClient  # noqa: E402
 from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
 from pipeline.query.questions import load_questions  # noqa: E402
+from pipeline.runtime import open_embedding_cache  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
-from pipeline.store import NamespaceStore  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 
 QUESTIONS = ROOT.parent / "shared" / "data" / "graphrag_podcasts" / "kevin_scott_questions.csv"

@@ -27,24 +27,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import schema  # noqa: E402
-from pipeline.caches import open_embedding_cache  # noqa: E402
-from pipeline.chunking import chunk_documents_table  # noqa: E402
-from pipeline.communities import level_summary  # noqa: E402
-from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder  # noqa: E402
-from pipeline.graph_index import (  # noqa: E402
-    index_claims,
-    index_communities,
-    index_entities,
-    index_extracted_graph,
-)
-from pipeline.ingest import documents_table, read_documents  # noqa: E402
-from pipeline.llm import OfflineEngine  # noqa: E402
-from pipeline.report_index import index_report_embeddings  # noqa: E402
-from pipeline.reports.build import index_community_reports  # noqa: E402
+from pipeline.core import schema  # noqa: E402
+from pipeline.embeddings.cached import CachedEmbedder  # noqa: E402
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # noqa: E402
+from pipeline.engine.offline import OfflineEngine  # noqa: E402
+from pipeline.index.claims import index_claims  # noqa: E402
+from pipeline.index.communities import index_communities  # noqa: E402
+from pipeline.index.community_reports import index_community_reports  # noqa: E402
+from pipeline.index.entities_and_relationships import index_entities  # noqa: E402
+from pipeline.index.extracted_graph import index_extracted_graph  # noqa: E402
+from pipeline.index.report_embeddings import index_report_embeddings  # noqa: E402
+from pipeline.index.text_unit_embeddings import index_text_units  # noqa: E402
+from pipeline.io.store import NamespaceStore  # noqa: E402
+from pipeline.ops.chunking import chunk_documents_table  # noqa: E402
+from pipeline.ops.communities import level_summary  # noqa: E402
+from pipeline.ops.ingest import documents_table, read_documents  # noqa: E402
+from pipeline.runtime import open_embedding_cache  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
-from pipeline.store import NamespaceStore  # noqa: E402
-from pipeline.vectors import index_text_units  # noqa: E402
 
 DEFAULT_ZIP = (
     ROOT.parent / "shared" / "data" / "graphrag_podcasts" / "kevin_scott_podcast_transcripts_input_text.zip"

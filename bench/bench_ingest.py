@@ -20,11 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.chunking import chunk_documents_table  # noqa: E402
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder  # noqa: E402
-from pipeline.ingest import documents_table, read_documents  # noqa: E402
-from pipeline.store import NamespaceStore  # noqa: E402
-from pipeline.vectors import index_text_units  # noqa: E402
+from pipeline.caches.sqlite_embedding import EmbeddingCache  # noqa: E402
+from pipeline.embeddings.cached import CachedEmbedder  # noqa: E402
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # noqa: E402
+from pipeline.index.text_unit_embeddings import index_text_units  # noqa: E402
+from pipeline.io.store import NamespaceStore  # noqa: E402
+from pipeline.ops.chunking import chunk_documents_table  # noqa: E402
+from pipeline.ops.ingest import documents_table, read_documents  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "musique_hipporag100" / "musique_train_corpus.json"
 

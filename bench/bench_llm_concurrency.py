@@ -25,7 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.llm import LLMCache, LLMClient, Summary  # noqa: E402
+from pipeline.caches.sqlite_llm import LLMCache  # noqa: E402
+from pipeline.engine.base import Summary  # noqa: E402
+from pipeline.llm import LLMClient  # noqa: E402
 
 
 def main() -> None:

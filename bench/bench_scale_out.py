@@ -90,7 +90,8 @@ def main() -> int:
     from dagster import DagsterInstance, MultiPartitionKey
 
     from assets.definitions import defs
-    from assets.launch import add_namespace, documents_run_config
+    from assets.launch import add_namespace
+    from assets.runs import documents_run_config
     from deploy.local_cluster import LocalDaskCluster
 
     with DagsterInstance.get() as instance:

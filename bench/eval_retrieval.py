@@ -71,12 +71,12 @@ def main() -> None:
     shutil.copyfile(ROOT / "dagster.yaml", Path(os.environ["DAGSTER_HOME"]) / "dagster.yaml")
 
     from assets.launch import run_index
-    from pipeline.llm import OfflineEngine
+    from pipeline.engine.offline import OfflineEngine
+    from pipeline.io.store import NamespaceStore
     from pipeline.query.local_search import LocalSearchConfig, local_search_async
-    from pipeline.query.runtime import cached_embedder
+    from pipeline.query.search import vector_search
+    from pipeline.runtime import cached_embedder
     from pipeline.settings import load_settings
-    from pipeline.store import NamespaceStore
-    from pipeline.vectors import vector_search
 
     out: dict = {"dataset": str(args.dataset), "questions": len(questions)}
     store = NamespaceStore(storage, args.namespace)

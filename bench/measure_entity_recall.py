@@ -27,18 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import schema  # noqa: E402
-from pipeline.chunking import chunk_documents_table  # noqa: E402
-from pipeline.graph_index import (  # noqa: E402
-    index_claims,
-    index_communities,
-    index_entities,
-    index_extracted_graph,
-)
-from pipeline.ingest import documents_table, read_documents  # noqa: E402
-from pipeline.names import normalize_name  # noqa: E402
+from pipeline.core import schema  # noqa: E402
+from pipeline.core.names import normalize_name  # noqa: E402
+from pipeline.index.claims import index_claims  # noqa: E402
+from pipeline.index.communities import index_communities  # noqa: E402
+from pipeline.index.entities_and_relationships import index_entities  # noqa: E402
+from pipeline.index.extracted_graph import index_extracted_graph  # noqa: E402
+from pipeline.io.store import NamespaceStore  # noqa: E402
+from pipeline.ops.chunking import chunk_documents_table  # noqa: E402
+from pipeline.ops.ingest import documents_table, read_documents  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
-from pipeline.store import NamespaceStore  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$|,\s[^,]+$")

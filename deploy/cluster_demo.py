@@ -49,7 +49,7 @@ def _split_into_staves(book: Path, folder: Path) -> int:
 
 def _pipeline(env: dict[str, str], *args: str) -> None:
     print(f"\n$ pipeline {' '.join(args)}", flush=True)
-    subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "assets", *args], cwd=ROOT, env=env, check=True)
 
 
 def main() -> int:

@@ -46,7 +46,7 @@ SUMMARIZE = Prompt(
 PROMPTS: dict[str, Prompt] = {p.name: p for p in (SUMMARIZE,)}
 
 
-# ---- graph extraction (pipeline.extraction.llm) and description summaries (pipeline.descriptions) ----
+# ---- graph extraction (pipeline.ops.extraction.llm) and description summaries (pipeline.ops.descriptions) ----
 # GraphRAG's extraction prompt, asking for JSON instead of delimited tuples, with claims in the same call.
 EXTRACT_GRAPH = Prompt(
     name="extract_graph",
@@ -138,7 +138,7 @@ GLOBAL_REDUCE = Prompt(
 PROMPTS.update({p.name: p for p in (GLOBAL_MAP, GLOBAL_REDUCE)})
 
 
-# ---- community reports (pipeline.reports) ----------------------------------------------------------
+# ---- community reports (pipeline.ops.reports) ----------------------------------------------------------
 # GraphRAG's community_report_graph prompt in short: the same report structure, JSON by schema.
 COMMUNITY_REPORT = Prompt(
     name="community_report",

@@ -17,7 +17,7 @@ import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from pipeline.storage import parse_location
+from pipeline.core.location import parse_location
 
 
 class ConfigError(ValueError):

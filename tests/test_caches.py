@@ -1,4 +1,4 @@
-"""Where the caches live (pipeline.caches), and the cache server's password never showing anywhere."""
+"""Where the caches live (pipeline.runtime), and the cache server's password never showing anywhere."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.caches import open_embedding_cache, open_llm_cache
-from pipeline.embedding import EmbeddingCache
-from pipeline.llm.cache import LLMCache
-from pipeline.llm.pg_cache import PgLLMCache
-from pipeline.pg_connection import CacheConnectionError
-from pipeline.pg_embedding_cache import PgEmbeddingCache
+from pipeline.caches.pg_embedding import PgEmbeddingCache
+from pipeline.caches.pg_llm import PgLLMCache
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.caches.sqlite_llm import LLMCache
+from pipeline.io.pg import CacheConnectionError
+from pipeline.runtime import open_embedding_cache, open_llm_cache
 from pipeline.settings import ConfigError, Settings, load_settings
 
 SECRET = "s3cret-Pa55word"

@@ -14,11 +14,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from pipeline.embedding import CachedEmbedder
-from pipeline.llm import SummarizeRequest, Summary, make_engine
-from pipeline.llm.pg_cache import PgLLMCache
-from pipeline.pg_connection import shared_connection
-from pipeline.pg_embedding_cache import PgEmbeddingCache
+from pipeline.caches.pg_embedding import PgEmbeddingCache
+from pipeline.caches.pg_llm import PgLLMCache
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.engine.base import SummarizeRequest, Summary
+from pipeline.io.pg import shared_connection
+from pipeline.runtime import make_engine
 from pipeline.settings import load_settings
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer

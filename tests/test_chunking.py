@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.chunking import chunk_text
-from pipeline.tokens import count_tokens, get_encoding
+from pipeline.core.tokens import count_tokens, get_encoding
+from pipeline.ops.chunking import chunk_text
 
 
 def test_offsets_round_trip_including_multibyte_characters():

@@ -34,7 +34,7 @@ def cli_env(tmp_path_factory):
 
 def run_cli(env, *args):
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
+        [sys.executable, "-m", "assets", *args],
         capture_output=True,
         text=True,
         env=env,

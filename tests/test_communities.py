@@ -6,9 +6,9 @@ import networkx as nx
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.communities import build_communities, check_communities, level_summary
-from pipeline.names import relationship_id
+from pipeline.core import schema
+from pipeline.core.names import relationship_id
+from pipeline.ops.communities import build_communities, check_communities, level_summary
 
 
 def _graph_tables() -> tuple[pa.Table, pa.Table]:

@@ -4,7 +4,9 @@ import multiprocessing as mp
 
 import numpy as np
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 
 
 def test_minilm_loads_offline_from_the_package_and_gives_unit_vectors():

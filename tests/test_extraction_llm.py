@@ -14,12 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.extraction import extract_graph, failures_table, from_table, to_table
-from pipeline.extraction.models import GENERIC_TYPE, RawEntity, UnitExtraction
-from pipeline.llm import make_engine
-from pipeline.names import normalize_name
-from pipeline.resolution import resolve_graph
+from pipeline.core import schema
+from pipeline.core.names import normalize_name
+from pipeline.ops.extraction import extract_graph, failures_table, from_table, to_table
+from pipeline.ops.extraction.models import GENERIC_TYPE, RawEntity, UnitExtraction
+from pipeline.ops.resolution import resolve_graph
+from pipeline.runtime import make_engine
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS

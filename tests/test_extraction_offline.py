@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.extraction import GENERIC_TYPE, from_table, to_table
-from pipeline.extraction.offline import extract_unit
-from pipeline.extraction.text import find_dates, split_sentences
+from pipeline.ops.extraction import GENERIC_TYPE, from_table, to_table
+from pipeline.ops.extraction.offline import extract_unit
+from pipeline.ops.extraction.text import find_dates, split_sentences
 
 PARAGRAPH = (
     "Marie Curie was born in Warsaw in November 1867. She studied physics at the University of Paris. "

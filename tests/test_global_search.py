@@ -7,13 +7,13 @@ import re
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.llm import OfflineEngine
+from pipeline.core import schema
+from pipeline.engine.offline import OfflineEngine
+from pipeline.io.store import NamespaceStore
 from pipeline.query.batcher import BudgetError, build_batches
 from pipeline.query.global_context import GlobalContextError, ReportContext, load_report_contexts
 from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
 from pipeline.query.global_tasks import map_messages, skeleton_text
-from pipeline.store import NamespaceStore
 
 TOPICS = [
     "Solar panels on municipal buildings cut the city's electricity bills by a third.",
@@ -115,7 +115,7 @@ def test_small_budget_forces_batches_and_every_report_appears_exactly_once(store
     assert len(parts[7]) > 1  # the oversized report was split into labeled parts
     assert all(len(parts[c]) == 1 for c in parts if c != 7)
     skeleton = skeleton_text(map_messages("What happened to the harbour?", ""))
-    from pipeline.tokens import count_tokens
+    from pipeline.core.tokens import count_tokens
 
     assert all(count_tokens(skeleton + "\n" + b.content) <= 600 for b in batches)
     assert all(
@@ -152,7 +152,7 @@ def test_level_selection_is_validated(tmp_path):
 
 @pytest.fixture(scope="module")
 def minilm():
-    from pipeline.embedding import LocalMiniLMEmbedder
+    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 
     return LocalMiniLMEmbedder()
 

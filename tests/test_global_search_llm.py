@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm import LLMCache, LLMClient, LLMEngine
+from pipeline.caches.sqlite_llm import LLMCache
+from pipeline.engine.llm import LLMEngine
+from pipeline.io.store import NamespaceStore
+from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
 from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
-from pipeline.store import NamespaceStore
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
 from tests.test_global_search import write_reports

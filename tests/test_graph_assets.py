@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from assets.launch import add_namespace
-from pipeline import schema
-from pipeline.store import NamespaceStore
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
 from tests.conftest import shared_data
 from tests.support.fault_proxy import FaultProxy
 

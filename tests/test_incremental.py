@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 from assets.launch import run_index
-from pipeline import schema
-from pipeline.store import NamespaceStore
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
 from tests.support.env import scoped_env
 
 NAMESPACE = "incr"
@@ -52,6 +52,7 @@ class LanceReader(threading.Thread):
         self.stop = threading.Event()
         self.seen: list[frozenset[str]] = []
         self.errors: list[str] = []
+        self.first_read = threading.Event()  # one read done (or failed): it has not been starved out
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -65,6 +66,7 @@ class LanceReader(threading.Thread):
                 self.seen.append(ids)
             except Exception as exc:  # noqa: BLE001 - every failure is what this thread reports
                 self.errors.append(f"{type(exc).__name__}: {exc}")
+            self.first_read.set()
             self.stop.wait(0.02)  # leave the CPU to the run being observed
 
 
@@ -85,6 +87,9 @@ def cycle(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
         reader = LanceReader(store.lance_uri) if store.has_lance_table(schema.LANCE_TEXT_UNITS) else None
         if reader:
             reader.start()
+            # However busy the machine, the reader has read once before the run can finish: `seen` is
+            # never empty, and every read, during the run or just before it, must see a whole version.
+            assert reader.first_read.wait(120), "the reader thread never got to read"
         result = run_index(NAMESPACE, input_dir=str(folder), instance=dagster_instance)
         if reader:
             reader.stop.set()

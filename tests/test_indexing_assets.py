@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from assets.launch import run_index
-from pipeline import schema
-from pipeline.caches import open_embedding_cache
-from pipeline.chunking import offset_mismatches
-from pipeline.embedding import CachedEmbedder, LocalMiniLMEmbedder
-from pipeline.namespace import InvalidNamespaceError
+from pipeline.core import schema
+from pipeline.core.namespace import InvalidNamespaceError
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.chunking import offset_mismatches
+from pipeline.query.search import text_search, vector_search
+from pipeline.runtime import open_embedding_cache
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore
-from pipeline.vectors import text_search, vector_search
 from tests.conftest import shared_data
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.ingest import IngestOptions, document_id, read_documents
+from pipeline.ops.ingest import IngestOptions, document_id, read_documents
 
 
 def test_text_and_markdown_files_become_documents_with_content_hash_ids(tmp_path):

@@ -1,4 +1,21 @@
-"""The architecture rule: pipeline/ is plain Python and never imports dagster."""
+"""The architecture as tests: the layers of `pipeline/`, no import cycles, thin Dagster assets.
+
+Every import counts, including those inside functions (they hide cycles, they do not break them), and
+importing `a.b.c` counts as importing the packages `a.b` and `a` too (their `__init__` runs first).
+
+The layers of `pipeline/` (a module may import its own layer and those listed):
+- `core`: leaf helpers (ids, names, namespace, tokens, locations, the schema); nothing else.
+- `settings`: core.
+- `io` (storage root, namespace store, PostgreSQL): core, settings.
+- `caches` (a base plus one backend per file), `llm` (client, transport, retries): core, io, caches.
+- `ops`: operations on tables with small option objects; never the store, settings or runtime; an
+  LLM task is asked of the engine's contract (`engine.base`), never of an implementation.
+- `engine`, `embeddings`: core, llm, caches, ops, prompts.
+- `runtime`: the composition root; the only importer of concrete engines, embedders and caches.
+- `index`: one runner per Dagster asset; never query-time code.
+- `chunk_graph`: the similarity graph, built by `index` and walked at query time.
+- `query`, `vector_tool`, `service`: query time; never `index`.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +24,143 @@ import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
+
 REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("pipeline", "assets")
+
+# Modules that only the composition root may import (tests and benches may build them directly).
+CONCRETE = {
+    "pipeline.engine.offline",
+    "pipeline.engine.llm",
+    "pipeline.embeddings.minilm",
+    "pipeline.embeddings.openai",
+    "pipeline.caches.sqlite_llm",
+    "pipeline.caches.sqlite_embedding",
+    "pipeline.caches.pg_llm",
+    "pipeline.caches.pg_embedding",
+}
+COMPOSITION_ROOT = "pipeline.runtime"
+
+# layer -> the layers (besides itself) it may import from pipeline
+ALLOWED = {
+    "core": set(),
+    "settings": {"core"},
+    "io": {"core", "settings"},
+    "caches": {"core", "io"},
+    "llm": {"core", "io", "caches"},
+    "prompts": set(),
+    "ops": {"core", "llm", "prompts"},
+    "engine": {"core", "llm", "caches", "ops", "prompts"},
+    "embeddings": {"core", "llm", "caches"},
+}
+QUERY_TIME = {"query", "vector_tool", "service"}
+# The engine's contract (the `Engine` protocol and its task models) is what an operation calls for an
+# LLM task; the implementations stay above ops.
+ENGINE_CONTRACT = {"pipeline.engine", "pipeline.engine.base"}
 
 
-def test_no_pipeline_module_imports_dagster_in_its_source():
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for top in PACKAGES for p in (REPO / top).rglob("*.py")}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> project modules it imports (anywhere in its source), with their parent packages."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {r for a in node.names if (r := resolve(a.name))}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*parts, base] if base else parts)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if (r := resolve(full if full in modules else base)) is not None:
+                        targets.add(r)
+        with_parents = set(targets)
+        for t in targets:
+            parts = t.split(".")
+            with_parents |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules}
+        # a module's own ancestors run before it: importing them is not an edge
+        graph[name] = {t for t in with_parents if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "pipeline" and len(parts) > 1 else None
+
+
+def test_no_import_cycles():
+    g = nx.DiGraph([(a, b) for a, targets in _import_graph().items() for b in targets])
+    cycles = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert cycles == []
+
+
+def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path):
+    """The check above is only worth something if a function-level import counts as an edge."""
+    source = "def f():\n    from pipeline.runtime import make_engine\n"
+    tree = ast.parse(source)
+    found = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert found == ["pipeline.runtime"]
+    assert "pipeline.runtime" in _import_graph()["pipeline.index.context"]  # imported inside build()
+
+
+def test_layers_import_only_what_they_may():
+    offenders = []
+    for module, targets in _import_graph().items():
+        layer = _layer(module)
+        if layer not in ALLOWED:
+            continue
+        for t in targets:
+            other = _layer(t)
+            if t.split(".")[0] == "pipeline" and other is not None and other != layer:
+                if other not in ALLOWED[layer] and not (layer == "ops" and t in ENGINE_CONTRACT):
+                    offenders.append(f"{module} -> {t}")
+    assert offenders == []
+
+
+def test_only_the_composition_root_imports_concrete_implementations():
+    offenders = [
+        f"{module} -> {t}"
+        for module, targets in _import_graph().items()
+        for t in targets & CONCRETE
+        if module != COMPOSITION_ROOT and module.rpartition(".")[0] != t.rpartition(".")[0]
+    ]
+    assert offenders == []
+
+
+def test_indexing_never_imports_query_time_code_and_query_never_imports_indexing():
+    offenders = []
+    for module, targets in _import_graph().items():
+        for t in targets:
+            if _layer(module) == "index" and _layer(t) in QUERY_TIME:
+                offenders.append(f"{module} -> {t}")
+            if _layer(module) in QUERY_TIME and _layer(t) == "index":
+                offenders.append(f"{module} -> {t}")
+    assert offenders == []
+
+
+def test_no_pipeline_module_imports_dagster_or_assets_in_its_source():
     offenders = []
     for path in (REPO / "pipeline").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -26,12 +176,59 @@ def test_no_pipeline_module_imports_dagster_in_its_source():
     assert offenders == []
 
 
+def test_no_pipeline_module_imports_by_a_name_in_a_string():
+    """`importlib.import_module("assets.launch")` would get past the import checks above."""
+    offenders = []
+    for path in (REPO / "pipeline").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in ("import_module", "__import__"):
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert offenders == []
+
+
 def test_importing_every_pipeline_module_does_not_load_dagster():
     code = (
         "import importlib, pkgutil, sys, pipeline\n"
         "for m in pkgutil.walk_packages(pipeline.__path__, 'pipeline.'):\n"
-        "    if m.name != 'pipeline.__main__': importlib.import_module(m.name)\n"
+        "    if not m.name.endswith('__main__'): importlib.import_module(m.name)\n"
         "print(sorted(k for k in sys.modules if k.split('.')[0] == 'dagster'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _asset_functions() -> list[tuple[str, ast.FunctionDef]]:
+    found = []
+    for path in sorted((REPO / "assets" / "indexing").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef):
+                decorators = [
+                    d.func.id if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) else getattr(d, "id", "")
+                    for d in node.decorator_list
+                ]
+                if {"asset", "multi_asset"} & set(decorators):
+                    found.append((f"{path.name}:{node.name}", node))
+    return found
+
+
+def test_every_indexing_asset_is_a_few_lines_around_one_runner():
+    functions = _asset_functions()
+    assert len(functions) >= 12  # every indexing and shard asset is seen
+    offenders = []
+    for name, fn in functions:
+        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        runner_calls = [
+            n
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "run"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id.endswith("_runner")
+        ]
+        if len(body) > 4 or len(runner_calls) != 1:
+            offenders.append(f"{name}: {len(body)} statements, {len(runner_calls)} runner calls")
+    assert offenders == []

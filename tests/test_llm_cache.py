@@ -7,7 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from pipeline.llm.cache import LLMCache, cache_key
+from pipeline.caches.base import cache_key
+from pipeline.caches.sqlite_llm import LLMCache
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 

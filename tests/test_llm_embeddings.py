@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, make_embedder
-from pipeline.llm import OpenAIEmbedder
-from pipeline.llm.embeddings import EMBEDDING_ENCODING
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.core.tokens import get_encoding
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.openai import EMBEDDING_ENCODING, OpenAIEmbedder
+from pipeline.runtime import make_embedder
 from pipeline.settings import Settings
-from pipeline.tokens import get_encoding
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
 

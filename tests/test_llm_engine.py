@@ -7,18 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.embedding import make_embedder
-from pipeline.llm import (
-    Engine,
-    LLMEngine,
-    OfflineEngine,
-    OpenAIEmbedder,
-    Summarizer,
-    SummarizeRequest,
-    Summary,
-    Usage,
-    make_engine,
-)
+from pipeline.embeddings.openai import OpenAIEmbedder
+from pipeline.engine.base import Engine, Summarizer, SummarizeRequest, Summary
+from pipeline.engine.llm import LLMEngine
+from pipeline.engine.offline import OfflineEngine
+from pipeline.llm import Usage
+from pipeline.runtime import make_embedder, make_engine
 from pipeline.settings import Settings, load_settings
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer

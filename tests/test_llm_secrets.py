@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm import LLMCallError, LLMClient, LLMConfigError, SummarizeRequest, make_engine
+from pipeline.engine.base import SummarizeRequest
+from pipeline.llm import LLMCallError, LLMConfigError
+from pipeline.runtime import make_engine, make_llm_client
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
@@ -68,4 +70,4 @@ def test_the_openai_api_without_a_key_is_a_config_error(
     monkeypatch.delenv(KEY_ENV, raising=False)
     settings = Settings(storage_root=tmp_path, llm_provider="openai", llm_api_key_env=KEY_ENV)
     with pytest.raises(LLMConfigError, match=KEY_ENV):
-        LLMClient.from_settings(settings)
+        make_llm_client(settings)

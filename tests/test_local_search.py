@@ -8,10 +8,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
-from pipeline.llm import OfflineEngine
-from pipeline.names import normalize_name
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.core import schema
+from pipeline.core.names import normalize_name
+from pipeline.core.rrf import reciprocal_rank_fusion
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.engine.offline import OfflineEngine
+from pipeline.index.text_unit_embeddings import index_text_units
+from pipeline.io.store import NamespaceStore
 from pipeline.query.entity_match import (
     MatchOptions,
     alias_channel,
@@ -29,9 +34,6 @@ from pipeline.query.local_search import (
     topology_candidates,
 )
 from pipeline.query.query_intent import QueryIntent, offline_intent
-from pipeline.query.rrf import reciprocal_rank_fusion
-from pipeline.store import NamespaceStore
-from pipeline.vectors import index_text_units
 
 PARAGRAPHS = [
     "Ebenezer Scrooge kept the counting-house with his late partner Jacob Marley. Marley had been dead seven years.",

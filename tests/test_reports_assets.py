@@ -21,11 +21,13 @@ from assets.indexing.graph import graph_assets
 from assets.indexing.reports import report_assets
 from assets.launch import run_index
 from assets.resources import default_resources
-from pipeline import schema
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
-from pipeline.report_index import entity_text
-from pipeline.store import NamespaceStore
-from pipeline.vectors import text_search, vector_search
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.core import schema
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.index.report_embeddings import entity_text
+from pipeline.io.store import NamespaceStore
+from pipeline.query.search import text_search, vector_search
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 

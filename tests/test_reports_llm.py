@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import schema
-from pipeline.llm import make_engine
-from pipeline.reports.build import build_reports, index_community_reports
-from pipeline.reports.models import CommunityReportResponse
+from pipeline.core import schema
+from pipeline.index.community_reports import index_community_reports
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.reports.build import build_reports
+from pipeline.ops.reports.models import CommunityReportResponse
+from pipeline.runtime import make_engine
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_tables import Graph, two_group_graph
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.claims import build_covariates
-from pipeline.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship, UnitExtraction
-from pipeline.names import entity_id, normalize_name
-from pipeline.resolution import link_text_units, npmi, resolve_graph
+from pipeline.core.names import entity_id, normalize_name
+from pipeline.ops.claims import build_covariates
+from pipeline.ops.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship, UnitExtraction
+from pipeline.ops.resolution import link_text_units, npmi, resolve_graph
 from pipeline.settings import Settings
 
 

@@ -22,14 +22,16 @@ import pytest
 import uvicorn
 
 from deploy.local_cluster import free_port
-from pipeline import schema
+from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.chunk_graph.indexing import build_namespace_chunk_graph
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.core import schema
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.io.store import NamespaceStore
 from pipeline.service.app import create_app
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore
 from tests.test_local_search import COMMUNITIES, REPORTS, build_tiny_index, eid
 
 KEY_A = "grk_test-acme-0123456789abcdef"
@@ -263,7 +265,7 @@ def test_index_not_ready_is_a_clear_error(client: httpx.Client, data: ServiceDat
         r = client.post(f"/v1/query/{kind}", json={**body, "namespace": "acme-empty"}, headers=auth(KEY_A))
         assert r.status_code == 409, r.text
         error = r.json()["error"]
-        assert error["code"] == "index_not_ready" and "python -m pipeline index" in error["message"]
+        assert error["code"] == "index_not_ready" and "pipeline index" in error["message"]
         assert "Traceback" not in r.text and str(data.storage_root) not in r.text
     assert not (data.storage_root / "acme-empty").exists()  # asking created nothing
 

@@ -1,4 +1,4 @@
-"""Document shards (pipeline/shards.py) and the shard-aware extraction (pipeline/graph_index.py), offline,
+"""Document shards (pipeline/core/shards.py) and the shard-aware extraction (pipeline/index/extracted_graph.py), offline,
 on real Parquet: shard parts merged in any order give the tables a one-process extraction writes."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.chunking import chunk_documents_table
-from pipeline.graph_index import index_extracted_graph, index_extraction_shard
-from pipeline.ingest import documents_table, read_documents
+from pipeline.core import schema
+from pipeline.core.shards import ShardMismatchError, order_like, shard_of, shard_table, shard_units
+from pipeline.index.extracted_graph import index_extracted_graph, index_extraction_shard
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.chunking import chunk_documents_table
+from pipeline.ops.ingest import documents_table, read_documents
 from pipeline.settings import load_settings
-from pipeline.shards import ShardMismatchError, order_like, shard_of, shard_table, shard_units
-from pipeline.store import NamespaceStore
 
 NAMES = "Ada Ben Cora Dan Eva Finn Gia Hal Ivy Jon Kai Lea".split()
 

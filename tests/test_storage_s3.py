@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from pipeline import schema
+from pipeline.core import schema
+from pipeline.io.storage import BucketNotFoundError, S3Config, StorageRoot, parse_location
+from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, Settings, load_settings
-from pipeline.storage import BucketNotFoundError, S3Config, StorageRoot, parse_location
-from pipeline.store import NamespaceStore, TableNotFoundError
 from tests.support.s3_server import S3Bucket
 
 
@@ -241,7 +241,7 @@ def test_an_offline_index_run_writes_every_table_to_s3(indexed_on_s3, s3_bucket:
 
 
 def test_vector_and_local_queries_read_the_index_from_s3(indexed_on_s3, capsys) -> None:
-    from pipeline.cli import main
+    from assets.cli import main
     from pipeline.query.local_search import local_search
 
     assert indexed_on_s3["result"].success
@@ -267,7 +267,7 @@ def test_a_chroma_copy_of_an_s3_namespace_lives_in_a_local_folder(
 ) -> None:
     import tempfile
 
-    from pipeline.cli import main
+    from assets.cli import main
     from pipeline.vector_tool.namespace_stores import chroma_dir
 
     assert indexed_on_s3["result"].success

@@ -13,10 +13,13 @@ import sys
 import pyarrow as pa
 import pytest
 
-from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.index.text_unit_embeddings import index_text_units
+from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
-from pipeline.store import NamespaceStore
 from pipeline.vector_tool import (
     OVERRIDE_KEYS,
     EmbeddingRelevanceScorer,
@@ -30,7 +33,6 @@ from pipeline.vector_tool import (
     create_vector_query_tool,
     resolve_store,
 )
-from pipeline.vectors import index_text_units
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
 
@@ -419,7 +421,7 @@ def test_graph_tool_filters_by_equality(embedder, acme):
 # ---- CLI -------------------------------------------------------------------------------------------------
 def run_cli(root, *args):
     env = {**__import__("os").environ, "PIPELINE_STORAGE_ROOT": str(root)}
-    cmd = [sys.executable, "-m", "pipeline", "query", "vector", *args]
+    cmd = [sys.executable, "-m", "assets", "query", "vector", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.store import NamespaceStore
+from pipeline.io.store import NamespaceStore
 from pipeline.vector_tool import (
     ChromaStore,
     LanceDBStore,
@@ -287,7 +287,9 @@ def test_chroma_where_and_where_document(chroma):
 @pytest.fixture(scope="module")
 def indexed_ns(tmp_path_factory):
     """A namespace indexed by the real pipeline functions (MiniLM vectors, pieces, FTS)."""
-    from pipeline.embedding import CachedEmbedder, EmbeddingCache, LocalMiniLMEmbedder
+    from pipeline.caches.sqlite_embedding import EmbeddingCache
+    from pipeline.embeddings.cached import CachedEmbedder
+    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
     from tests.test_vector_tool import write_corpus
 
     root = tmp_path_factory.mktemp("sync")
@@ -313,7 +315,7 @@ def test_sync_text_units_copies_rows_and_drops_stale_ones(indexed_ns, pg_dsn, tm
 def test_cli_queries_other_stores(indexed_ns, pg_dsn, kind):  # noqa: F811
     root, _ = indexed_ns
     env = {**os.environ, "PIPELINE_STORAGE_ROOT": str(root), "PIPELINE_PGVECTOR_DSN": pg_dsn}
-    cmd = [sys.executable, "-m", "pipeline", "query", "vector", "--namespace", "acme", "--store", kind]
+    cmd = [sys.executable, "-m", "assets", "query", "vector", "--namespace", "acme", "--store", kind]
     out = subprocess.run(
         [
             *cmd,

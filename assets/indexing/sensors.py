@@ -1,7 +1,7 @@
 """Sensors: re-index a namespace when the files in its input folder change.
 
 The sensor watches `<input_root>/<namespace>/` folders. Its cursor is the last fingerprint of each
-folder (`pipeline.incremental.input_fingerprints`: names, sizes and mtimes of the files), so a tick
+folder (`pipeline.ops.incremental.input_fingerprints`: names, sizes and mtimes of the files), so a tick
 costs a directory walk. A new folder adds its `namespace` partition and runs it; a folder whose files
 were added, edited or deleted runs again; the run key is the fingerprint, so a tick repeated after a
 crash never launches the same run twice. A folder that disappears launches nothing: its index stays
@@ -26,7 +26,7 @@ from dagster import (
 from assets.indexing.jobs import index_job
 from assets.partitions import namespace_partitions
 from assets.resources import PipelineSettingsResource
-from pipeline.incremental import diff_inputs, input_fingerprints
+from pipeline.ops.incremental import diff_inputs, input_fingerprints
 
 TRIGGER_TAG = "pipeline/trigger"
 

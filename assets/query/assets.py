@@ -20,7 +20,6 @@ from dagster import (
 
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
-from pipeline.llm import make_engine
 from pipeline.query.global_search import GlobalSearchConfig
 from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.questions import load_questions
@@ -31,6 +30,7 @@ from pipeline.query.saved_questions import (
     write_global_map_answers,
     write_local_answers,
 )
+from pipeline.runtime import make_engine
 
 GROUP = "query"
 # Declarative automation: answers refresh after a re-index changes what they read (the automation

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pipeline import schema
 from pipeline.chunk_graph import snapshot as snap
 from pipeline.chunk_graph.edges import BuildOptions
 from pipeline.chunk_graph.errors import SnapshotError
 from pipeline.chunk_graph.graph import ChunkGraph
-from pipeline.storage import Location
-from pipeline.store import NamespaceStore, TableNotFoundError
+from pipeline.core import schema
+from pipeline.io.storage import Location
+from pipeline.io.store import NamespaceStore, TableNotFoundError
 
 # Text-unit columns carried into each node's metadata (filterable at query time).
 METADATA_COLUMNS = ("document_id", "document_title", "start_char", "end_char", "n_tokens")
@@ -149,6 +149,6 @@ def load_namespace_chunk_graph(store: NamespaceStore, dimension: int | None = No
     if not store.has_file(schema.CHUNK_GRAPH_SNAPSHOT):
         raise TableNotFoundError(
             f"namespace {store.namespace!r} has no chunk graph yet (expected {snapshot_path(store)}); "
-            "materialize the chunk_graph asset (`python -m pipeline index --namespace ...`) first"
+            "materialize the chunk_graph asset (`pipeline index --namespace ...`) first"
         )
     return _load(store, dimension)

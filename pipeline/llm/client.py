@@ -18,13 +18,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from pipeline.caches.base import ResponseCache, cache_key
 from pipeline.llm import structured
 from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
-from pipeline.llm.cache import ResponseCache, cache_key
 from pipeline.llm.errors import LLMError, LLMValidationError
 from pipeline.llm.retry import Backoff
-from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label, read_api_key
-from pipeline.llm.usage import DEFAULT_PRICES, Usage
+from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label
+from pipeline.llm.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -83,26 +83,6 @@ class LLMClient:
             usage=self.usage,
             prices=prices,
             backoff=backoff,
-        )
-
-    @classmethod
-    def from_settings(cls, settings: Any, usage: Usage | None = None, *, cache: bool = True) -> LLMClient:
-        """The chat client the settings describe (`llm_*`), with the cache `pipeline.caches` picks."""
-        from pipeline.caches import open_llm_cache
-
-        return cls(
-            model=settings.llm_model,
-            api_key=read_api_key(settings.llm_api_key_env, settings.llm_base_url),
-            base_url=settings.llm_base_url,
-            temperature=settings.llm_temperature,
-            max_tokens=settings.llm_max_tokens,
-            timeout_s=settings.llm_timeout_s,
-            max_retries=settings.llm_max_retries,
-            concurrency=settings.llm_concurrency,
-            json_mode=settings.llm_json_mode,
-            cache=open_llm_cache(settings) if cache else None,
-            usage=usage,
-            prices={**DEFAULT_PRICES, **settings.llm_prices},
         )
 
     def __repr__(self) -> str:

@@ -11,9 +11,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.chunking import chunk_text
+from pipeline.core.tokens import count_tokens
+from pipeline.ops.chunking import chunk_text
 from pipeline.query.global_context import ReportContext
-from pipeline.tokens import count_tokens
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
 

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from pipeline import schema
-from pipeline.names import normalize_name
+from pipeline.core import schema
+from pipeline.core.names import normalize_name
+from pipeline.core.rrf import reciprocal_rank_fusion
+from pipeline.io.store import NamespaceStore
 from pipeline.query.query_intent import STOPWORDS, QueryIntent
-from pipeline.query.rrf import reciprocal_rank_fusion
-from pipeline.store import NamespaceStore
 
 
 @dataclass(frozen=True)

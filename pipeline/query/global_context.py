@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pipeline import schema
-from pipeline.store import NamespaceStore, TableNotFoundError
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore, TableNotFoundError
 
 MAX_CLAIMS_PER_REPORT = 5
 MAX_EXCERPTS_PER_REPORT = 3

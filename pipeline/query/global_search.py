@@ -12,6 +12,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipeline.core.tokens import count_tokens
+from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
@@ -31,8 +33,6 @@ from pipeline.query.global_tasks import (
     reduce_messages,
     skeleton_text,
 )
-from pipeline.store import NamespaceStore
-from pipeline.tokens import count_tokens
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
 
@@ -302,7 +302,7 @@ def global_search(
     cancel: CancelSignal | None = None,
 ) -> GlobalSearchResult:
     """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape."""
-    from pipeline.query.runtime import query_runtime
+    from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = config or GlobalSearchConfig()

@@ -6,8 +6,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline import schema
-from pipeline.store import NamespaceStore, TableNotFoundError
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore, TableNotFoundError
 
 
 @dataclass

@@ -14,7 +14,9 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline import schema
+from pipeline.core import schema
+from pipeline.core.rrf import reciprocal_rank_fusion
+from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.entity_match import EntityMatch, MatchOptions, match_entities
@@ -27,9 +29,7 @@ from pipeline.query.local_tasks import (
     offline_select,
 )
 from pipeline.query.query_intent import QueryIntent, llm_intent, offline_intent
-from pipeline.query.rrf import reciprocal_rank_fusion
-from pipeline.store import NamespaceStore
-from pipeline.vectors import text_search, vector_search
+from pipeline.query.search import text_search, vector_search
 
 
 class LocalSearchError(ValueError):
@@ -359,7 +359,7 @@ def local_search(
     cancel: CancelSignal | None = None,
 ) -> LocalSearchResult:
     """Answer a question about specific entities for one namespace, with evidence cited to source offsets."""
-    from pipeline.query.runtime import query_runtime
+    from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = config or LocalSearchConfig()

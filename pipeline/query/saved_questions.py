@@ -13,7 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import schema
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
 from pipeline.query.batcher import Batch
 from pipeline.query.global_search import (
     GlobalSearchConfig,
@@ -24,7 +25,6 @@ from pipeline.query.global_search import (
     run_map,
 )
 from pipeline.query.local_search import LocalSearchConfig, local_search_async
-from pipeline.store import NamespaceStore
 
 Log = Callable[[str], None]
 

@@ -22,7 +22,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pipeline.namespace import NAMESPACE_PATTERN
+from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import BodyLimitMiddleware

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.namespace import InvalidNamespaceError, validate_namespace
+from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.service.errors import Forbidden, Unauthorized
 
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")

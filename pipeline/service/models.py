@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.namespace import NAMESPACE_PATTERN
+from pipeline.core.namespace import NAMESPACE_PATTERN
 
 Namespace = Annotated[
     str,

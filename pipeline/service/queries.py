@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipeline import schema
 from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining
 from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.query.global_context import GlobalContextError
@@ -29,7 +30,6 @@ from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequ
 from pipeline.service.limits import KeyLimiter, OutputBounds, bound_result
 from pipeline.service.models import ChunkQuery, GlobalQuery, LocalQuery, VectorQuery
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore, TableNotFoundError
 
 log = logging.getLogger("pipeline.service")
 
@@ -87,7 +87,7 @@ class QueryService:
     def embedder(self) -> Any:
         with self._embedder_lock:
             if self._embedder is None:
-                from pipeline.query.runtime import cached_embedder
+                from pipeline.runtime import cached_embedder
 
                 self._embedder = cached_embedder(self.settings)
             return self._embedder
@@ -102,7 +102,7 @@ class QueryService:
         # One engine per query: its usage counters and connection pool belong to that query alone.
         if self._engine_factory is not None:
             return self._engine_factory()
-        from pipeline.llm import make_engine
+        from pipeline.runtime import make_engine
 
         return make_engine(self.settings)
 
@@ -309,7 +309,7 @@ def not_ready(namespace: str, kind: str, exc: Exception) -> IndexNotReady:
     missing = f" (missing: {found.group(1)})" if found else ""
     return IndexNotReady(
         f"namespace {namespace!r} has no {kind} index yet{missing}; "
-        f"index it first: python -m pipeline index --namespace {namespace}",
+        f"index it first: pipeline index --namespace {namespace}",
         detail={"namespace": namespace, "query": kind, "missing": found.group(1) if found else None},
     )
 

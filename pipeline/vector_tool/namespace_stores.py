@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pipeline.schema import LANCE_TEXT_UNITS
+from pipeline.core.schema import LANCE_TEXT_UNITS
+from pipeline.io.store import NamespaceStore
 from pipeline.settings import ConfigError, Settings
-from pipeline.store import NamespaceStore
 from pipeline.vector_tool.stores.chroma import ChromaStore
 from pipeline.vector_tool.stores.lancedb import LanceDBStore
 from pipeline.vector_tool.stores.pgvector import PgVectorStore

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from pipeline import schema
+from pipeline.core import schema
 
 
 def eid(title: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pipeline.query.rrf import reciprocal_rank_fusion
+from pipeline.core.rrf import reciprocal_rank_fusion
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
-from pipeline.store import NamespaceStore
+from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
+from pipeline.io.store import NamespaceStore
 from pipeline.vector_tool.filters import compile_filter
 from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, fuse_rrf, own_params
 

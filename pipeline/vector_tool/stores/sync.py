@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.schema import LANCE_TEXT_UNITS
-from pipeline.store import NamespaceStore
+from pipeline.core.schema import LANCE_TEXT_UNITS
+from pipeline.io.store import NamespaceStore
 from pipeline.vector_tool.stores.base import StoreError
 from pipeline.vector_tool.stores.lancedb import LanceDBStore
 

@@ -1,0 +1,3 @@
+from assets.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The embedding cache in one SQLite file (`embeddings.sqlite`, WAL): vectors keyed by (model id, sha256
+of the text), safe for several processes on one machine."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+class EmbeddingCache:
+    """SQLite store of vectors keyed by (model id, sha256 of text). Safe for several processes on one
+    machine (WAL); `pipeline.caches.pg_embedding.PgEmbeddingCache` is the one for several machines."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings ("
+                " model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (model, text_hash))"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60)
+        conn.execute("PRAGMA busy_timeout=60000")
+        return conn
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._connect() as conn:
+            for i in range(0, len(hashes), 500):
+                part = list(hashes[i : i + 500])
+                q = f"SELECT text_hash, vector FROM embeddings WHERE model=? AND text_hash IN ({','.join('?' * len(part))})"
+                for h, blob in conn.execute(q, [model, *part]):
+                    found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        if not items:
+            return
+        rows = [
+            (model, h, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()
+        ]
+        with self._connect() as conn:  # one transaction: all of a batch or none of it
+            conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?,?)", rows)
+
+    def count(self, model: str | None = None) -> int:
+        with self._connect() as conn:
+            if model is None:
+                return conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+            return conn.execute("SELECT COUNT(*) FROM embeddings WHERE model=?", (model,)).fetchone()[0]

@@ -1,0 +1,362 @@
+"""Table and column names, defined once (Microsoft GraphRAG's names plus our extra columns).
+
+Writers, readers and tests import these instead of spelling column names again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+# --- table names (Parquet files `<name>.parquet`, LanceDB tables) ---
+DOCUMENTS = "documents"
+INGEST_ERRORS = "ingest_errors"
+TEXT_UNITS = "text_units"
+COMMUNITY_REPORTS = "community_reports"  # GraphRAG columns + fingerprint (pipeline.ops.reports)
+# query-time tables (assets/query): saved questions answered after every re-index
+QUERY_GLOBAL_BATCHES = "query_global_batches"
+QUERY_GLOBAL_MAP_ANSWERS = "query_global_map_answers"
+QUERY_GLOBAL_ANSWERS = "query_global_answers"
+QUERY_LOCAL_ANSWERS = "query_local_answers"
+
+# LanceDB table names
+LANCE_TEXT_UNITS = "text_units"
+LANCE_TEXT_UNIT_PIECES = "text_unit_pieces"  # model-sized windows of long text units, for search
+
+# Chunk-similarity graph snapshot (Arrow IPC file under the namespace folder; see pipeline.chunk_graph)
+CHUNK_GRAPH_SNAPSHOT = "chunk_graph.arrow"
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),  # sha256 of the text: the document's identity across re-indexes
+        ("human_readable_id", pa.int64()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("text_unit_ids", pa.list_(pa.string())),
+        ("creation_date", pa.string()),
+        ("raw_data", pa.string()),  # JSON of the source row's other columns (null for files)
+        # ours
+        ("source_path", pa.string()),
+        ("n_bytes", pa.int64()),
+        ("metadata", pa.string()),  # JSON: format, row number, original id, ...
+    ]
+)
+
+INGEST_ERRORS_SCHEMA = pa.schema(
+    [
+        ("source_path", pa.string()),
+        ("row", pa.int64()),  # row number inside a JSON/CSV/Parquet file; null for whole files
+        ("error_type", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+
+TEXT_UNITS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),  # sha256 of (document id, start_char, text): stable across re-runs
+        ("human_readable_id", pa.int64()),
+        ("text", pa.string()),
+        ("n_tokens", pa.int64()),
+        ("document_id", pa.string()),
+        ("entity_ids", pa.list_(pa.string())),
+        ("relationship_ids", pa.list_(pa.string())),
+        ("covariate_ids", pa.list_(pa.string())),
+        # ours: where the text sits in its document, so evidence maps back to a source location
+        ("start_char", pa.int64()),
+        ("end_char", pa.int64()),
+        ("chunk_index", pa.int64()),
+    ]
+)
+
+
+def lance_text_units_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("text", pa.string()),
+            ("document_id", pa.string()),
+            ("document_title", pa.string()),
+            ("start_char", pa.int64()),
+            ("end_char", pa.int64()),
+            ("n_tokens", pa.int64()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+# --- graph tables (pipeline.ops.extraction -> pipeline.ops.resolution / pipeline.ops.claims -> pipeline.ops.communities) ---
+EXTRACTED_GRAPH = "extracted_graph"  # one row per text unit: every round's raw records, before resolution
+FAILED_EXTRACTIONS = "failed_extractions"
+ENTITIES = "entities"
+RELATIONSHIPS = "relationships"
+COVARIATES = "covariates"  # GraphRAG's name for claims
+COMMUNITIES = "communities"
+GRAPHML_EXPORT = "graph.graphml"  # for Gephi / Cytoscape, in the namespace folder
+
+_RAW_ENTITY = pa.struct(
+    [
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("description", pa.string()),
+        ("round", pa.int64()),  # 0 = first extraction, k = k-th gleaning round
+        ("mentions", pa.int64()),
+        ("evidence", pa.list_(pa.int64())),  # sentence start offsets in the document (offline)
+        ("inferred", pa.bool_()),  # added for a relationship endpoint the extractor did not list
+    ]
+)
+_RAW_RELATIONSHIP = pa.struct(
+    [
+        ("source", pa.string()),
+        ("target", pa.string()),
+        ("description", pa.string()),
+        ("strength", pa.float64()),
+        ("round", pa.int64()),
+        ("evidence", pa.list_(pa.int64())),
+    ]
+)
+_RAW_CLAIM = pa.struct(
+    [
+        ("subject", pa.string()),
+        ("object", pa.string()),
+        ("claim_type", pa.string()),
+        ("status", pa.string()),
+        ("start_date", pa.string()),
+        ("end_date", pa.string()),
+        ("description", pa.string()),
+        ("source_text", pa.string()),
+        ("start_char", pa.int64()),
+        ("end_char", pa.int64()),
+        ("round", pa.int64()),
+    ]
+)
+EXTRACTED_GRAPH_SCHEMA = pa.schema(
+    [
+        ("text_unit_id", pa.string()),
+        ("document_id", pa.string()),
+        ("method", pa.string()),  # offline | llm
+        ("version", pa.string()),  # extractor or prompt version
+        ("status", pa.string()),  # ok | partial (a gleaning round failed) | failed
+        ("rounds", pa.int64()),
+        ("n_sentences", pa.int64()),
+        ("entities", pa.list_(_RAW_ENTITY)),
+        ("relationships", pa.list_(_RAW_RELATIONSHIP)),
+        ("claims", pa.list_(_RAW_CLAIM)),
+    ]
+)
+FAILED_EXTRACTIONS_SCHEMA = pa.schema(
+    [
+        ("text_unit_id", pa.string()),
+        ("document_id", pa.string()),
+        ("round", pa.int64()),  # the round that failed; earlier rounds' records are kept
+        ("error_type", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+ENTITIES_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),  # sha256 of (normalised name, type): stable across re-runs
+        ("human_readable_id", pa.int64()),
+        ("title", pa.string()),  # most frequent surface form (GraphRAG upper-cases; we keep the text's case)
+        ("type", pa.string()),
+        ("description", pa.string()),
+        ("text_unit_ids", pa.list_(pa.string())),
+        ("frequency", pa.int64()),  # number of text units mentioning it
+        ("degree", pa.int64()),
+        # ours
+        ("aliases", pa.list_(pa.string())),  # other surface forms merged into it, for local search
+        ("document_ids", pa.list_(pa.string())),
+        ("name_key", pa.string()),  # normalised name (pipeline.core.names.normalize_name)
+    ]
+)
+RELATIONSHIPS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),  # sha256 of the (sorted) endpoint ids
+        ("human_readable_id", pa.int64()),
+        ("source", pa.string()),  # entity title, as GraphRAG
+        ("target", pa.string()),
+        ("description", pa.string()),
+        ("weight", pa.float64()),  # sum of strengths (LLM) or of co-occurring sentences (offline)
+        ("combined_degree", pa.int64()),
+        ("text_unit_ids", pa.list_(pa.string())),
+        # ours
+        ("source_id", pa.string()),
+        ("target_id", pa.string()),
+        ("document_ids", pa.list_(pa.string())),
+        ("npmi", pa.float64()),  # sentence-level NPMI of offline co-occurrence edges; null for LLM edges
+    ]
+)
+COVARIATES_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("human_readable_id", pa.int64()),
+        ("covariate_type", pa.string()),  # always "claim"
+        ("type", pa.string()),
+        ("description", pa.string()),
+        ("subject_id", pa.string()),  # entity title, as GraphRAG
+        ("object_id", pa.string()),
+        ("status", pa.string()),  # TRUE | FALSE | SUSPECTED
+        ("start_date", pa.string()),
+        ("end_date", pa.string()),
+        ("source_text", pa.string()),
+        ("text_unit_id", pa.string()),
+        # ours
+        ("subject_entity_id", pa.string()),  # null when the subject is not a resolved entity
+        ("object_entity_id", pa.string()),
+        ("document_id", pa.string()),
+        ("start_char", pa.int64()),  # source_text's offsets in the document, when found there
+        ("end_char", pa.int64()),
+        ("round", pa.int64()),
+    ]
+)
+COMMUNITIES_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),  # sha256 of (level, member entity ids): same members, same id
+        ("human_readable_id", pa.int64()),
+        ("community", pa.int64()),
+        ("level", pa.int64()),
+        ("parent", pa.int64()),  # -1 for level-0 communities
+        ("children", pa.list_(pa.int64())),
+        ("title", pa.string()),
+        ("entity_ids", pa.list_(pa.string())),
+        ("relationship_ids", pa.list_(pa.string())),  # edges with both endpoints inside
+        ("text_unit_ids", pa.list_(pa.string())),  # of the member entities (GraphRAG: of the edges)
+        ("period", pa.string()),
+        ("size", pa.int64()),
+        # ours
+        ("method", pa.string()),  # leiden | isolates (entities without edges, see pipeline.ops.communities)
+    ]
+)
+
+
+# --- community reports (pipeline.ops.reports) and their LanceDB tables (pipeline.index.report_embeddings) ---
+FAILED_REPORTS = "failed_reports"
+LANCE_COMMUNITY_REPORTS = "community_reports"
+LANCE_ENTITIES = "entities"
+
+FINDING = pa.struct([("summary", pa.string()), ("explanation", pa.string())])
+COMMUNITY_REPORTS_SCHEMA = pa.schema(
+    [
+        (
+            "id",
+            pa.string(),
+        ),  # the community's id: stable while the members are (GraphRAG: sha512 of the text)
+        ("human_readable_id", pa.int64()),  # = community
+        ("community", pa.int64()),  # = communities.community
+        ("level", pa.int64()),
+        ("parent", pa.int64()),
+        ("children", pa.list_(pa.int64())),
+        ("title", pa.string()),
+        ("summary", pa.string()),
+        ("full_content", pa.string()),  # markdown: "# title", summary, "## finding" sections
+        ("rank", pa.float64()),  # 0-10: the LLM's rating, or the offline rank from size and degree
+        ("rating_explanation", pa.string()),
+        ("findings", pa.list_(FINDING)),
+        ("full_content_json", pa.string()),  # the report as JSON (title, summary, findings, rating, ...)
+        ("period", pa.string()),
+        ("size", pa.int64()),
+        # ours
+        ("fingerprint", pa.string()),  # sha256 of everything the report depends on; equal -> reused
+        ("method", pa.string()),  # offline | llm
+        ("model", pa.string()),  # "offline" or endpoint/model, with the prompt version
+        ("context_tokens", pa.int64()),  # tokens of the context the report was written from
+        ("sub_reports", pa.list_(pa.int64())),  # children whose reports replaced their raw context
+    ]
+)
+FAILED_REPORTS_SCHEMA = pa.schema(
+    [
+        ("community", pa.int64()),
+        ("level", pa.int64()),
+        ("fingerprint", pa.string()),
+        ("error_type", pa.string()),
+        ("reason", pa.string()),
+        ("raw_output", pa.string()),  # the model's last reply, when it did not validate
+    ]
+)
+
+
+def lance_community_reports_schema(dim: int, model_id: str) -> pa.Schema:
+    # The embedding model rides in the schema metadata: vectors are only carried over from a table
+    # written by the same model.
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("community", pa.int64()),
+            ("level", pa.int64()),
+            ("title", pa.string()),
+            ("summary", pa.string()),
+            ("full_content", pa.string()),
+            ("rank", pa.float64()),
+            ("vector", pa.list_(pa.float32(), dim)),  # of full_content, as GraphRAG
+        ],
+        metadata={"embedding_model": model_id},
+    )
+
+
+def lance_entities_schema(dim: int, model_id: str) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("title", pa.string()),
+            ("type", pa.string()),
+            ("description", pa.string()),
+            ("aliases", pa.list_(pa.string())),
+            ("vector", pa.list_(pa.float32(), dim)),  # of "title: description", as GraphRAG
+        ],
+        metadata={"embedding_model": model_id},
+    )
+
+
+# --- query-time tables (assets/query) ---
+QUERY_GLOBAL_BATCHES_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("batch", pa.int64()),
+        ("community_ids", pa.list_(pa.int64())),
+        ("tokens", pa.int64()),
+        ("content", pa.string()),
+    ]
+)
+QUERY_GLOBAL_MAP_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("batch", pa.int64()),
+        ("community_ids", pa.list_(pa.int64())),
+        ("status", pa.string()),
+        ("usefulness", pa.float64()),
+        ("answer", pa.string()),
+        ("attempts", pa.int64()),
+        ("error", pa.string()),
+    ]
+)
+QUERY_GLOBAL_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("reason", pa.string()),
+        ("cited_communities", pa.list_(pa.int64())),
+        ("map_answers_used", pa.int64()),
+        ("failed_batches", pa.int64()),
+        ("batches", pa.int64()),
+    ]
+)
+QUERY_LOCAL_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("communities", pa.list_(pa.int64())),
+        ("selection", pa.string()),
+        (
+            "evidence_json",
+            pa.string(),
+        ),  # [{ref, id, kind, text, document_id, document_title, start_char, end_char}]
+        ("n_evidence", pa.int64()),
+    ]
+)
+
+
+def vector_array(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
+    """A float32 matrix as the fixed-size-list vector column of a LanceDB table."""
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, dim)

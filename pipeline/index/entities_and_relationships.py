@@ -1,0 +1,108 @@
+"""entities and relationships (one Dagster multi-asset): the extracted graph resolved into entities and
+relationships (`pipeline.ops.resolution`); text_units gain entity_ids and relationship_ids.
+
+Returns one report per asset: `entities` carries the resolution step's LLM usage (descriptions),
+`relationships` none, so a sum over the run counts it once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core import schema
+from pipeline.index.context import IndexContext
+from pipeline.index.report import Check, Json, StageReport
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.extraction import from_table
+from pipeline.ops.graph_export import degree_summary
+from pipeline.ops.resolution import ResolutionStats, link_text_units, resolve_graph
+
+
+@dataclass
+class EntitiesSummary:
+    stats: ResolutionStats
+    types: dict[str, int]
+    degrees: dict[str, Any]
+    dangling_relationships: int  # relationships whose endpoint id is not an entity
+    duplicate_entity_ids: int
+    duration_s: float
+
+
+def index_entities(store: NamespaceStore, settings: Any, engine: Any = None) -> EntitiesSummary:
+    """extracted_graph -> entities + relationships; text_units gain entity_ids and relationship_ids."""
+    started = time.monotonic()
+    units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
+    graph = resolve_graph(units, settings, engine)
+    store.write_table(schema.ENTITIES, graph.entities)
+    store.write_table(schema.RELATIONSHIPS, graph.relationships)
+    text_units = store.read_table(schema.TEXT_UNITS)
+    text_units = link_text_units(text_units, "entity_ids", graph.entities)
+    text_units = link_text_units(text_units, "relationship_ids", graph.relationships)
+    store.write_table(schema.TEXT_UNITS, text_units)
+
+    ids = graph.entities.column("id").to_pylist()
+    known = set(ids)
+    rels = graph.relationships.select(["source_id", "target_id"]).to_pylist()
+    return EntitiesSummary(
+        stats=graph.stats,
+        types=dict(Counter(graph.entities.column("type").to_pylist()).most_common()),
+        degrees=degree_summary(graph.entities),
+        dangling_relationships=sum(
+            1 for r in rels if r["source_id"] not in known or r["target_id"] not in known
+        ),
+        duplicate_entity_ids=len(ids) - len(known),
+        duration_s=round(time.monotonic() - started, 3),
+    )
+
+
+def run(ctx: IndexContext) -> dict[str, StageReport]:
+    summary = index_entities(ctx.store, ctx.settings, ctx.engine)
+    s = summary.stats
+    entities = StageReport(
+        rows=s.entities,
+        usage=ctx.engine.usage,
+        metadata={
+            "entities": s.entities,
+            "entity_mentions": s.entity_mentions,
+            "fuzzy_merges": s.fuzzy_merges,
+            "untyped_mentions_typed_by_name": s.generic_mentions_typed,
+            "names_with_several_types": s.keys_with_several_types,
+            "inferred_entities": s.inferred_entities,
+            "types": Json(summary.types),
+            "degree_distribution": Json(summary.degrees),
+            "descriptions_kept_as_is": s.summaries.kept_as_is,
+            "descriptions_offline": s.summaries.offline,
+            "description_llm_calls": s.summaries.llm_calls,
+            "description_llm_failures": s.summaries.llm_failures,
+        },
+        checks=[
+            Check(
+                "entity_ids_unique",
+                passed=summary.duplicate_entity_ids == 0,
+                metadata={"duplicates": summary.duplicate_entity_ids},
+            )
+        ],
+        duration_s=summary.duration_s,
+    )
+    relationships = StageReport(
+        rows=s.relationships,
+        metadata={
+            "relationships": s.relationships,
+            "relationship_mentions": s.relationship_mentions,
+            "pruned_low_npmi_edges": s.pruned_edges,
+            "self_loops_dropped": s.self_loops_dropped,
+            "unresolved_endpoints": s.unresolved_endpoints,
+        },
+        checks=[
+            Check(
+                "relationships_reference_entities",
+                passed=summary.dangling_relationships == 0,
+                metadata={"dangling": summary.dangling_relationships},
+            )
+        ],
+        duration_s=summary.duration_s,
+    )
+    return {"entities": entities, "relationships": relationships}

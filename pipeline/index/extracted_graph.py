@@ -1,0 +1,229 @@
+"""extracted_graph: raw entities, relationships and claims per text unit, every gleaning round kept.
+Text units whose extraction failed go to failed_extractions.
+
+Rules, in order:
+1. Shard parts already extracted by workers (`extracted_graph_shard`) are taken when they still cover
+   exactly the shard's text units under the same configuration; every other unit is extracted here.
+2. Offline, a unit extracted before with the same configuration is reused (its id fixes its text); the
+   LLM path asks again and the LLM cache answers every call made before, crash or not.
+3. Rows come out in text-unit order, so the tables are the same whatever the shard count.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.core import schema
+from pipeline.core.shards import document_shards, order_like, shard_table, shard_units
+from pipeline.index.context import IndexContext
+from pipeline.index.report import Check, Markdown, StageReport, md_table
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.extraction import (
+    ExtractionFailure,
+    ExtractionRun,
+    extract_graph,
+    failures_table,
+    from_table,
+    to_table,
+)
+from pipeline.ops.incremental import offline_extraction_config, reuse_extractions, tag_extraction_config
+
+# Parquet schema metadata key of a shard part: the configuration it was extracted under.
+SHARD_CONFIG_KEY = b"shard_config"
+
+
+@dataclass
+class ExtractionSummary:
+    method: str
+    counts: dict[str, int]
+    failures: list[ExtractionFailure]
+    duration_s: float
+    reused: int = 0  # offline: units taken from the previous extracted_graph (same text, same config)
+
+
+def _extract(
+    store: NamespaceStore,
+    units: pa.Table,
+    settings: Any,
+    engine: Any,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
+    """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order.
+
+    Offline, a unit extracted before with the same configuration is reused (its id fixes its text);
+    the LLM path asks again and the LLM cache answers every call made before, crash or not."""
+    if engine is not None and getattr(engine, "kind", "offline") != "offline":
+        run = extract_graph(units, settings, engine, progress=progress)
+        table = to_table(run.units)
+        reused = {}
+    else:
+        config = offline_extraction_config(settings)
+        previous = (
+            store.read_table(schema.EXTRACTED_GRAPH) if store.has_table(schema.EXTRACTED_GRAPH) else None
+        )
+        ids = units.column("id").to_pylist()
+        reused = reuse_extractions(previous, config, ids)
+        todo = [i for i, uid in enumerate(ids) if uid not in reused]
+        run = extract_graph(units.take(pa.array(todo, pa.int64())), settings, engine, progress=progress)
+        fresh = {u.text_unit_id: u for u in run.units}
+        run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
+        table = tag_extraction_config(to_table(run.units), config)
+    summary = ExtractionSummary(run.method, run.counts(), run.failures, round(run.duration_s, 3), len(reused))
+    failures = sorted(run.failures, key=lambda f: (f.text_unit_id, f.round))
+    return table, failures_table(failures), summary
+
+
+def _shard_config(settings: Any, engine: Any) -> bytes:
+    """What a shard's extraction depends on besides its text units: a shard part made under another
+    configuration is not taken. The LLM path names its model and prompts' settings; its calls are
+    cached anyway, so a mismatch costs cache lookups, never paid calls."""
+    if _is_offline(engine):
+        return offline_extraction_config(settings).encode()
+    return json.dumps(
+        {
+            "method": "llm",
+            "model": settings.llm_model,
+            "entity_types": list(settings.entity_types),
+            "max_gleanings": settings.extraction_max_gleanings,
+            "claims": bool(settings.extract_claims),
+            "claim_description": settings.claim_description,
+        },
+        sort_keys=True,
+    ).encode()
+
+
+def _is_offline(engine: Any) -> bool:
+    return engine is None or getattr(engine, "kind", "offline") == "offline"
+
+
+def index_extraction_shard(
+    store: NamespaceStore,
+    settings: Any,
+    shard: int,
+    shards: int,
+    engine: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExtractionSummary:
+    """One document shard's text units -> that shard's part of extracted_graph and failed_extractions
+    (a worker's share of a namespace; `index_extracted_graph` merges the parts)."""
+    units = shard_units(store.read_table(schema.TEXT_UNITS), shard, shards)
+    table, failures, summary = _extract(store, units, settings, engine, progress)
+    config = _shard_config(settings, engine)
+    store.write_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards), failures)
+    # written last: a part with this tag is complete, failures included
+    store.write_table(
+        shard_table(schema.EXTRACTED_GRAPH, shard, shards),
+        table.replace_schema_metadata({**(table.schema.metadata or {}), SHARD_CONFIG_KEY: config}),
+    )
+    return summary
+
+
+def _current_shard_part(
+    store: NamespaceStore, shard: int, shards: int, unit_ids: list[str], config: bytes
+) -> tuple[pa.Table, pa.Table] | None:
+    """The shard's extracted part when it covers exactly `unit_ids` under `config`, else None."""
+    name = shard_table(schema.EXTRACTED_GRAPH, shard, shards)
+    if not store.has_table(name):
+        return None
+    part = store.read_table(name)
+    if (part.schema.metadata or {}).get(SHARD_CONFIG_KEY) != config:
+        return None
+    if sorted(part.column("text_unit_id").to_pylist()) != sorted(unit_ids):
+        return None
+    return part, store.read_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards))
+
+
+def index_extracted_graph(
+    store: NamespaceStore,
+    settings: Any,
+    engine: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExtractionSummary:
+    """text_units -> extracted_graph + failed_extractions.
+
+    Shard parts already extracted by workers (`index_extraction_shard`) are taken when they still match
+    the text units and configuration; every other unit is extracted here. Rows come out in text-unit
+    order, so the tables are the same whatever the shard count and whoever extracted them."""
+    started = time.monotonic()
+    units = store.read_table(schema.TEXT_UNITS)
+    shards = int(getattr(settings, "shards", 1))
+    config = _shard_config(settings, engine)
+    graphs: list[pa.Table] = []
+    failures: list[pa.Table] = []
+    todo: list[pa.Table] = []
+    merged_shards = 0
+    assigned = document_shards(units, shards)
+    for k in range(shards):
+        part_units = shard_units(units, k, shards, assigned)
+        part = _current_shard_part(store, k, shards, part_units.column("id").to_pylist(), config)
+        if part is None:
+            todo.append(part_units)
+        else:
+            graphs.append(part[0].replace_schema_metadata(schema.EXTRACTED_GRAPH_SCHEMA.metadata))
+            failures.append(part[1])
+            merged_shards += 1
+    fresh = None
+    if todo:
+        table, failed, fresh = _extract(store, pa.concat_tables(todo), settings, engine, progress)
+        graphs.append(table.replace_schema_metadata(schema.EXTRACTED_GRAPH_SCHEMA.metadata))
+        failures.append(failed)
+    order = units.column("id").to_pylist()
+    merged = order_like(pa.concat_tables(graphs), "text_unit_id", order)
+    if _is_offline(engine):
+        merged = tag_extraction_config(merged, offline_extraction_config(settings))
+    failed = pa.concat_tables(failures)
+    failed = failed.take(pc.sort_indices(failed, [("text_unit_id", "ascending"), ("round", "ascending")]))
+    store.write_table(schema.EXTRACTED_GRAPH, merged)
+    store.write_table(schema.FAILED_EXTRACTIONS, failed)
+    run = ExtractionRun("", from_table(merged))
+    return ExtractionSummary(
+        method="offline" if _is_offline(engine) else "llm",
+        counts={**run.counts(), "shards": shards, "shards_merged": merged_shards},
+        failures=[ExtractionFailure(**row) for row in failed.to_pylist()],
+        duration_s=round(time.monotonic() - started, 3),
+        reused=fresh.reused if fresh else 0,
+    )
+
+
+def run(ctx: IndexContext) -> StageReport:
+    settings, engine = ctx.settings, ctx.engine
+    ctx.log(f"extracting the graph of {ctx.namespace!r} with the {engine.kind} engine")
+    summary = index_extracted_graph(
+        ctx.store, settings, engine, progress=ctx.progress("extracted text units")
+    )
+    for f in summary.failures[:20]:
+        ctx.log(f"text unit {f.text_unit_id[:12]} round {f.round}: {f.error_type}: {f.reason}")
+    failed = [f.__dict__ for f in summary.failures]
+    return StageReport(
+        rows=summary.counts["text_units"],
+        usage=engine.usage,
+        metadata={
+            "method": summary.method,
+            **summary.counts,
+            "reused_offline_extractions": summary.reused,
+            "failed_extractions": len(summary.failures),
+            "entity_types": ", ".join(settings.entity_types),
+            "max_gleanings": settings.extraction_max_gleanings,
+            "failures": Markdown(
+                md_table(failed, ["text_unit_id", "document_id", "round", "error_type", "reason"])
+                if failed
+                else "No failures."
+            ),
+        },
+        checks=[
+            Check(
+                "no_failed_extractions",
+                passed=not summary.failures,
+                severity="warn",
+                metadata={"failed_extractions": len(summary.failures)},
+            )
+        ],
+        duration_s=summary.duration_s,
+    )

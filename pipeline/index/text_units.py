@@ -1,0 +1,43 @@
+"""text_units: token-window chunks of each document with exact character offsets (GraphRAG text_units).
+
+Rules, in order:
+1. Each document is cut into windows of `chunk_size` tokens overlapping by `chunk_overlap`, counted
+   with the configured encoding; a unit keeps its document id and character offsets.
+2. A unit's id is a hash of (document id, offsets): an unchanged document keeps its unit ids, so
+   every later stage can reuse what it did for them.
+3. `documents` gains `text_unit_ids`.
+"""
+
+from __future__ import annotations
+
+from pipeline.core import schema
+from pipeline.index.context import IndexContext
+from pipeline.index.report import StageReport, Stopwatch
+from pipeline.ops.chunking import chunk_documents_table
+from pipeline.ops.incremental import unit_delta
+
+
+def run(ctx: IndexContext) -> StageReport:
+    clock = Stopwatch()
+    settings, store = ctx.settings, ctx.store
+    docs = store.read_table(schema.DOCUMENTS)
+    previous = store.read_table(schema.TEXT_UNITS, ["id"]) if store.has_table(schema.TEXT_UNITS) else None
+    units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
+    store.write_table(schema.TEXT_UNITS, units)
+    store.write_table(schema.DOCUMENTS, docs)  # documents gain text_unit_ids
+    n_tokens = units.column("n_tokens").to_pylist()
+    before = previous.column("id").to_pylist() if previous is not None else []
+    return StageReport(
+        rows=units.num_rows,
+        metadata={
+            **unit_delta(before, units.column("id").to_pylist()),
+            "text_units": units.num_rows,
+            "documents": docs.num_rows,
+            "tokens": sum(n_tokens),
+            "max_tokens": max(n_tokens, default=0),
+            "chunk_size": settings.chunk_size,
+            "chunk_overlap": settings.chunk_overlap,
+            "encoding": settings.encoding,
+        },
+        duration_s=clock.seconds(),
+    )

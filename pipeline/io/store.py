@@ -1,0 +1,223 @@
+"""The namespace-scoped store: the only way pipeline code opens a namespace's data.
+
+Layout under the storage root (a local folder or ``s3://bucket/prefix``, see `pipeline.io.storage`)::
+
+    <storage_root>/<namespace>/<table>.parquet     Parquet tables (GraphRAG names)
+    <storage_root>/<namespace>/lancedb/            LanceDB tables (vectors + full-text indexes)
+    <storage_root>/<namespace>/<file>              other artifacts (GraphML, chunk-graph snapshot, markers)
+    <storage_root>/_cache/                         content-addressed caches (embeddings, LLM), local roots
+
+Namespace names cannot start with '_' so the cache folder can never collide with a namespace.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.core.namespace import validate_namespace
+from pipeline.io.storage import Location, StorageRoot
+
+if TYPE_CHECKING:
+    from pipeline.settings import Settings
+
+LANCE_DIR = "lancedb"
+
+
+class TableNotFoundError(LookupError):
+    """A table was asked for before the asset that writes it was materialized."""
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    kind: str  # "parquet" | "lancedb"
+    rows: int
+    modified: dt.datetime
+
+
+class NamespaceStore:
+    """Parquet, LanceDB and other files for exactly one namespace, on a local or an S3 storage root.
+
+    `storage_root` is a StorageRoot, or a local path / s3:// URI (an S3 one then takes its endpoint and
+    keys from the PIPELINE_S3_* settings); `from_settings` uses the given settings instead."""
+
+    def __init__(self, storage_root: str | os.PathLike[str] | StorageRoot, namespace: str) -> None:
+        self.namespace = validate_namespace(namespace)
+        self.storage = storage_root if isinstance(storage_root, StorageRoot) else StorageRoot(storage_root)
+        self._db: Any = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, namespace: str) -> NamespaceStore:
+        return cls(StorageRoot.from_settings(settings), namespace)
+
+    def __repr__(self) -> str:
+        return f"NamespaceStore({self.storage.uri()!r}, {self.namespace!r})"
+
+    # ---- where -----------------------------------------------------------------------------------
+    @property
+    def storage_root(self) -> Location:
+        return self.storage.location()
+
+    @property
+    def root(self) -> Location:
+        """The namespace's folder: a Path on a local root, an s3:// URI otherwise (for messages and
+        local tools; pipeline code goes through the methods below)."""
+        return self.storage.location(self.namespace)
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.namespace)
+
+    def _key(self, name: str) -> str:
+        return f"{self.namespace}/{name}"
+
+    def location(self, name: str) -> Location:
+        """Where the namespace's file `name` lives (a Path on a local root, an s3:// URI otherwise)."""
+        return self.storage.location(self._key(name))
+
+    def exists(self) -> bool:
+        """Whether the namespace has any data; never creates anything."""
+        return self.storage.is_dir(self.namespace)
+
+    # ---- files (artifacts other than tables) -----------------------------------------------------
+    def has_file(self, name: str) -> bool:
+        return self.storage.is_file(self._key(name))
+
+    def read_bytes(self, name: str) -> bytes:
+        return self.storage.read_bytes(self._key(name))
+
+    def write_bytes(self, name: str, data: bytes | pa.Buffer) -> int:
+        """Replace the file (readers see the old one or the new one); returns its size."""
+        return self.storage.write_bytes(self._key(name), data)
+
+    def open_input_file(self, name: str) -> pa.NativeFile:
+        """A random-access reader of the file; FileNotFoundError if there is none."""
+        return self.storage.open_input_file(self._key(name))
+
+    def open_output(self, name: str) -> AbstractContextManager[pa.NativeFile]:
+        """A stream that replaces the file when the `with` block completes, and leaves it alone if not."""
+        return self.storage.open_output(self._key(name))
+
+    def file_modified(self, name: str) -> dt.datetime | None:
+        return self.storage.modified(self._key(name))
+
+    def file_size(self, name: str) -> int | None:
+        return self.storage.size(self._key(name))
+
+    def delete_file(self, name: str) -> bool:
+        return self.storage.delete(self._key(name))
+
+    # ---- Parquet -------------------------------------------------------------------------
+    def parquet_path(self, table: str) -> Location:
+        return self.location(f"{table}.parquet")
+
+    def has_table(self, table: str) -> bool:
+        return self.has_file(f"{table}.parquet")
+
+    def write_table(self, table: str, data: pa.Table) -> Location:
+        """Write atomically: readers see the old file or the new one, never half of one."""
+        with self.open_output(f"{table}.parquet") as sink:
+            pq.write_table(data, sink, compression="zstd")
+        return self.parquet_path(table)
+
+    def read_table(self, table: str, columns: list[str] | None = None) -> pa.Table:
+        if not self.has_table(table):
+            self.storage.check_bucket()  # a missing bucket is a configuration error, not a missing table
+            raise TableNotFoundError(
+                f"namespace {self.namespace!r} has no table {table!r} yet "
+                f"(expected {self.parquet_path(table)}); materialize the asset that writes it first"
+            )
+        with self.open_input_file(f"{table}.parquet") as source:
+            return pq.read_table(source, columns=columns)
+
+    # ---- LanceDB -------------------------------------------------------------------------
+    @property
+    def lance_uri(self) -> str:
+        return self.storage.uri(self._key(LANCE_DIR))
+
+    def lancedb(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            with self.storage.explain_errors():
+                self._db = lancedb.connect(
+                    self.lance_uri, storage_options=self.storage.lance_storage_options() or None
+                )
+        return self._db
+
+    def _has_lance_dir(self) -> bool:
+        # Asked before connecting: connecting to a local folder creates it, and a reader creates nothing.
+        return self.storage.is_dir(self._key(LANCE_DIR))
+
+    def has_lance_table(self, name: str) -> bool:
+        return self._has_lance_dir() and name in self.lancedb().list_tables().tables
+
+    def open_lance_table(self, name: str) -> Any:
+        if not self.has_lance_table(name):
+            raise TableNotFoundError(
+                f"namespace {self.namespace!r} has no LanceDB table {name!r} yet; "
+                "materialize the embedding asset first"
+            )
+        return self.lancedb().open_table(name)
+
+    def replace_lance_table(
+        self, name: str, data: pa.Table, fts_columns: list[str] | tuple[str, ...] = ()
+    ) -> Any:
+        """Replace the table's rows so that a reader only ever sees a complete version.
+
+        An existing table with the same schema gets all its rows replaced by one merge-insert keyed by
+        `id` (one Lance commit: a reader sees the old rows or the new ones, and the full-text index of the
+        old version keeps answering, unindexed new rows being searched flat); the index is then rebuilt as
+        a further commit. An overwrite would publish a version with no full-text index first, where
+        full-text queries fail until the index lands, so it is kept for new tables and schema changes."""
+        from lancedb.index import FTS
+
+        db = self.lancedb()
+        table = db.open_table(name) if self.has_lance_table(name) else None
+        ids = data.column("id") if "id" in data.column_names else None
+        in_place = (
+            table is not None
+            and ids is not None
+            and table.schema.equals(data.schema, check_metadata=True)
+            and pc.count_distinct(ids).as_py() == data.num_rows
+        )
+        if in_place:
+            (
+                table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete()
+                .execute(data)
+            )
+        else:
+            table = db.create_table(name, data, mode="overwrite")
+        for column in fts_columns:
+            if data.num_rows:
+                table.create_index(column, config=FTS(), replace=True)
+        return table
+
+    # ---- Status --------------------------------------------------------------------------
+    def tables(self) -> list[TableInfo]:
+        infos: list[TableInfo] = []
+        for stored in self.storage.list_files(self.namespace, ".parquet"):
+            with self.storage.open_input_file(stored.key) as source:
+                rows = pq.read_metadata(source).num_rows
+            infos.append(TableInfo(stored.name.removesuffix(".parquet"), "parquet", rows, stored.modified))
+        if self._has_lance_dir():
+            db = self.lancedb()
+            for name in sorted(db.list_tables().tables):
+                tbl = db.open_table(name)
+                versions = tbl.list_versions()
+                ts = versions[-1]["timestamp"] if versions else dt.datetime.now()
+                if ts.tzinfo is None:
+                    ts = ts.astimezone(dt.UTC)
+                infos.append(TableInfo(name, "lancedb", tbl.count_rows(), ts))
+        return infos

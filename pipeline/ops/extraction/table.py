@@ -1,0 +1,51 @@
+"""The `extracted_graph` and `failed_extractions` tables <-> extraction records."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pyarrow as pa
+
+from pipeline.core import schema
+from pipeline.ops.extraction.models import (
+    ExtractionFailure,
+    RawClaim,
+    RawEntity,
+    RawRelationship,
+    UnitExtraction,
+)
+
+
+def to_table(units: list[UnitExtraction]) -> pa.Table:
+    rows = []
+    for u in units:
+        row = asdict(u)
+        row["entities"] = [asdict(e) for e in u.entities]
+        row["relationships"] = [asdict(r) for r in u.relationships]
+        row["claims"] = [asdict(c) for c in u.claims]
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema.EXTRACTED_GRAPH_SCHEMA)
+
+
+def from_table(table: pa.Table) -> list[UnitExtraction]:
+    units = []
+    for row in table.to_pylist():
+        units.append(
+            UnitExtraction(
+                text_unit_id=row["text_unit_id"],
+                document_id=row["document_id"],
+                method=row["method"],
+                version=row["version"],
+                status=row["status"],
+                rounds=row["rounds"],
+                n_sentences=row["n_sentences"] or 0,
+                entities=[RawEntity(**e) for e in row["entities"] or []],
+                relationships=[RawRelationship(**r) for r in row["relationships"] or []],
+                claims=[RawClaim(**c) for c in row["claims"] or []],
+            )
+        )
+    return units
+
+
+def failures_table(failures: list[ExtractionFailure]) -> pa.Table:
+    return pa.Table.from_pylist([asdict(f) for f in failures], schema=schema.FAILED_EXTRACTIONS_SCHEMA)

@@ -1,0 +1,193 @@
+"""Incremental re-indexing: what changed since the last run, and which earlier work can be kept.
+
+Every stage of the index is recomputed from the full current tables (so a deleted document leaves
+nothing behind and Leiden always sees the whole graph); what makes a re-index cheap is that each
+costly step reuses earlier work keyed by content:
+
+- documents are identified by the sha256 of their text and text units by (document id, offsets), so an
+  unchanged document yields the same text-unit ids;
+- offline extraction of an unchanged text unit is taken from the previous `extracted_graph` table
+  (`reuse_extractions`); LLM extraction is answered by the LLM cache, keyed by the full request;
+- embeddings come from the embedding cache (keyed by text), reports are reused by fingerprint.
+
+This module also watches the input root for the sensor (`input_fingerprints`, `diff_inputs`): one
+fingerprint per namespace folder, cheap enough to compute every tick (file names, sizes, mtimes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
+from pipeline.ops.extraction import OFFLINE_VERSION, UnitExtraction, from_table
+
+# Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
+EXTRACTION_CONFIG_KEY = b"extraction_config"
+
+
+# ---- the input root (sensor) -------------------------------------------------------------------
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over (relative path, size, mtime) of every visible file: changes when a file is added,
+    edited or deleted. Hidden files are skipped, as ingest skips them."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = Path(dirpath) / name
+            try:
+                st = path.stat()
+            except FileNotFoundError:  # deleted while we walked: the next tick sees the final state
+                continue
+            h.update(f"{path.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def namespace_folders(input_root: Path) -> dict[str, Path]:
+    """Sub-folders of the input root whose names are valid namespaces (others are ignored)."""
+    if not input_root.is_dir():
+        return {}
+    out = {}
+    for child in sorted(input_root.iterdir()):
+        if not child.is_dir():
+            continue
+        try:
+            out[validate_namespace(child.name)] = child
+        except InvalidNamespaceError:
+            continue
+    return out
+
+
+def input_fingerprints(input_root: Path) -> dict[str, str]:
+    return {ns: folder_fingerprint(folder) for ns, folder in namespace_folders(input_root).items()}
+
+
+@dataclass(frozen=True)
+class InputChanges:
+    new: list[str]  # folders not seen before: a new partition and a run
+    changed: list[str]  # files added, edited or deleted: a run
+    removed: list[str]  # folders that disappeared: nothing is run (the index is kept until deleted)
+
+    @property
+    def to_index(self) -> list[str]:
+        return sorted(self.new + self.changed)
+
+
+def diff_inputs(previous: Mapping[str, str], current: Mapping[str, str]) -> InputChanges:
+    return InputChanges(
+        new=sorted(set(current) - set(previous)),
+        changed=sorted(ns for ns in current if ns in previous and previous[ns] != current[ns]),
+        removed=sorted(set(previous) - set(current)),
+    )
+
+
+def all_namespaces(input_root: Path, registered: Iterable[str]) -> list[str]:
+    """Every namespace a backfill covers: each folder under the input root and each registered one."""
+    return sorted(set(namespace_folders(input_root)) | set(registered))
+
+
+# ---- documents and text units --------------------------------------------------------------------
+@dataclass
+class DocumentDelta:
+    added: int = 0  # a source with no earlier document
+    changed: int = 0  # same source, new text (so a new id)
+    removed: int = 0  # a document whose source is gone
+    unchanged: int = 0
+    removed_ids: list[str] = field(default_factory=list)
+
+    def as_metadata(self) -> dict[str, int]:
+        return {
+            "documents_added": self.added,
+            "documents_changed": self.changed,
+            "documents_removed": self.removed,
+            "documents_unchanged": self.unchanged,
+        }
+
+
+def _doc_keys(table: pa.Table) -> dict[str, str]:
+    """id -> source key (source_path, or the title for rows without one)."""
+    cols = table.column_names
+    ids = table.column("id").to_pylist()
+    paths = table.column("source_path").to_pylist() if "source_path" in cols else [None] * len(ids)
+    titles = table.column("title").to_pylist() if "title" in cols else [None] * len(ids)
+    return {i: f"{p or ''}\0{t or ''}" for i, p, t in zip(ids, paths, titles, strict=True)}
+
+
+def diff_documents(previous: pa.Table | None, current: pa.Table) -> DocumentDelta:
+    """Compare by content-hash id; an id that changed under the same source counts as an edit."""
+    now = _doc_keys(current)
+    before = _doc_keys(previous) if previous is not None else {}
+    delta = DocumentDelta()
+    gone = {i: k for i, k in before.items() if i not in now}
+    gone_sources = set(gone.values())
+    matched_sources: set[str] = set()
+    for doc_id, key in now.items():
+        if doc_id in before:
+            delta.unchanged += 1
+        elif key in gone_sources and key not in matched_sources:
+            delta.changed += 1
+            matched_sources.add(key)
+        else:
+            delta.added += 1
+    delta.removed = sum(1 for k in gone.values() if k not in matched_sources)
+    delta.removed_ids = sorted(gone)
+    return delta
+
+
+def unit_delta(previous_ids: Iterable[str], current_ids: Iterable[str]) -> dict[str, int]:
+    before, now = set(previous_ids), set(current_ids)
+    return {
+        "text_units_new": len(now - before),
+        "text_units_removed": len(before - now),
+        "text_units_unchanged": len(now & before),
+    }
+
+
+# ---- extraction reuse ------------------------------------------------------------------------------
+def offline_extraction_config(settings: Any) -> str:
+    """Everything the offline extractor's output depends on besides the text (which the unit id fixes)."""
+    return json.dumps(
+        {
+            "version": OFFLINE_VERSION,
+            "entity_types": list(settings.entity_types),
+            "window": settings.offline_cooccurrence_window,
+            "claims": bool(settings.extract_claims),
+        },
+        sort_keys=True,
+    )
+
+
+def tag_extraction_config(table: pa.Table, config: str) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    meta[EXTRACTION_CONFIG_KEY] = config.encode()
+    return table.replace_schema_metadata(meta)
+
+
+def reuse_extractions(
+    previous: pa.Table | None, config: str, unit_ids: Iterable[str]
+) -> dict[str, UnitExtraction]:
+    """Previous offline extractions of the wanted text units, when the same configuration made them.
+
+    A text unit's id hashes its document's content hash and its offsets, so the same id means the same
+    text; only "ok" rows are kept (the offline extractor never fails, but be strict)."""
+    if previous is None or (previous.schema.metadata or {}).get(EXTRACTION_CONFIG_KEY) != config.encode():
+        return {}
+    wanted = set(unit_ids)
+    ids = previous.column("text_unit_id").to_pylist()
+    keep = [i for i, uid in enumerate(ids) if uid in wanted]
+    if not keep:
+        return {}
+    return {
+        u.text_unit_id: u
+        for u in from_table(previous.take(keep))
+        if u.method == "offline" and u.status == "ok"
+    }

@@ -1,0 +1,225 @@
+"""Community reports bottom-up: deepest level first, so that a parent can stand on its children's reports.
+
+Per level: each community's fingerprint is computed (its rows plus its children's fingerprints); an
+equal fingerprint in the previous `community_reports` table reuses that report with no engine call;
+the others get a budgeted context (`context.py`) and go to the engine in one batch. A report the
+engine could not produce (the LLM client already retried the call and repaired invalid JSON once)
+becomes a `failed_reports` row instead of being skipped silently, and its parent is written from raw
+rows for that child. A failed community has no stored report, so the next run asks again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline import prompts
+from pipeline.core import schema
+from pipeline.llm.errors import LLMError
+from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
+from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
+from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
+from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION
+
+ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
+_CONTENT = ("title", "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json")
+
+
+@dataclass
+class ReportFailure:
+    community: int
+    level: int
+    fingerprint: str
+    error_type: str
+    reason: str
+    raw_output: str = ""
+
+
+@dataclass
+class ReportsRun:
+    reports: pa.Table
+    failures: list[ReportFailure]
+    method: str
+    model: str
+    generated: int = 0
+    reused: int = 0
+    substituted: int = 0  # reports (generated or reused) written partly from sub-community reports
+    per_level: dict[int, dict[str, int]] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+def engine_identity(engine: Any) -> tuple[str, str, str]:
+    """(method, model, prompt version) of the engine, as they enter the fingerprint."""
+    if getattr(engine, "kind", "offline") == "llm":
+        client = engine.client
+        return "llm", f"{client.endpoint}/{client.model}", prompts.COMMUNITY_REPORT.version
+    return "offline", "offline", OFFLINE_REPORT_VERSION
+
+
+def full_content(report: CommunityReportResponse) -> str:
+    """GraphRAG's markdown: `# title`, the summary, then one `## ` section per finding."""
+    parts = [f"# {report.title}", report.summary]
+    for f in report.findings:
+        parts += [f"## {f.summary}", f.explanation]
+    return "\n\n".join(p.strip() for p in parts)
+
+
+def _sub_report(row: dict[str, Any]) -> SubReport:
+    return SubReport(
+        community=row["community"],
+        size=row["size"],
+        title=row["title"],
+        summary=row["summary"],
+        findings=[Finding(**f) for f in row["findings"] or []],
+        rank=row["rank"],
+        full_content=row["full_content"],
+    )
+
+
+def build_reports(
+    communities: pa.Table,
+    entities: pa.Table,
+    relationships: pa.Table,
+    covariates: pa.Table | None,
+    engine: Any,
+    *,
+    budget: int = 8000,
+    max_words: int = 2000,
+    encoding: str = "o200k_base",
+    previous: pa.Table | None = None,
+    progress: ProgressFn | None = None,
+) -> ReportsRun:
+    """One report per community (or a failure row), following the module docstring."""
+    started = time.monotonic()
+    method, model, version = engine_identity(engine)
+    graph = GraphData(entities, relationships, covariates, encoding)
+    digests = RowDigests(graph)
+    rows = {c["community"]: c for c in communities.to_pylist()}
+    prev_rows = (
+        previous.to_pylist() if previous is not None and "fingerprint" in previous.column_names else []
+    )
+    prev_by_fp = {r["fingerprint"]: r for r in prev_rows if r["fingerprint"]}
+    prev_fp_of = {r["community"]: r["fingerprint"] for r in prev_rows}
+
+    run = ReportsRun(pa.table({}), [], method, f"{model} ({version})")
+    fingerprint_of: dict[int, str] = {}
+    community_of_fp: dict[str, int] = {}
+    report_of: dict[int, dict[str, Any]] = {}
+    for level in sorted({c["level"] for c in rows.values()}, reverse=True):
+        at_level = sorted((c for c in rows.values() if c["level"] == level), key=lambda c: c["community"])
+        stats = run.per_level.setdefault(level, defaultdict(int))
+        stats["communities"] = len(at_level)
+        todo = []
+        for c in at_level:
+            n = c["community"]
+            kids = [k for k in c["children"] or [] if k in fingerprint_of]
+            fp = report_fingerprint(
+                digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
+                [(fingerprint_of[k], k in report_of) for k in kids],
+                model=model,
+                prompt_version=version,
+                budget=budget,
+                max_words=max_words,
+            )
+            fingerprint_of[n] = fp
+            community_of_fp[fp] = n
+            if fp in prev_by_fp:
+                old = prev_by_fp[fp]
+                subs = [community_of_fp.get(prev_fp_of.get(k, ""), -1) for k in old["sub_reports"] or []]
+                report_of[n] = {
+                    **_structure(c, fp),
+                    **{k: old[k] for k in (*_CONTENT, "method", "model", "context_tokens")},
+                    "sub_reports": [s for s in subs if s >= 0],
+                }
+                stats["reused"] += 1
+                stats["substituted"] += bool(report_of[n]["sub_reports"])
+                continue
+            children = [
+                ChildInfo(
+                    _sub_report(report_of[k]),
+                    set(rows[k]["entity_ids"] or []),
+                    set(rows[k]["relationship_ids"] or []),
+                )
+                for k in kids
+                if k in report_of
+            ]
+            context = build_context(
+                graph,
+                community=n,
+                level=level,
+                member_ids=c["entity_ids"] or [],
+                relationship_ids=c["relationship_ids"] or [],
+                children=children,
+                budget=budget,
+            )
+            todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words)))
+
+        outcomes = engine.run_batch([t[2] for t in todo], engine.community_report)
+        for (c, fp, request), outcome in zip(todo, outcomes, strict=True):
+            if isinstance(outcome, LLMError):
+                run.failures.append(
+                    ReportFailure(
+                        c["community"],
+                        level,
+                        fp,
+                        type(outcome).__name__,
+                        str(outcome),
+                        (getattr(outcome, "raw", "") or "")[:4000],
+                    )
+                )
+                stats["failed"] += 1
+                continue
+            ctx = request.context
+            report_of[c["community"]] = {
+                **_structure(c, fp),
+                "title": outcome.title,
+                "summary": outcome.summary,
+                "full_content": full_content(outcome),
+                "rank": float(outcome.rating),
+                "rating_explanation": outcome.rating_explanation,
+                "findings": [f.model_dump() for f in outcome.findings],
+                "full_content_json": json.dumps(outcome.model_dump(), ensure_ascii=False),
+                "method": method,
+                "model": run.model,
+                "context_tokens": ctx.tokens,
+                "sub_reports": [s.community for s in ctx.sub_reports],
+            }
+            stats["generated"] += 1
+            stats["substituted"] += bool(ctx.sub_reports)
+        if progress:
+            progress(level, stats["generated"] + stats["reused"], len(at_level))
+
+    run.per_level = {lv: dict(s) for lv, s in sorted(run.per_level.items())}
+    for s in run.per_level.values():
+        run.generated += s.get("generated", 0)
+        run.reused += s.get("reused", 0)
+        run.substituted += s.get("substituted", 0)
+    ordered = [report_of[n] for n in sorted(report_of)]
+    run.reports = pa.Table.from_pylist(ordered, schema=schema.COMMUNITY_REPORTS_SCHEMA)
+    run.duration_s = round(time.monotonic() - started, 3)
+    return run
+
+
+def _structure(c: dict[str, Any], fingerprint: str) -> dict[str, Any]:
+    """The columns that come from the current communities table, reused report or not."""
+    return {
+        "id": c["id"],
+        "human_readable_id": c["community"],
+        "community": c["community"],
+        "level": c["level"],
+        "parent": c["parent"],
+        "children": c["children"] or [],
+        "period": c["period"],
+        "size": c["size"],
+        "fingerprint": fingerprint,
+    }
+
+
+def failures_table(failures: list[ReportFailure]) -> pa.Table:
+    return pa.Table.from_pylist([f.__dict__ for f in failures], schema=schema.FAILED_REPORTS_SCHEMA)

@@ -1,0 +1,325 @@
+"""Entity resolution: raw per-unit records -> the `entities` and `relationships` tables.
+
+Rules, in order:
+1. Mentions share an entity key when their normalised names are equal (pipeline.core.names: case, accents,
+   punctuation, whitespace, possessives and a leading article are ignored).
+2. Types are never merged: the same key with two types gives two rows (GraphRAG keeps the first and
+   drops the other). The one exception is GENERIC_TYPE, which means "type unknown": such mentions
+   join the typed entity of the same key with the most mentions (ties: type name order); a key that
+   is never typed stays GENERIC_TYPE.
+3. Fuzzy merge within a type: keys whose rapidfuzz `ratio` >= `resolution_fuzzy_threshold` merge into
+   the key with more mentions, compared only within the same first letter, both at least 5 characters,
+   and only when their numbers/Roman numerals and honorifics are identical ('World War I' never meets
+   'World War II', 'Mr Smith' never meets 'Mrs Smith'). 100 turns fuzzy merging off.
+4. The entity's title is its most frequent surface form; every other surface form is an alias.
+   id = sha256(canonical key, type), so a re-run gives the same ids.
+5. Relationships are undirected: all mentions of a pair of entities become one row (id from the sorted
+   endpoint ids); the first-seen orientation names source and target. A pair that resolution turns
+   into a self-loop is dropped and counted. weight = sum of LLM strengths, or for offline co-occurrence
+   the number of distinct sentences (overlapping text units do not count a sentence twice).
+6. Offline co-occurrence edges get a sentence-level NPMI; an edge below `offline_min_npmi` is pruned
+   unless its weight reaches `offline_keep_weight` (frequent pairs always stay). Entities are never
+   pruned: an entity left without edges gets a community by the isolates rule (pipeline.ops.communities).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from rapidfuzz import fuzz, process
+
+from pipeline.core import schema
+from pipeline.core.names import entity_id, normalize_name, relationship_id
+from pipeline.ops.descriptions import DescriptionItem, SummaryStats, distinct, summarize_all
+from pipeline.ops.extraction.lexicon import HONORIFICS
+from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
+
+_MARKERS = re.compile(r"\b(?:\d+|[ivxlc]+)\b")
+_FUZZY_MIN_LEN = 5
+
+
+@dataclass
+class ResolutionStats:
+    entity_mentions: int = 0
+    entities: int = 0
+    keys_with_several_types: int = 0
+    generic_mentions_typed: int = 0
+    fuzzy_merges: int = 0
+    inferred_entities: int = 0
+    relationship_mentions: int = 0
+    relationships: int = 0
+    self_loops_dropped: int = 0
+    unresolved_endpoints: int = 0
+    pruned_edges: int = 0
+    summaries: SummaryStats = field(default_factory=SummaryStats)
+
+
+@dataclass
+class ResolvedGraph:
+    entities: pa.Table
+    relationships: pa.Table
+    stats: ResolutionStats
+
+
+@dataclass
+class _Mention:
+    unit: str
+    document: str
+    key: str
+    type: str
+    name: str
+    description: str
+    evidence: list[int]
+    inferred: bool
+
+
+def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Any = None) -> ResolvedGraph:
+    stats = ResolutionStats()
+    mentions = _mentions(units, stats)
+    groups = _group(mentions, settings.resolution_fuzzy_threshold, stats)
+
+    # (unit, key) -> entity id, for relationship endpoints
+    index: dict[tuple[str, str], str] = {}
+    ent_rows: list[dict[str, Any]] = []
+    evidence_by_entity: dict[str, set[tuple[str, int]]] = {}
+    for (canonical, etype), members in groups.items():
+        eid = entity_id(canonical, etype)
+        surfaces = Counter(m.name for m in members)
+        title = min(surfaces, key=lambda s: (-surfaces[s], s))
+        units_ = sorted({m.unit for m in members})
+        for m in members:
+            index.setdefault((m.unit, m.key), eid)
+        evidence_by_entity[eid] = {(m.document, p) for m in members for p in m.evidence}
+        stats.inferred_entities += all(m.inferred for m in members)
+        ent_rows.append(
+            {
+                "id": eid,
+                "title": title,
+                "type": etype,
+                "descriptions": distinct([m.description for m in members]),
+                "text_unit_ids": units_,
+                "frequency": len(units_),
+                "aliases": sorted(set(surfaces) - {title}),
+                "document_ids": sorted({m.document for m in members}),
+                "name_key": canonical,
+            }
+        )
+    rel_rows = _relationships(units, index, stats)
+    total_sentences = sum(u.n_sentences for u in units if u.method == "offline")
+    rel_rows = _prune(rel_rows, evidence_by_entity, total_sentences, settings, stats)
+
+    degree: Counter[str] = Counter()
+    for r in rel_rows:
+        degree[r["source_id"]] += 1
+        degree[r["target_id"]] += 1
+    titles = {e["id"]: e["title"] for e in ent_rows}
+    items = [DescriptionItem((e["title"],), e["descriptions"]) for e in ent_rows]
+    items += [
+        DescriptionItem((titles[r["source_id"]], titles[r["target_id"]]), r["descriptions"]) for r in rel_rows
+    ]
+    summaries, stats.summaries = summarize_all(items, settings, engine)
+    for row, summary in zip([*ent_rows, *rel_rows], summaries, strict=True):
+        row["description"] = summary
+        del row["descriptions"]
+
+    ent_rows.sort(key=lambda e: (e["title"].casefold(), e["type"], e["id"]))
+    for i, e in enumerate(ent_rows):
+        e["human_readable_id"] = i
+        e["degree"] = degree[e["id"]]
+    for r in rel_rows:
+        r["source"], r["target"] = titles[r["source_id"]], titles[r["target_id"]]
+        r["combined_degree"] = degree[r["source_id"]] + degree[r["target_id"]]
+    rel_rows.sort(key=lambda r: (r["source"].casefold(), r["target"].casefold(), r["id"]))
+    for i, r in enumerate(rel_rows):
+        r["human_readable_id"] = i
+    stats.entities, stats.relationships = len(ent_rows), len(rel_rows)
+    return ResolvedGraph(
+        pa.Table.from_pylist(ent_rows, schema=schema.ENTITIES_SCHEMA),
+        pa.Table.from_pylist(rel_rows, schema=schema.RELATIONSHIPS_SCHEMA),
+        stats,
+    )
+
+
+def _mentions(units: Sequence[UnitExtraction], stats: ResolutionStats) -> list[_Mention]:
+    out = []
+    for u in units:
+        for e in u.entities:
+            key = normalize_name(e.name)
+            if not key:
+                continue
+            etype = (e.type or GENERIC_TYPE).strip().lower() or GENERIC_TYPE
+            out.append(
+                _Mention(
+                    u.text_unit_id,
+                    u.document_id,
+                    key,
+                    etype,
+                    e.name.strip(),
+                    e.description,
+                    list(e.evidence or []),
+                    bool(e.inferred),
+                )
+            )
+    stats.entity_mentions = len(out)
+    # rule 2: an unknown type joins the most-mentioned typed entity of the same key
+    typed: dict[str, Counter[str]] = defaultdict(Counter)
+    for m in out:
+        if m.type != GENERIC_TYPE:
+            typed[m.key][m.type] += 1
+    stats.keys_with_several_types = sum(1 for c in typed.values() if len(c) > 1)
+    for m in out:
+        if m.type == GENERIC_TYPE and m.key in typed:
+            counts = typed[m.key]
+            m.type = min(counts, key=lambda t: (-counts[t], t))
+            stats.generic_mentions_typed += 1
+    return out
+
+
+def _group(
+    mentions: list[_Mention], threshold: float, stats: ResolutionStats
+) -> dict[tuple[str, str], list[_Mention]]:
+    """(canonical key, type) -> mentions, exact groups merged by the fuzzy rule."""
+    exact: dict[tuple[str, str], list[_Mention]] = defaultdict(list)
+    for m in mentions:
+        exact[(m.key, m.type)].append(m)
+    if threshold >= 100:
+        return dict(exact)
+    merged: dict[tuple[str, str], list[_Mention]] = {}
+    # per (type, first letter): most-mentioned keys first, so they become the canonical ones
+    blocks: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for key, etype in sorted(exact, key=lambda kt: (-len(exact[kt]), kt[0], kt[1])):
+        blocks[(etype, key[0])].append(key)
+    for (etype, _), keys in blocks.items():
+        canon: list[str] = []
+        for key in keys:
+            target = _fuzzy_match(key, canon, threshold) if len(key) >= _FUZZY_MIN_LEN else None
+            if target is None:
+                canon.append(key)
+                merged[(key, etype)] = list(exact[(key, etype)])
+            else:
+                merged[(target, etype)].extend(exact[(key, etype)])
+                stats.fuzzy_merges += 1
+    return merged
+
+
+def _fuzzy_match(key: str, canon: list[str], threshold: float) -> str | None:
+    for candidate, _score, _ in process.extract(
+        key, canon, scorer=fuzz.ratio, score_cutoff=threshold, limit=5
+    ):
+        if len(candidate) >= _FUZZY_MIN_LEN and _markers(candidate) == _markers(key):
+            return candidate
+    return None
+
+
+def _markers(key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Tokens that tell near-identical names apart: numbers, Roman numerals, honorifics."""
+    words = key.split()
+    return tuple(_MARKERS.findall(key)), tuple(w for w in words if w in HONORIFICS)
+
+
+def _relationships(
+    units: Sequence[UnitExtraction], index: dict[tuple[str, str], str], stats: ResolutionStats
+) -> list[dict[str, Any]]:
+    pairs: dict[tuple[str, str], dict[str, Any]] = {}
+    for u in units:
+        for r in u.relationships:
+            stats.relationship_mentions += 1
+            sid = index.get((u.text_unit_id, normalize_name(r.source)))
+            tid = index.get((u.text_unit_id, normalize_name(r.target)))
+            if sid is None or tid is None:
+                stats.unresolved_endpoints += 1
+                continue
+            if sid == tid:
+                stats.self_loops_dropped += 1
+                continue
+            pair = (min(sid, tid), max(sid, tid))
+            agg = pairs.get(pair)
+            if agg is None:
+                agg = pairs[pair] = {
+                    "id": relationship_id(sid, tid),
+                    "source_id": sid,
+                    "target_id": tid,
+                    "descriptions": [],
+                    "units": set(),
+                    "documents": set(),
+                    "evidence": set(),
+                    "strength": 0.0,
+                    "offline": u.method == "offline" and bool(r.evidence),
+                }
+            agg["descriptions"].append(r.description)
+            agg["units"].add(u.text_unit_id)
+            agg["documents"].add(u.document_id)
+            if r.evidence:
+                agg["evidence"].update((u.document_id, p) for p in r.evidence)
+            else:
+                agg["strength"] += float(r.strength)
+    rows = []
+    for agg in pairs.values():
+        rows.append(
+            {
+                "id": agg["id"],
+                "source_id": agg["source_id"],
+                "target_id": agg["target_id"],
+                "descriptions": distinct(agg["descriptions"]),
+                "weight": float(len(agg["evidence"])) + agg["strength"],
+                "text_unit_ids": sorted(agg["units"]),
+                "document_ids": sorted(agg["documents"]),
+                "npmi": None,
+                "_evidence": agg["evidence"] if agg["offline"] else None,
+            }
+        )
+    return rows
+
+
+def _prune(
+    rows: list[dict[str, Any]],
+    evidence_by_entity: dict[str, set[tuple[str, int]]],
+    total_sentences: int,
+    settings: Any,
+    stats: ResolutionStats,
+) -> list[dict[str, Any]]:
+    kept = []
+    for r in rows:
+        evidence = r.pop("_evidence")
+        if evidence is None or total_sentences <= 0:
+            kept.append(r)
+            continue
+        px = len(evidence_by_entity[r["source_id"]]) / total_sentences
+        py = len(evidence_by_entity[r["target_id"]]) / total_sentences
+        pxy = len(evidence) / total_sentences
+        r["npmi"] = npmi(pxy, px, py)
+        if r["npmi"] < settings.offline_min_npmi and r["weight"] < settings.offline_keep_weight:
+            stats.pruned_edges += 1
+            continue
+        kept.append(r)
+    return kept
+
+
+def npmi(pxy: float, px: float, py: float) -> float:
+    """Normalised PMI in [-1, 1]: 1 = always together, 0 = independent, -1 = never together."""
+    if pxy <= 0 or px <= 0 or py <= 0:
+        return -1.0
+    if pxy >= 1:
+        return 1.0
+    value = math.log(pxy / (px * py)) / -math.log(pxy)
+    return max(-1.0, min(1.0, value))
+
+
+def link_text_units(
+    text_units: pa.Table, column: str, rows: pa.Table, unit_column: str = "text_unit_ids"
+) -> pa.Table:
+    """text_units with `column` (entity_ids / relationship_ids / covariate_ids) filled by reverse map."""
+    by_unit: dict[str, list[str]] = defaultdict(list)
+    ids = rows.column("id").to_pylist()
+    for rid, units in zip(ids, rows.column(unit_column).to_pylist(), strict=True):
+        for unit in [units] if isinstance(units, str) else units or []:
+            by_unit[unit].append(rid)
+    values = [sorted(by_unit.get(u, [])) for u in text_units.column("id").to_pylist()]
+    idx = text_units.schema.get_field_index(column)
+    return text_units.set_column(idx, column, pa.array(values, type=pa.list_(pa.string())))

@@ -1,0 +1,107 @@
+"""Search over a namespace's LanceDB tables: dense (cosine) and full-text (BM25), best first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
+from pipeline.embeddings.base import Embedder
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.io.store import NamespaceStore
+
+
+def _clean(rows: list[dict[str, Any]], include_vectors: bool) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        row = dict(row)
+        if "_distance" in row:
+            row["score"] = 1.0 - float(row.pop("_distance"))  # cosine distance -> similarity
+        elif "_score" in row:
+            row["score"] = float(row.pop("_score"))
+        if not include_vectors:
+            row.pop("vector", None)
+        out.append(row)
+    return out
+
+
+def vector_search(
+    store: NamespaceStore,
+    embedder: Embedder | CachedEmbedder,
+    query: str,
+    k: int = 10,
+    table: str = LANCE_TEXT_UNITS,
+    where: str | None = None,
+    include_vectors: bool = False,
+) -> list[dict[str, Any]]:
+    """Nearest rows of a LanceDB table by cosine similarity to the embedded query, best first.
+
+    For `text_units` the match is made against each unit's pieces (model-sized windows) and a unit
+    scores as its best piece, so a sentence deep inside a long chunk still finds that chunk.
+    """
+    vector = embedder.embed([query])[0]
+    if table == LANCE_TEXT_UNITS and store.has_lance_table(LANCE_TEXT_UNIT_PIECES):
+        return _search_units_by_pieces(store, vector, k, where, include_vectors)
+    search = store.open_lance_table(table).search(vector).metric("cosine").limit(k)
+    if where:
+        search = search.where(where, prefilter=True)
+    return _clean(search.to_list(), include_vectors)
+
+
+def _search_units_by_pieces(
+    store: NamespaceStore, vector: np.ndarray, k: int, where: str | None, include_vectors: bool
+) -> list[dict[str, Any]]:
+    units = store.open_lance_table(LANCE_TEXT_UNITS)
+    pieces = store.open_lance_table(LANCE_TEXT_UNIT_PIECES)
+    allowed: set[str] | None = None
+    if where:
+        allowed = {r["id"] for r in units.search().where(where).select(["id"]).limit(None).to_list()}
+        if not allowed:
+            return []
+    best: dict[str, float] = {}
+    limit = max(4 * k, 50)
+    total = pieces.count_rows()
+    while True:
+        hits = (
+            pieces.search(vector)
+            .metric("cosine")
+            .select(["text_unit_id", "_distance"])
+            .limit(limit)
+            .to_list()
+        )
+        for hit in hits:
+            uid = hit["text_unit_id"]
+            if allowed is not None and uid not in allowed:
+                continue
+            best.setdefault(uid, 1.0 - float(hit["_distance"]))  # hits come best first
+        if len(best) >= k or limit >= total:
+            break
+        limit *= 4
+    top = sorted(best.items(), key=lambda kv: -kv[1])[:k]
+    if not top:
+        return []
+    quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
+    rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
+    out = []
+    for uid, score in top:
+        if uid not in rows:  # pieces and units are two tables: mid re-index a piece may outlive its unit
+            continue
+        row = dict(rows[uid])
+        row["score"] = score
+        if not include_vectors:
+            row.pop("vector", None)
+        out.append(row)
+    return out
+
+
+def text_search(
+    store: NamespaceStore,
+    query: str,
+    k: int = 10,
+    table: str = LANCE_TEXT_UNITS,
+    include_vectors: bool = False,
+) -> list[dict[str, Any]]:
+    """BM25 full-text search over the table's indexed text, best first."""
+    search = store.open_lance_table(table).search(query, query_type="fts").limit(k)
+    return _clean(search.to_list(), include_vectors)

@@ -1,0 +1,183 @@
+"""The composition root: the one module that knows the concrete engine, embedders and caches, and
+builds them from `Settings`. The CLI, the service, the Dagster resources, the query functions and
+the benches get their parts here; every other module types against the protocols
+(`pipeline.engine.base.Engine`, `pipeline.embeddings.base.Embedder`, `pipeline.caches.base`).
+
+Where the caches live, in order:
+1. `cache_url` set (PIPELINE_CACHE_URL=postgresql://...): both caches are PostgreSQL tables
+   (`graphrag_llm_cache`, `graphrag_embedding_cache`). The choice when a run's steps execute on
+   several machines: SQLite on shared or object storage is not safe.
+2. else `cache_dir` set (PIPELINE_CACHE_DIR): SQLite files `llm.sqlite` and `embeddings.sqlite` there.
+3. else the storage root is a local path: the same files under `<storage_root>/_cache`.
+4. else (the storage root is a remote URI such as s3://...): a ValueError saying what to set.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from pipeline.caches.base import ResponseCache, VectorCache
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.caches.sqlite_llm import LLMCache
+from pipeline.embeddings.base import Embedder, EmbedderConfigError
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.engine.base import Engine
+from pipeline.engine.llm import LLMEngine
+from pipeline.engine.offline import OfflineEngine
+from pipeline.io.store import NamespaceStore
+from pipeline.llm.client import LLMClient
+from pipeline.llm.transport import read_api_key
+from pipeline.llm.usage import DEFAULT_PRICES, Usage
+from pipeline.settings import Settings, load_settings
+
+LLM_FILE = "llm.sqlite"
+EMBEDDING_FILE = "embeddings.sqlite"
+
+
+# ---- caches ----------------------------------------------------------------------------------------
+def _scheme(location: str) -> str:
+    scheme = urlparse(location).scheme.lower()
+    return "" if len(scheme) == 1 else scheme  # a drive letter (C:\...) is a local path, not a scheme
+
+
+def _local_path(location: str) -> Path:
+    if _scheme(location) == "file":
+        return Path(unquote(urlparse(location).path))
+    return Path(location).expanduser()
+
+
+def local_cache_folder(settings: Settings) -> Path:
+    """The folder for the SQLite caches (created if missing); ValueError when there is no local one."""
+    if settings.cache_dir is not None:
+        if _scheme(settings.cache_dir) not in ("", "file"):
+            raise ValueError(
+                f"PIPELINE_CACHE_DIR must be a local folder, not a {_scheme(settings.cache_dir)}:// URI; "
+                "for caches shared by several machines set PIPELINE_CACHE_URL (postgresql://...)"
+            )
+        folder = _local_path(settings.cache_dir)
+    else:
+        root = str(settings.storage_root)
+        if _scheme(root) not in ("", "file"):
+            # Only the scheme is named: the rest of a storage URI is none of this message's business.
+            raise ValueError(
+                f"the storage root is a remote {_scheme(root)}:// URI, and SQLite caches cannot live on "
+                "it: set PIPELINE_CACHE_URL to a postgresql:// URL (caches shared by every worker) or "
+                "PIPELINE_CACHE_DIR to a local folder"
+            )
+        folder = _local_path(root) / "_cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def open_llm_cache(settings: Settings) -> ResponseCache:
+    """The LLM response cache the settings call for (PostgreSQL, or SQLite in a local folder)."""
+    if settings.cache_url is not None:
+        from pipeline.caches.pg_llm import PgLLMCache  # psycopg is imported only when configured
+
+        return PgLLMCache(settings.cache_url.get_secret_value())
+    return LLMCache(local_cache_folder(settings) / LLM_FILE)
+
+
+def open_embedding_cache(settings: Settings) -> VectorCache:
+    """The embedding cache the settings call for (PostgreSQL, or SQLite in a local folder)."""
+    if settings.cache_url is not None:
+        from pipeline.caches.pg_embedding import PgEmbeddingCache
+
+        return PgEmbeddingCache(settings.cache_url.get_secret_value())
+    return EmbeddingCache(local_cache_folder(settings) / EMBEDDING_FILE)
+
+
+# ---- LLM client and engine -------------------------------------------------------------------------
+def make_llm_client(settings: Settings, usage: Usage | None = None, *, cache: bool = True) -> LLMClient:
+    """The chat client the settings describe (`llm_*`), with the cache `open_llm_cache` picks."""
+    return LLMClient(
+        model=settings.llm_model,
+        api_key=read_api_key(settings.llm_api_key_env, settings.llm_base_url),
+        base_url=settings.llm_base_url,
+        temperature=settings.llm_temperature,
+        max_tokens=settings.llm_max_tokens,
+        timeout_s=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+        concurrency=settings.llm_concurrency,
+        json_mode=settings.llm_json_mode,
+        cache=open_llm_cache(settings) if cache else None,
+        usage=usage,
+        prices={**DEFAULT_PRICES, **settings.llm_prices},
+    )
+
+
+def make_engine(settings: Settings, usage: Usage | None = None) -> Engine:
+    """`OfflineEngine` unless `PIPELINE_LLM_PROVIDER=openai`."""
+    if settings.llm_provider == "openai":
+        return LLMEngine(make_llm_client(settings, usage=usage))
+    return OfflineEngine(usage=usage)
+
+
+# ---- embedders -------------------------------------------------------------------------------------
+_models: dict[tuple[object, ...], Embedder] = {}
+_models_lock = threading.Lock()
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """A new embedder of the configured provider (no cache)."""
+    if settings.embedding_provider == "local":
+        from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # torch loads only when asked for
+
+        return LocalMiniLMEmbedder(device=settings.embedding_device, batch_size=settings.embedding_batch_size)
+    if settings.embedding_provider == "openai":
+        from pipeline.embeddings.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder.from_settings(settings)
+    raise EmbedderConfigError(f"unknown embedding provider {settings.embedding_provider!r}")
+
+
+def shared_embedder(settings: Settings) -> Embedder:
+    """The process's one embedder for these settings: loading MiniLM costs seconds, so every asset of
+    a run and every query of a service share it."""
+    key = (
+        settings.embedding_provider,
+        settings.embedding_model,
+        settings.embedding_base_url,
+        settings.embedding_device,
+        settings.embedding_batch_size,
+    )
+    with _models_lock:
+        if key not in _models:
+            _models[key] = make_embedder(settings)
+        return _models[key]
+
+
+def cached_embedder(settings: Settings) -> CachedEmbedder:
+    """The shared embedder behind the persistent embedding cache."""
+    return CachedEmbedder(
+        shared_embedder(settings), open_embedding_cache(settings), batch_size=settings.embedding_batch_size
+    )
+
+
+# ---- what a query needs ----------------------------------------------------------------------------
+@dataclass
+class QueryRuntime:
+    settings: Settings
+    store: NamespaceStore
+    engine: Engine
+    embedder: CachedEmbedder
+
+
+def query_runtime(
+    namespace: str,
+    *,
+    settings: Settings | None = None,
+    engine: Engine | None = None,
+    embedder: CachedEmbedder | None = None,
+) -> QueryRuntime:
+    """Store scoped to `namespace` (validated), plus the configured engine and embedder unless given."""
+    s = settings or load_settings()
+    return QueryRuntime(
+        settings=s,
+        store=NamespaceStore.from_settings(s, namespace),
+        engine=engine if engine is not None else make_engine(s),
+        embedder=embedder if embedder is not None else cached_embedder(s),
+    )
