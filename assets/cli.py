@@ -119,12 +119,11 @@ def _filter_pair(value: str) -> tuple[str, object]:
 def cmd_query_chunks(args: argparse.Namespace) -> int:
     from pipeline.chunk_graph import ChunkGraphError
     from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.runtime import make_embedder, open_embedding_cache
+    from pipeline.runtime import cached_embedder
 
     settings = load_settings()
     store = NamespaceStore.from_settings(settings, args.namespace)
-    embedder = CachedEmbedder(make_embedder(settings), open_embedding_cache(settings))
+    embedder = cached_embedder(settings)
     try:
         graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
         hits = graph.query(

@@ -24,15 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.caches.sqlite_llm import LLMCache  # noqa: E402
-from pipeline.embeddings.cached import CachedEmbedder  # noqa: E402
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # noqa: E402
 from pipeline.engine.llm import LLMEngine  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
 from pipeline.io.store import NamespaceStore  # noqa: E402
 from pipeline.llm import LLMClient  # noqa: E402
 from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
 from pipeline.query.questions import load_questions  # noqa: E402
-from pipeline.runtime import open_embedding_cache  # noqa: E402
+from pipeline.runtime import cached_embedder  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 
@@ -76,9 +74,7 @@ def main() -> None:
     store = NamespaceStore(args.storage, _namespace(args.storage, args.namespace))
     questions = load_questions(questions_file=str(QUESTIONS))[: args.questions]
     config = GlobalSearchConfig(level=args.level)
-    embedder = CachedEmbedder(
-        LocalMiniLMEmbedder(), open_embedding_cache(load_settings(storage_root=str(args.storage)))
-    )
+    embedder = cached_embedder(load_settings(storage_root=str(args.storage)))
     out: dict = {"namespace": store.namespace, "questions": len(questions), "level": args.level}
 
     rows = []

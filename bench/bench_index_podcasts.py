@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.core import schema  # noqa: E402
-from pipeline.embeddings.cached import CachedEmbedder  # noqa: E402
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
 from pipeline.index.claims import index_claims  # noqa: E402
 from pipeline.index.communities import index_communities  # noqa: E402
@@ -42,7 +40,7 @@ from pipeline.io.store import NamespaceStore  # noqa: E402
 from pipeline.ops.chunking import chunk_documents_table  # noqa: E402
 from pipeline.ops.communities import level_summary  # noqa: E402
 from pipeline.ops.ingest import documents_table, read_documents  # noqa: E402
-from pipeline.runtime import open_embedding_cache  # noqa: E402
+from pipeline.runtime import cached_embedder  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 
 DEFAULT_ZIP = (
@@ -118,9 +116,8 @@ def main() -> None:
 
         embeddings: dict = {}
         if not args.no_embed:
-            model = LocalMiniLMEmbedder()
-            _timed(stages, "embedding_model_load", lambda: model.embed(["warm up"]))
-            embedder = CachedEmbedder(model, open_embedding_cache(settings))
+            embedder = cached_embedder(settings)
+            _timed(stages, "embedding_model_load", lambda: embedder.embedder.embed(["warm up"]))
             unit_stats = _timed(
                 stages, "text_unit_embeddings", lambda: index_text_units(store, units, docs, embedder)
             )

@@ -99,7 +99,9 @@ def _import_graph() -> dict[str, set[str]]:
         with_parents = set(targets)
         for t in targets:
             parts = t.split(".")
-            with_parents |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules}
+            with_parents |= {
+                ".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules
+            }
         # a module's own ancestors run before it: importing them is not an edge
         graph[name] = {t for t in with_parents if t != name and not name.startswith(t + ".")}
     return graph
@@ -206,7 +208,9 @@ def _asset_functions() -> list[tuple[str, ast.FunctionDef]]:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef):
                 decorators = [
-                    d.func.id if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) else getattr(d, "id", "")
+                    d.func.id
+                    if isinstance(d, ast.Call) and isinstance(d.func, ast.Name)
+                    else getattr(d, "id", "")
                     for d in node.decorator_list
                 ]
                 if {"asset", "multi_asset"} & set(decorators):

@@ -30,7 +30,6 @@ from pipeline.query.saved_questions import (
     write_global_map_answers,
     write_local_answers,
 )
-from pipeline.runtime import make_engine
 
 GROUP = "query"
 # Declarative automation: answers refresh after a re-index changes what they read (the automation
@@ -106,7 +105,7 @@ def global_map_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = make_engine(pipeline_settings.get_settings())
+    engine = pipeline_settings.engine()
     store = pipeline_settings.store(context.partition_key)
     table = write_global_map_answers(
         store, engine, embedder.get_embedder(), _global_config(config), log=context.log.info
@@ -137,7 +136,7 @@ def global_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = make_engine(pipeline_settings.get_settings())
+    engine = pipeline_settings.engine()
     store = pipeline_settings.store(context.partition_key)
     answers = write_global_answers(store, engine, embedder.get_embedder(), _global_config(config))
     return MaterializeResult(
@@ -166,7 +165,7 @@ def local_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = make_engine(pipeline_settings.get_settings())
+    engine = pipeline_settings.engine()
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
     cfg = LocalSearchConfig(top_k=config.top_k, community_level=config.level)
