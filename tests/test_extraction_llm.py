@@ -16,8 +16,9 @@ import pytest
 
 from pipeline.core import schema
 from pipeline.core.names import normalize_name
-from pipeline.ops.extraction import extract_graph, failures_table, from_table, to_table
+from pipeline.ops.extraction import failures_table, from_table, to_table
 from pipeline.ops.extraction.models import GENERIC_TYPE, RawEntity, UnitExtraction
+from pipeline.ops.extraction.run import extract_graph
 from pipeline.ops.resolution import resolve_graph
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings

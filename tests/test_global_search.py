@@ -77,8 +77,10 @@ def write_reports(
                     "rank": 5.0,
                 }
             )
-    store.write_table(schema.COMMUNITIES, pa.Table.from_pylist(communities))
-    store.write_table(schema.COMMUNITY_REPORTS, pa.Table.from_pylist(reports))
+    store.write_table(schema.COMMUNITIES, pa.Table.from_pylist(communities, schema=schema.COMMUNITIES_SCHEMA))
+    store.write_table(
+        schema.COMMUNITY_REPORTS, pa.Table.from_pylist(reports, schema=schema.COMMUNITY_REPORTS_SCHEMA)
+    )
 
 
 @pytest.fixture
@@ -185,37 +187,8 @@ def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minil
 
 def test_empty_namespace_is_no_results(tmp_path, minilm):
     s = NamespaceStore(tmp_path / "st", "empty")
-    s.write_table(
-        schema.COMMUNITIES,
-        pa.Table.from_pylist(
-            [],
-            schema=pa.schema(
-                [
-                    ("community", pa.int64()),
-                    ("level", pa.int64()),
-                    ("children", pa.list_(pa.int64())),
-                    ("entity_ids", pa.list_(pa.string())),
-                    ("text_unit_ids", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-    )
-    s.write_table(
-        schema.COMMUNITY_REPORTS,
-        pa.Table.from_pylist(
-            [],
-            schema=pa.schema(
-                [
-                    ("community", pa.int64()),
-                    ("level", pa.int64()),
-                    ("title", pa.string()),
-                    ("summary", pa.string()),
-                    ("full_content", pa.string()),
-                    ("rank", pa.float64()),
-                ]
-            ),
-        ),
-    )
+    s.write_table(schema.COMMUNITIES, schema.to_table([], schema.COMMUNITIES_SCHEMA))
+    s.write_table(schema.COMMUNITY_REPORTS, schema.to_table([], schema.COMMUNITY_REPORTS_SCHEMA))
     result, _ = run(s, "anything?", minilm)
     assert result.status == "no_results" and result.batches == 0
 

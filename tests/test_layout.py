@@ -10,7 +10,11 @@ The layers of `pipeline/` (a module may import its own layer and those listed):
 - `caches` (a base plus one backend per file), `llm` (client, transport, retries): core, io, caches.
 - `ops`: operations on tables with small option objects; never the store, settings or runtime; an
   LLM task is asked of the engine's contract (`engine.base`), never of an implementation.
-- `engine`, `embeddings`: core, llm, caches, ops, prompts.
+- `engine`, `embeddings`: core, llm, caches, ops, prompts. The engine also imports its query-time
+  tasks (`query.global_tasks`, `query.local_tasks`, `query.query_intent`: each task's models with its
+  offline and LLM forms, which the engine chooses between) and the embedder protocol (the offline forms
+  score with the query's embedder). Those task modules import only core, prompts, llm and the embedder
+  protocol, so the engine, and the indexing code that names it, never loads query-time machinery.
 - `runtime`: the composition root; the only importer of concrete engines, embedders and caches.
 - `index`: one runner per Dagster asset; never query-time code.
 - `chunk_graph`: the similarity graph, built by `index` and walked at query time.
@@ -58,6 +62,10 @@ QUERY_TIME = {"query", "vector_tool", "service"}
 # The engine's contract (the `Engine` protocol and its task models) is what an operation calls for an
 # LLM task; the implementations stay above ops.
 ENGINE_CONTRACT = {"pipeline.engine", "pipeline.engine.base"}
+# Query-time tasks with an offline and an LLM form live with their stage; the engine picks the form.
+QUERY_TASKS = {"pipeline.query.global_tasks", "pipeline.query.local_tasks", "pipeline.query.query_intent"}
+EMBEDDER_CONTRACT = {"pipeline.embeddings", "pipeline.embeddings.base"}
+ENGINE_ALSO = {"pipeline.query", *QUERY_TASKS, *EMBEDDER_CONTRACT}
 
 
 def _module_name(path: Path) -> str:
@@ -136,9 +144,25 @@ def test_layers_import_only_what_they_may():
         for t in targets:
             other = _layer(t)
             crosses = t.split(".")[0] == "pipeline" and other is not None and other != layer
-            allowed = other in ALLOWED[layer] or (layer == "ops" and t in ENGINE_CONTRACT)
+            allowed = (
+                other in ALLOWED[layer]
+                or (layer == "ops" and t in ENGINE_CONTRACT)
+                or (layer == "engine" and t in ENGINE_ALSO)
+            )
             if crosses and not allowed:
                 offenders.append(f"{module} -> {t}")
+    assert offenders == []
+
+
+def test_the_query_tasks_the_engine_imports_are_leaves():
+    """What the engine may import of query time must not pull in the rest of it (store, indexes)."""
+    graph = _import_graph()
+    offenders = [
+        f"{module} -> {t}"
+        for module in sorted(QUERY_TASKS)
+        for t in graph[module]
+        if _layer(t) not in {"core", "prompts", "llm"} and t not in ENGINE_ALSO
+    ]
     assert offenders == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import numpy as np
 import pyarrow as pa
@@ -104,10 +105,13 @@ def embedder(tmp_path_factory):
     )
 
 
-def _vectors(table_rows: list[dict], texts: list[str], embedder) -> pa.Table:
+def _vectors(table_rows: list[dict], texts: list[str], embedder, lance_schema) -> pa.Table:
+    """A LanceDB table of `lance_schema(dim, model)`: the given columns, the others null, the vectors of `texts`."""
     vecs = embedder.embed(texts)
+    full = lance_schema(vecs.shape[1], embedder.model_id).remove_metadata()
     arr = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1).astype(np.float32)), vecs.shape[1])
-    return pa.Table.from_pylist(table_rows).append_column("vector", arr)
+    rows = pa.Table.from_pylist(table_rows, schema=full.remove(full.get_field_index("vector")))
+    return rows.append_column(full.field("vector"), arr)
 
 
 def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -> str:
@@ -120,7 +124,10 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
         pos = start + len(p)
     units = [f"{store.namespace}-u{i}" for i in range(len(PARAGRAPHS))]
     store.write_table(
-        schema.DOCUMENTS, pa.Table.from_pylist([{"id": doc_id, "title": "carol.txt", "text": text}])
+        schema.DOCUMENTS,
+        pa.Table.from_pylist(
+            [{"id": doc_id, "title": "carol.txt", "text": text}], schema=schema.DOCUMENTS_SCHEMA
+        ),
     )
     tu = pa.Table.from_pylist(
         [
@@ -133,7 +140,8 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
                 "n_tokens": 20,
             }
             for u, (s, e) in zip(units, spans, strict=True)
-        ]
+        ],
+        schema=schema.TEXT_UNITS_SCHEMA,
     )
     store.write_table(schema.TEXT_UNITS, tu)
     index_text_units(store, tu, store.read_table(schema.DOCUMENTS), embedder)
@@ -149,10 +157,13 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
         }
         for k, (t, ty, al, d, us) in ENTITIES.items()
     ]
-    store.write_table(schema.ENTITIES, pa.Table.from_pylist(ents))
+    store.write_table(schema.ENTITIES, pa.Table.from_pylist(ents, schema=schema.ENTITIES_SCHEMA))
     store.write_table(
         schema.RELATIONSHIPS,
-        pa.Table.from_pylist([{"source_id": eid(a), "target_id": eid(b), "weight": w} for a, b, w in EDGES]),
+        pa.Table.from_pylist(
+            [{"source_id": eid(a), "target_id": eid(b), "weight": w} for a, b, w in EDGES],
+            schema=schema.RELATIONSHIPS_SCHEMA,
+        ),
     )
     store.write_table(
         schema.COMMUNITIES,
@@ -167,17 +178,24 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
                     "title": f"Community {c}",
                 }
                 for c, lv, p, ch, mem in COMMUNITIES
-            ]
+            ],
+            schema=schema.COMMUNITIES_SCHEMA,
         ),
     )
     store.write_table(
         schema.COMMUNITY_REPORTS,
-        pa.Table.from_pylist([{"community": c, "title": t, "summary": s} for c, (t, s) in REPORTS.items()]),
+        pa.Table.from_pylist(
+            [{"community": c, "title": t, "summary": s} for c, (t, s) in REPORTS.items()],
+            schema=schema.COMMUNITY_REPORTS_SCHEMA,
+        ),
     )
     store.replace_lance_table(
         schema.LANCE_ENTITIES,
         _vectors(
-            [{"id": e["id"]} for e in ents], [f"{e['title']}: {e['description']}" for e in ents], embedder
+            [{"id": e["id"]} for e in ents],
+            [f"{e['title']}: {e['description']}" for e in ents],
+            embedder,
+            schema.lance_entities_schema,
         ),
     )
     levels = {c: lv for c, lv, *_ in COMMUNITIES}
@@ -187,6 +205,7 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
             [{"community": c, "level": levels[c]} for c in REPORTS],
             [s for _, s in REPORTS.values()],
             embedder,
+            schema.lance_community_reports_schema,
         ),
     )
     if with_claim:
@@ -208,7 +227,8 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
                         "start_char": start,
                         "end_char": start + len(quote),
                     }
-                ]
+                ],
+                schema=schema.COVARIATES_SCHEMA,
             ),
         )
     return text
@@ -315,13 +335,28 @@ def test_requested_level_is_validated_and_used(tiny, embedder):
         run_local(store, "Tiny Tim", embedder, community_level=-1)
 
 
-def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder, monkeypatch):
-    from pipeline.query import local_tasks
+class _Unreachable:
+    """The same vectors under a calibration whose `relevant` level no cosine reaches."""
 
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.calibration = dataclasses.replace(inner.calibration, relevant=2.0)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder):
     store, _ = tiny
-    monkeypatch.setattr(local_tasks, "OFFLINE_SELECT_THRESHOLD", 2.0)  # nothing can pass a cosine of 2
-    result = run_local(store, "What was the weather like that Christmas Eve?", embedder)
+    result = run_local(store, "What was the weather like that Christmas Eve?", _Unreachable(embedder))
     assert result.selection == "fallback" and result.communities
+
+
+def test_offline_selection_floor_is_the_embedders_relevant_level(tiny, embedder):
+    store, _ = tiny
+    question = "What was the weather like that Christmas Eve?"
+    assert embedder.calibration.relevant == 0.25  # MiniLM's
+    assert run_local(store, question, embedder).selection == "offline"
 
 
 def test_cancellation_between_stages(tiny, embedder):

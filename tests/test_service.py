@@ -69,7 +69,8 @@ def build_service_data(root: Path) -> ServiceData:
                         "title": f"Community {c}",
                     }
                     for c, lv, p, ch, mem in COMMUNITIES
-                ]
+                ],
+                schema=schema.COMMUNITIES_SCHEMA,
             ),
         )
         levels = {c: lv for c, lv, *_ in COMMUNITIES}
@@ -86,7 +87,8 @@ def build_service_data(root: Path) -> ServiceData:
                         "rank": 1.0,
                     }
                     for c, (t, s) in REPORTS.items()
-                ]
+                ],
+                schema=schema.COMMUNITY_REPORTS_SCHEMA,
             ),
         )
         build_namespace_chunk_graph(store)

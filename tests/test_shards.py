@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.core import schema
 from pipeline.core.shards import ShardMismatchError, order_like, shard_of, shard_table, shard_units
+from pipeline.engine.offline import OfflineEngine
 from pipeline.index.extracted_graph import index_extracted_graph, index_extraction_shard
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.chunking import chunk_documents_table
@@ -66,12 +67,12 @@ def test_order_like_refuses_missing_or_extra_rows():
 
 def test_merged_shard_parts_equal_a_one_process_extraction(tmp_path: Path):
     one = _store(tmp_path / "one")
-    index_extracted_graph(one, load_settings(shards=1))
+    index_extracted_graph(one, load_settings(shards=1), OfflineEngine())
     sharded = _store(tmp_path / "sharded")
     settings = load_settings(shards=3)
     for k in (2, 0, 1):  # workers finish in any order
-        index_extraction_shard(sharded, settings, k, 3)
-    summary = index_extracted_graph(sharded, settings)
+        index_extraction_shard(sharded, settings, k, 3, OfflineEngine())
+    summary = index_extracted_graph(sharded, settings, OfflineEngine())
     assert summary.counts["shards_merged"] == 3
     for table in (schema.EXTRACTED_GRAPH, schema.FAILED_EXTRACTIONS):
         assert sharded.read_table(table).equals(one.read_table(table)), table
@@ -81,12 +82,12 @@ def test_a_stale_or_missing_shard_part_is_extracted_by_the_merge(tmp_path: Path)
     store = _store(tmp_path)
     settings = load_settings(shards=3)
     for k in range(3):
-        index_extraction_shard(store, settings, k, 3)
+        index_extraction_shard(store, settings, k, 3, OfflineEngine())
     # shard 1's part loses a row (as if written for older text units); shard 2's part is gone
     part = store.read_table(shard_table(schema.EXTRACTED_GRAPH, 1, 3))
     store.write_table(shard_table(schema.EXTRACTED_GRAPH, 1, 3), part.slice(1))
     store.delete_file(shard_table(schema.EXTRACTED_GRAPH, 2, 3) + ".parquet")
-    summary = index_extracted_graph(store, settings)
+    summary = index_extracted_graph(store, settings, OfflineEngine())
     assert summary.counts["shards_merged"] == 1
     merged = store.read_table(schema.EXTRACTED_GRAPH).column("text_unit_id").to_pylist()
     assert merged == store.read_table(schema.TEXT_UNITS).column("id").to_pylist()
@@ -95,7 +96,7 @@ def test_a_stale_or_missing_shard_part_is_extracted_by_the_merge(tmp_path: Path)
 def test_a_shard_part_made_under_another_configuration_is_not_taken(tmp_path: Path):
     store = _store(tmp_path)
     for k in range(2):
-        index_extraction_shard(store, load_settings(shards=2, extract_claims=False), k, 2)
-    summary = index_extracted_graph(store, load_settings(shards=2))
+        index_extraction_shard(store, load_settings(shards=2, extract_claims=False), k, 2, OfflineEngine())
+    summary = index_extracted_graph(store, load_settings(shards=2), OfflineEngine())
     assert summary.counts["shards_merged"] == 0
     assert summary.counts["claims"] > 0

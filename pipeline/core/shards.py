@@ -9,11 +9,13 @@ namespace's text-unit order, so the merged table does not depend on the shard co
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 SHARD_FOLDER = "shards"
+_SHARD_NAME = re.compile(rf"{SHARD_FOLDER}/(?P<table>[^/]+)\.\d+-of-\d+")
 
 
 class ShardMismatchError(RuntimeError):
@@ -48,6 +50,12 @@ def shard_table(table: str, shard: int, shards: int) -> str:
     """Store name of one shard's part of `table`; the count is in the name so that a shard written
     under another shard count is never mistaken for a current one."""
     return f"{SHARD_FOLDER}/{table}.{shard:03d}-of-{shards:03d}"
+
+
+def shard_base(name: str) -> str | None:
+    """The table whose shard part `shard_table` stores as `name`; None for any other name."""
+    match = _SHARD_NAME.fullmatch(name)
+    return match["table"] if match else None
 
 
 def order_like(parts: pa.Table, key: str, order: list[str]) -> pa.Table:

@@ -23,12 +23,15 @@ class Calibration:
     - `related`: two texts this similar are about the same thing (chunk-graph edges).
     - `relevant`: a passage or report this similar to a question is worth showing (local-search floor).
     - `useless` / `useful`: the offline usefulness scale maps cosine `useless` to 0 and `useful` to 100.
+    - `entity`: a question this similar to an entity's "title: description" vector is about that entity
+      (local search's semantic entity channel).
     """
 
     related: float
     relevant: float
     useless: float
     useful: float
+    entity: float
 
     def usefulness(self, cosine: float) -> float:
         """A cosine on the 0-100 usefulness scale of map answers (0 below `useless`)."""

@@ -14,8 +14,9 @@ from pipeline.embeddings.base import Calibration
 
 # MiniLM's cosines: unrelated English passages sit around 0.1-0.2, passages on one subject above 0.5,
 # near-paraphrases above 0.7. `related` is Mastra's default edge threshold (0.7), which suits MiniLM;
-# `relevant` 0.25 is just above the unrelated band; usefulness runs from 0.15 (noise) to 0.65 (on topic).
-MINILM_CALIBRATION = Calibration(related=0.7, relevant=0.25, useless=0.15, useful=0.65)
+# `relevant` 0.25 is just above the unrelated band; usefulness runs from 0.15 (noise) to 0.65 (on topic);
+# a question names an entity from 0.45 on (a short question against a "title: description" line).
+MINILM_CALIBRATION = Calibration(related=0.7, relevant=0.25, useless=0.15, useful=0.65, entity=0.45)
 
 
 class LocalMiniLMEmbedder:

@@ -24,7 +24,7 @@ EMBEDDING_ENCODING = "cl100k_base"
 MAX_INPUTS_PER_REQUEST = 2048  # OpenAI's limit for one embeddings request
 # text-embedding-3 cosines run lower than MiniLM's for related text (on-topic pairs ~0.4-0.6, unrelated
 # ~0.0-0.15), so every level sits lower. Not measured on this project's sets: no paid API here.
-OPENAI_CALIBRATION = Calibration(related=0.6, relevant=0.2, useless=0.1, useful=0.5)
+OPENAI_CALIBRATION = Calibration(related=0.6, relevant=0.2, useless=0.1, useful=0.5, entity=0.35)
 
 
 class OpenAIEmbedder:

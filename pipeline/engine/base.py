@@ -1,7 +1,9 @@
 """The engine: every LLM task of the pipeline, done by a model (`LLMEngine`) or without one (`OfflineEngine`).
 
 `pipeline.runtime.make_engine(settings)` picks one from `PIPELINE_LLM_PROVIDER`; callers type their
-parameter `engine: Engine` and never branch on which they got.
+parameter `engine: Engine` and never branch on which they got: every task that has an offline and an LLM
+form is a method here, and the engine class is the one place that picks the form. `kind` names the
+engine for metadata and logs only (tests/test_engine_contract.py fails on code that compares it).
 
 How a task is added (the `summarize` task below is the worked example; copy its shape):
 
@@ -12,6 +14,15 @@ How a task is added (the `summarize` task below is the worked example; copy its 
 4. `LLMEngine` (`llm.py`) renders the prompt and calls `client.complete_json(...)` (cache, retries, validation).
 5. `OfflineEngine` (`offline.py`) does the same job deterministically without a model. Larger offline logic (rule-based
    extraction, extractive reports) lives in its stage's module and the method just calls it.
+
+Where each pair lives (offline form / LLM form):
+- `extract_unit`: `ops/extraction/offline.py` / `ops/extraction/llm.py`
+- `summarize_descriptions`: `ops/descriptions.py` (`offline_description` / `llm_description`)
+- `community_report`: `ops/reports/offline.py` / the prompt, in `llm.py`
+- `map_answer`, `reduce_answer`: `query/global_tasks.py`
+- `query_intent`: `query/query_intent.py`; `select_communities`, `local_answer`: `query/local_tasks.py`
+The query-time task modules import only core, prompts, llm and the embedder protocol, so the engine may
+import them without pulling in query-time code (tests/test_layout.py).
 
 Task methods are async and handle one item; `engine.run_batch(items, fn)` runs many of them and returns a
 result or an `LLMError` per item, so that an asset can write failure rows instead of stopping.
@@ -24,10 +35,21 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from pipeline.embeddings.base import Embedder
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMError
 from pipeline.llm.usage import Usage
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse
+from pipeline.ops.extraction.models import (
+    ExtractionFailure,
+    ExtractionOptions,
+    ExtractionRequest,
+    ExtractorIdentity,
+    UnitExtraction,
+)
+from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
+from pipeline.query.global_tasks import MapAnswer, MapRequest, ReduceAnswer, ReduceRequest
+from pipeline.query.local_tasks import CommunitySelection
+from pipeline.query.query_intent import QueryIntent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -53,6 +75,11 @@ class Summarizer(Protocol):
 # ---- community reports (pipeline.ops.reports) -----------------------------------------------------------
 @runtime_checkable
 class CommunityReporter(Protocol):
+    @property
+    def report_identity(self) -> ReportIdentity:
+        """(method, model, version) of the reports this engine writes, as they enter the fingerprint."""
+        ...
+
     async def community_report(
         self,
         request: CommunityReportRequest,
@@ -62,12 +89,114 @@ class CommunityReporter(Protocol):
     ) -> CommunityReportResponse: ...
 
 
+# ---- graph extraction (pipeline.ops.extraction) -----------------------------------------------------
+@runtime_checkable
+class Extractor(Protocol):
+    def extraction_identity(self, options: ExtractionOptions) -> ExtractorIdentity:
+        """What this engine's extraction under `options` is: its method and version, the config a stored
+        extraction must match, and whether a stored one is reused (`pipeline.index.extracted_graph`)."""
+        ...
+
+    async def extract_unit(
+        self,
+        request: ExtractionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> tuple[UnitExtraction, ExtractionFailure | None]:
+        """One text unit's records, and the failure that cut them short, if any (then the records are
+        partial or empty, never an exception: one unit does not fail a run)."""
+        ...
+
+
+# ---- description summaries (pipeline.ops.descriptions) ---------------------------------------------
+class DescriptionRequest(BaseModel):
+    names: tuple[str, ...]  # the entity's title, or a relationship's (source, target)
+    descriptions: tuple[str, ...]  # distinct, in order of first appearance; at least one
+    max_tokens: int = Field(ge=1)  # offline: the summary's budget
+    max_input_tokens: int = Field(ge=1)  # LLM: descriptions per call, beyond which they go in rounds
+    max_words: int = Field(ge=1)  # LLM: the summary's length
+    encoding: str
+
+
+class DescriptionSummary(BaseModel):
+    summary: str
+    calls: int = 0  # model calls it took (0: written offline, or kept)
+    kept: bool = False  # the single description, unchanged
+
+
+@runtime_checkable
+class DescriptionSummarizer(Protocol):
+    async def summarize_descriptions(
+        self,
+        request: DescriptionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DescriptionSummary: ...
+
+
+# ---- global search (pipeline.query.global_tasks) ---------------------------------------------------
+@runtime_checkable
+class GlobalSearcher(Protocol):
+    async def map_answer(
+        self,
+        request: MapRequest,
+        embedder: Embedder | None,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> MapAnswer:
+        """A batch of reports -> a partial answer and its usefulness. The offline form scores sentences
+        with `embedder` (ValueError without one); the LLM form does not use it."""
+        ...
+
+    async def reduce_answer(
+        self,
+        request: ReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> ReduceAnswer: ...
+
+
+# ---- local search (pipeline.query.query_intent, pipeline.query.local_tasks) ------------------------
+@runtime_checkable
+class LocalSearcher(Protocol):
+    async def query_intent(
+        self, question: str, *, deadline: float | None = None, cancel: CancelSignal | None = None
+    ) -> QueryIntent: ...
+
+    async def select_communities(
+        self,
+        question: str,
+        candidates: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> CommunitySelection: ...
+
+    async def local_answer(
+        self,
+        question: str,
+        summaries: list[dict[str, Any]],
+        evidence: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str: ...
+
+
 # ---- the engine ------------------------------------------------------------------------------------
 @runtime_checkable
-class Engine(Summarizer, CommunityReporter, Protocol):
-    """All task protocols plus batch running; later tasks add their protocol to the bases."""
+class Engine(
+    Summarizer, CommunityReporter, Extractor, DescriptionSummarizer, GlobalSearcher, LocalSearcher, Protocol
+):
+    """All task protocols plus batch running; a new task adds its protocol to the bases."""
 
-    kind: Literal["offline", "llm"]
+    kind: Literal["offline", "llm"]  # a name for metadata and logs; never a reason to branch
     usage: Usage
 
     def run_batch(

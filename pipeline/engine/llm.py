@@ -1,4 +1,7 @@
-"""The LLM engine: every task through the one LLM client (cache, retries, validation)."""
+"""The LLM engine: every task through the one LLM client (cache, retries, validation).
+
+Each method calls its task's LLM form, which lives with its stage (see `base.py` for where).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,31 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, TypeVar
 
 from pipeline import prompts
-from pipeline.engine.base import SummarizeRequest, Summary
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import DescriptionRequest, DescriptionSummary, SummarizeRequest, Summary
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.client import LLMClient
 from pipeline.llm.errors import LLMError
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse
+from pipeline.ops.descriptions import llm_description
+from pipeline.ops.extraction.llm import extract_request_llm, llm_identity
+from pipeline.ops.extraction.models import (
+    ExtractionFailure,
+    ExtractionOptions,
+    ExtractionRequest,
+    ExtractorIdentity,
+    UnitExtraction,
+)
+from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
+from pipeline.query.global_tasks import (
+    MapAnswer,
+    MapRequest,
+    ReduceAnswer,
+    ReduceRequest,
+    llm_map,
+    llm_reduce,
+)
+from pipeline.query.local_tasks import CommunitySelection, llm_answer, llm_select
+from pipeline.query.query_intent import QueryIntent, llm_intent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +62,12 @@ class LLMEngine:
             cancel=cancel,
         )
 
+    # ---- indexing ----------------------------------------------------------------------------------
+    @property
+    def report_identity(self) -> ReportIdentity:
+        model = f"{self.client.endpoint}/{self.client.model}"
+        return ReportIdentity("llm", model, prompts.COMMUNITY_REPORT.version)
+
     async def community_report(
         self,
         request: CommunityReportRequest,
@@ -56,6 +85,79 @@ class LLMEngine:
             cancel=cancel,
         )
 
+    def extraction_identity(self, options: ExtractionOptions) -> ExtractorIdentity:
+        return llm_identity(self.client.model, options)
+
+    async def extract_unit(
+        self,
+        request: ExtractionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> tuple[UnitExtraction, ExtractionFailure | None]:
+        # The batch (`run_batch`) enforces the deadline and cancellation: a unit's rounds are not cut
+        # one by one, so a unit is either finished or a failure row.
+        return await extract_request_llm(self.client, request)
+
+    async def summarize_descriptions(
+        self,
+        request: DescriptionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DescriptionSummary:
+        return await llm_description(self.client, request)
+
+    # ---- global search -----------------------------------------------------------------------------
+    async def map_answer(
+        self,
+        request: MapRequest,
+        embedder: Embedder | None,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> MapAnswer:
+        return await llm_map(self.client, request, deadline=deadline, cancel=cancel)
+
+    async def reduce_answer(
+        self,
+        request: ReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> ReduceAnswer:
+        return await llm_reduce(self.client, request, deadline=deadline, cancel=cancel)
+
+    # ---- local search ------------------------------------------------------------------------------
+    async def query_intent(
+        self, question: str, *, deadline: float | None = None, cancel: CancelSignal | None = None
+    ) -> QueryIntent:
+        return await llm_intent(self.client, question, deadline=deadline, cancel=cancel)
+
+    async def select_communities(
+        self,
+        question: str,
+        candidates: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> CommunitySelection:
+        return await llm_select(self.client, question, candidates, deadline=deadline, cancel=cancel)
+
+    async def local_answer(
+        self,
+        question: str,
+        summaries: list[dict[str, Any]],
+        evidence: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return await llm_answer(self.client, question, summaries, evidence, deadline=deadline, cancel=cancel)
+
+    # ---- running -----------------------------------------------------------------------------------
     def run_batch(
         self,
         items: Sequence[T],

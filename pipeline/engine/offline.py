@@ -1,4 +1,7 @@
-"""The offline engine: every task done deterministically without a model."""
+"""The offline engine: every task done deterministically without a model.
+
+Each method calls its task's offline form, which lives with its stage (see `base.py` for where).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,32 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, TypeVar
 
-from pipeline.engine.base import SummarizeRequest, Summary
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import DescriptionRequest, DescriptionSummary, SummarizeRequest, Summary
 from pipeline.llm.batch import CancelSignal, gather_settled
 from pipeline.llm.errors import LLMError
 from pipeline.llm.usage import Usage
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse
-from pipeline.ops.reports.offline import offline_report
+from pipeline.ops.descriptions import offline_description
+from pipeline.ops.extraction.models import (
+    ExtractionFailure,
+    ExtractionOptions,
+    ExtractionRequest,
+    ExtractorIdentity,
+    UnitExtraction,
+)
+from pipeline.ops.extraction.offline import extract_request, offline_identity
+from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
+from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
+from pipeline.query.global_tasks import (
+    MapAnswer,
+    MapRequest,
+    ReduceAnswer,
+    ReduceRequest,
+    offline_map,
+    offline_reduce,
+)
+from pipeline.query.local_tasks import CommunitySelection, offline_answer, offline_select
+from pipeline.query.query_intent import QueryIntent, offline_intent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,6 +54,11 @@ class OfflineEngine:
     ) -> Summary:
         return Summary(summary=extractive_summary(request.texts, request.max_words))
 
+    # ---- indexing ----------------------------------------------------------------------------------
+    @property
+    def report_identity(self) -> ReportIdentity:
+        return ReportIdentity("offline", "offline", OFFLINE_REPORT_VERSION)
+
     async def community_report(
         self,
         request: CommunityReportRequest,
@@ -40,6 +68,80 @@ class OfflineEngine:
     ) -> CommunityReportResponse:
         return offline_report(request.context)
 
+    def extraction_identity(self, options: ExtractionOptions) -> ExtractorIdentity:
+        return offline_identity(options)
+
+    async def extract_unit(
+        self,
+        request: ExtractionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> tuple[UnitExtraction, ExtractionFailure | None]:
+        return extract_request(request), None  # the rules cannot fail a unit
+
+    async def summarize_descriptions(
+        self,
+        request: DescriptionRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DescriptionSummary:
+        return offline_description(request)
+
+    # ---- global search -----------------------------------------------------------------------------
+    async def map_answer(
+        self,
+        request: MapRequest,
+        embedder: Embedder | None,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> MapAnswer:
+        if embedder is None:
+            raise ValueError("offline global search needs an embedder to score sentences")
+        # Embedding is CPU work: in a thread, so that the other map batches' bookkeeping goes on.
+        return await asyncio.to_thread(offline_map, request, embedder)
+
+    async def reduce_answer(
+        self,
+        request: ReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> ReduceAnswer:
+        return offline_reduce(request)
+
+    # ---- local search ------------------------------------------------------------------------------
+    async def query_intent(
+        self, question: str, *, deadline: float | None = None, cancel: CancelSignal | None = None
+    ) -> QueryIntent:
+        return offline_intent(question)
+
+    async def select_communities(
+        self,
+        question: str,
+        candidates: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> CommunitySelection:
+        return offline_select(question, candidates, embedder)
+
+    async def local_answer(
+        self,
+        question: str,
+        summaries: list[dict[str, Any]],
+        evidence: list[dict[str, Any]],
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return offline_answer(question, summaries, evidence, embedder)
+
+    # ---- running -----------------------------------------------------------------------------------
     def run_batch(
         self,
         items: Sequence[T],

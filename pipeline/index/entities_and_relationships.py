@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Json, StageReport
 from pipeline.io.store import NamespaceStore
@@ -31,7 +32,7 @@ class EntitiesSummary:
     duration_s: float
 
 
-def index_entities(store: NamespaceStore, settings: Any, engine: Any = None) -> EntitiesSummary:
+def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> EntitiesSummary:
     """extracted_graph -> entities + relationships; text_units gain entity_ids and relationship_ids."""
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))

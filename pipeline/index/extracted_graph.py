@@ -4,14 +4,14 @@ Text units whose extraction failed go to failed_extractions.
 Rules, in order:
 1. Shard parts already extracted by workers (`extracted_graph_shard`) are taken when they still cover
    exactly the shard's text units under the same configuration; every other unit is extracted here.
-2. Offline, a unit extracted before with the same configuration is reused (its id fixes its text); the
-   LLM path asks again and the LLM cache answers every call made before, crash or not.
+2. When the engine's extraction is reusable (offline), a unit extracted before with the same configuration
+   is reused (its id fixes its text); otherwise (LLM) it is asked again and the LLM cache answers every
+   call made before, crash or not.
 3. Rows come out in text-unit order, so the tables are the same whatever the shard count.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,18 +22,14 @@ import pyarrow.compute as pc
 
 from pipeline.core import schema
 from pipeline.core.shards import document_shards, order_like, shard_table, shard_units
+from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.extraction import (
-    ExtractionFailure,
-    ExtractionRun,
-    extract_graph,
-    failures_table,
-    from_table,
-    to_table,
-)
-from pipeline.ops.incremental import offline_extraction_config, reuse_extractions, tag_extraction_config
+from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
+from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
+from pipeline.ops.extraction.run import ExtractionRun, extract_graph
+from pipeline.ops.incremental import reuse_extractions, tag_extraction_config
 
 # Parquet schema metadata key of a shard part: the configuration it was extracted under.
 SHARD_CONFIG_KEY = b"shard_config"
@@ -45,62 +41,40 @@ class ExtractionSummary:
     counts: dict[str, int]
     failures: list[ExtractionFailure]
     duration_s: float
-    reused: int = 0  # offline: units taken from the previous extracted_graph (same text, same config)
+    reused: int = 0  # reusable (offline) extraction: units taken from the previous extracted_graph
+
+
+def _identity(settings: Any, engine: Engine) -> ExtractorIdentity:
+    return engine.extraction_identity(ExtractionOptions.from_settings(settings))
 
 
 def _extract(
     store: NamespaceStore,
     units: pa.Table,
     settings: Any,
-    engine: Any,
+    engine: Engine,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
-    """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order.
-
-    Offline, a unit extracted before with the same configuration is reused (its id fixes its text);
-    the LLM path asks again and the LLM cache answers every call made before, crash or not."""
-    if engine is not None and getattr(engine, "kind", "offline") != "offline":
+    """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
+    identity = _identity(settings, engine)
+    if not identity.reusable:
         run = extract_graph(units, settings, engine, progress=progress)
         table = to_table(run.units)
         reused = {}
     else:
-        config = offline_extraction_config(settings)
         previous = (
             store.read_table(schema.EXTRACTED_GRAPH) if store.has_table(schema.EXTRACTED_GRAPH) else None
         )
         ids = units.column("id").to_pylist()
-        reused = reuse_extractions(previous, config, ids)
+        reused = reuse_extractions(previous, identity.config, ids)
         todo = [i for i, uid in enumerate(ids) if uid not in reused]
         run = extract_graph(units.take(pa.array(todo, pa.int64())), settings, engine, progress=progress)
         fresh = {u.text_unit_id: u for u in run.units}
         run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
-        table = tag_extraction_config(to_table(run.units), config)
+        table = tag_extraction_config(to_table(run.units), identity.config)
     summary = ExtractionSummary(run.method, run.counts(), run.failures, round(run.duration_s, 3), len(reused))
     failures = sorted(run.failures, key=lambda f: (f.text_unit_id, f.round))
     return table, failures_table(failures), summary
-
-
-def _shard_config(settings: Any, engine: Any) -> bytes:
-    """What a shard's extraction depends on besides its text units: a shard part made under another
-    configuration is not taken. The LLM path names its model and prompts' settings; its calls are
-    cached anyway, so a mismatch costs cache lookups, never paid calls."""
-    if _is_offline(engine):
-        return offline_extraction_config(settings).encode()
-    return json.dumps(
-        {
-            "method": "llm",
-            "model": settings.llm_model,
-            "entity_types": list(settings.entity_types),
-            "max_gleanings": settings.extraction_max_gleanings,
-            "claims": bool(settings.extract_claims),
-            "claim_description": settings.claim_description,
-        },
-        sort_keys=True,
-    ).encode()
-
-
-def _is_offline(engine: Any) -> bool:
-    return engine is None or getattr(engine, "kind", "offline") == "offline"
 
 
 def index_extraction_shard(
@@ -108,14 +82,15 @@ def index_extraction_shard(
     settings: Any,
     shard: int,
     shards: int,
-    engine: Any = None,
+    engine: Engine,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExtractionSummary:
     """One document shard's text units -> that shard's part of extracted_graph and failed_extractions
-    (a worker's share of a namespace; `index_extracted_graph` merges the parts)."""
+    (a worker's share of a namespace; `index_extracted_graph` merges the parts). The part is tagged
+    with the engine's extraction config: a part made under another is not taken."""
     units = shard_units(store.read_table(schema.TEXT_UNITS), shard, shards)
     table, failures, summary = _extract(store, units, settings, engine, progress)
-    config = _shard_config(settings, engine)
+    config = _identity(settings, engine).config.encode()
     store.write_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards), failures)
     # written last: a part with this tag is complete, failures included
     store.write_table(
@@ -143,7 +118,7 @@ def _current_shard_part(
 def index_extracted_graph(
     store: NamespaceStore,
     settings: Any,
-    engine: Any = None,
+    engine: Engine,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExtractionSummary:
     """text_units -> extracted_graph + failed_extractions.
@@ -154,7 +129,8 @@ def index_extracted_graph(
     started = time.monotonic()
     units = store.read_table(schema.TEXT_UNITS)
     shards = int(getattr(settings, "shards", 1))
-    config = _shard_config(settings, engine)
+    identity = _identity(settings, engine)
+    config = identity.config.encode()
     graphs: list[pa.Table] = []
     failures: list[pa.Table] = []
     todo: list[pa.Table] = []
@@ -176,15 +152,15 @@ def index_extracted_graph(
         failures.append(failed)
     order = units.column("id").to_pylist()
     merged = order_like(pa.concat_tables(graphs), "text_unit_id", order)
-    if _is_offline(engine):
-        merged = tag_extraction_config(merged, offline_extraction_config(settings))
+    if identity.reusable:
+        merged = tag_extraction_config(merged, identity.config)
     failed = pa.concat_tables(failures)
     failed = failed.take(pc.sort_indices(failed, [("text_unit_id", "ascending"), ("round", "ascending")]))
     store.write_table(schema.EXTRACTED_GRAPH, merged)
     store.write_table(schema.FAILED_EXTRACTIONS, failed)
     run = ExtractionRun("", from_table(merged))
     return ExtractionSummary(
-        method="offline" if _is_offline(engine) else "llm",
+        method=identity.method,
         counts={**run.counts(), "shards": shards, "shards_merged": merged_shards},
         failures=[ExtractionFailure(**row) for row in failed.to_pylist()],
         duration_s=round(time.monotonic() - started, 3),

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.embeddings.base import ProgressFn
@@ -111,7 +110,7 @@ def index_report_embeddings(
         lambda r: r["full_content"] or "",
         progress,
     )
-    report_table = pa.table(
+    report_table = schema.to_table(
         {
             "id": reports.column("id"),
             "community": reports.column("community"),
@@ -122,7 +121,7 @@ def index_report_embeddings(
             "rank": reports.column("rank"),
             "vector": schema.vector_array(vectors, dim),
         },
-        schema=schema.lance_community_reports_schema(dim, model_id),
+        schema.lance_community_reports_schema(dim, model_id),
     )
     store.replace_lance_table(schema.LANCE_COMMUNITY_REPORTS, report_table, fts_columns=("full_content",))
 
@@ -138,7 +137,7 @@ def index_report_embeddings(
         lambda r: entity_text(r["title"], r["description"]),
         progress,
     )
-    entity_table = pa.table(
+    entity_table = schema.to_table(
         {
             "id": entities.column("id"),
             "title": entities.column("title"),
@@ -147,7 +146,7 @@ def index_report_embeddings(
             "aliases": entities.column("aliases"),
             "vector": schema.vector_array(vectors, dim),
         },
-        schema=schema.lance_entities_schema(dim, model_id),
+        schema.lance_entities_schema(dim, model_id),
     )
     store.replace_lance_table(schema.LANCE_ENTITIES, entity_table, fts_columns=("title", "description"))
     return report_stats, entity_stats

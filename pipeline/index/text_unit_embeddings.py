@@ -53,7 +53,7 @@ def index_text_units(
     doc_ids = text_units.column("document_id").to_pylist()
     starts = text_units.column("start_char").to_pylist()
     doc_titles = pa.array([titles.get(d) for d in doc_ids], pa.string())
-    table = pa.table(
+    table = schema.to_table(
         {
             "id": text_units.column("id"),
             "text": text_units.column("text"),
@@ -66,9 +66,9 @@ def index_text_units(
                 vectors.reshape(len(texts), dim) if texts else np.zeros((0, dim)), dim
             ),
         },
-        schema=schema.lance_text_units_schema(dim),
+        schema.lance_text_units_schema(dim),
     )
-    piece_table = pa.table(
+    piece_table = schema.to_table(
         {
             "id": [f"{unit_ids[p.owner]}:{p.start}" for p in pieces],
             "text_unit_id": [unit_ids[p.owner] for p in pieces],
@@ -78,7 +78,8 @@ def index_text_units(
             "vector": schema.vector_array(
                 np.stack([p.vector for p in pieces]) if pieces else np.zeros((0, dim)), dim
             ),
-        }
+        },
+        schema.lance_text_unit_pieces_schema(dim),
     )
     store.replace_lance_table(schema.LANCE_TEXT_UNIT_PIECES, piece_table)
     store.replace_lance_table(schema.LANCE_TEXT_UNITS, table, fts_columns=("text",))

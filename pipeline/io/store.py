@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.core.namespace import validate_namespace
+from pipeline.core.schema import check_lance_table, check_stored_table
 from pipeline.io.storage import Location, StorageRoot
 
 if TYPE_CHECKING:
@@ -123,7 +124,11 @@ class NamespaceStore:
         return self.has_file(f"{table}.parquet")
 
     def write_table(self, table: str, data: pa.Table) -> Location:
-        """Write atomically: readers see the old file or the new one, never half of one."""
+        """Write atomically: readers see the old file or the new one, never half of one.
+
+        A table whose schema is registered (`pipeline.core.schema.TABLE_SCHEMAS`) must have exactly its
+        columns and types: SchemaError otherwise, before anything is written."""
+        check_stored_table(table, data)
         with self.open_output(f"{table}.parquet") as sink:
             pq.write_table(data, sink, compression="zstd")
         return self.parquet_path(table)
@@ -177,8 +182,13 @@ class NamespaceStore:
         `id` (one Lance commit: a reader sees the old rows or the new ones, and the full-text index of the
         old version keeps answering, unindexed new rows being searched flat); the index is then rebuilt as
         a further commit. An overwrite would publish a version with no full-text index first, where
-        full-text queries fail until the index lands, so it is kept for new tables and schema changes."""
+        full-text queries fail until the index lands, so it is kept for new tables and schema changes.
+
+        A table registered in `pipeline.core.schema.LANCE_SCHEMAS` must have exactly its columns and
+        types, for the dimension of its vectors: SchemaError otherwise, before anything is written."""
         from lancedb.index import FTS
+
+        check_lance_table(name, data)
 
         db = self.lancedb()
         table = db.open_table(name) if self.has_lance_table(name) else None

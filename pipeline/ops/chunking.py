@@ -102,7 +102,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     """(text_units table, documents table with text_unit_ids filled) from a `documents` table."""
     import pyarrow as pa
 
-    from pipeline.core.schema import TEXT_UNITS_SCHEMA
+    from pipeline.core.schema import TEXT_UNITS_SCHEMA, to_table
 
     ids = documents.column("id").to_pylist()
     texts = documents.column("text").to_pylist()
@@ -127,7 +127,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
                     "chunk_index": u.chunk_index,
                 }
             )
-    text_units = pa.Table.from_pylist(rows, schema=TEXT_UNITS_SCHEMA)
+    text_units = to_table(rows, TEXT_UNITS_SCHEMA)
     col = documents.schema.get_field_index("text_unit_ids")
     documents = documents.set_column(col, "text_unit_ids", pa.array(per_doc, type=pa.list_(pa.string())))
     return text_units, documents

@@ -87,4 +87,4 @@ def build_covariates(units: Sequence[UnitExtraction], entities: pa.Table) -> tup
             )
     stats.claims = len(rows)
     stats.by_status = dict(stats.by_status)
-    return pa.Table.from_pylist(rows, schema=schema.COVARIATES_SCHEMA), stats
+    return schema.to_table(rows, schema.COVARIATES_SCHEMA), stats

@@ -103,7 +103,7 @@ def build_communities(
                 "method": c.method,
             }
         )
-    return pa.Table.from_pylist(rows, schema=schema.COMMUNITIES_SCHEMA)
+    return schema.to_table(rows, schema.COMMUNITIES_SCHEMA)
 
 
 def _leiden(

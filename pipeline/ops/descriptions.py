@@ -1,13 +1,14 @@
-"""Description summaries for resolved entities and relationships.
+"""Description summaries for resolved entities and relationships, each asked of the engine
+(`Engine.summarize_descriptions`: `offline_description` or `llm_description` below).
 
-- No description, or one distinct description: kept as it is, no call (GraphRAG does the same).
-- Two or more, offline: representative sentences within `description_max_tokens`: sentences that open
-  with one of the names (they say what the entity is) first, then informative-length sentences, each
-  group in text order; duplicates dropped.
-- Two or more, LLM: one `summarize_descriptions` call; when the descriptions exceed
-  `summarize_max_input_tokens` they are summarized iteratively (a batch that fits, then its summary
-  plus the next batch, ...). A call that fails after its retries falls back to the offline summary and
-  is counted; it never fails the run.
+- No description: an empty one, no engine call.
+- Offline: representative sentences within `description_max_tokens`: sentences that open with one of
+  the names (they say what the entity is) first, then informative-length sentences, each group in text
+  order; duplicates dropped.
+- LLM: one distinct description is kept as it is, no call (GraphRAG does the same); two or more get one
+  `summarize_descriptions` call; when they exceed `summarize_max_input_tokens` they are summarized
+  iteratively (a batch that fits, then its summary plus the next batch, ...). A call that fails after
+  its retries falls back to the offline summary and is counted; it never fails the run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from pipeline import prompts
 from pipeline.core.names import normalize_name
 from pipeline.core.tokens import count_tokens
+from pipeline.engine.base import DescriptionRequest, DescriptionSummary, Engine, Summary
 from pipeline.ops.extraction.text import split_sentences
 
 _INFORMATIVE_WORDS = (8, 50)
@@ -94,8 +96,6 @@ async def llm_summary(
 
     async def call(batch: list[str]) -> str:
         nonlocal calls
-        from pipeline.engine.base import Summary
-
         calls += 1
         out = await client.complete_json(
             prompt.messages(
@@ -121,49 +121,60 @@ async def llm_summary(
     return await call(batch), calls
 
 
+def offline_description(request: DescriptionRequest) -> DescriptionSummary:
+    """The offline engine's description: `offline_summary`, even of a single description (an offline
+    description is its unit's sentences, which this trims to the budget)."""
+    summary = offline_summary(request.names, request.descriptions, request.max_tokens, request.encoding)
+    return DescriptionSummary(summary=summary)
+
+
+async def llm_description(client: Any, request: DescriptionRequest) -> DescriptionSummary:
+    """The LLM engine's description: a single one kept as it is, else `llm_summary`; raises LLMError."""
+    if len(request.descriptions) == 1:
+        return DescriptionSummary(summary=request.descriptions[0], kept=True)
+    summary, calls = await llm_summary(
+        client,
+        request.names,
+        request.descriptions,
+        max_input_tokens=request.max_input_tokens,
+        max_words=request.max_words,
+        encoding=request.encoding,
+    )
+    return DescriptionSummary(summary=summary, calls=calls)
+
+
 def summarize_all(
-    items: Sequence[DescriptionItem], settings: Any, engine: Any = None
+    items: Sequence[DescriptionItem], settings: Any, engine: Engine
 ) -> tuple[list[str], SummaryStats]:
     """One description per item, in order, following the rules in the module docstring."""
     stats = SummaryStats()
-    out: list[str | None] = [None] * len(items)
-    pending: list[int] = []
-    use_llm = engine is not None and getattr(engine, "kind", "offline") == "llm"
-    for i, item in enumerate(items):
-        if not item.descriptions:
-            out[i] = ""
+    out = [""] * len(items)
+    pending = [i for i, item in enumerate(items) if item.descriptions]
+    stats.kept_as_is += len(items) - len(pending)
+
+    def request(item: DescriptionItem) -> DescriptionRequest:
+        return DescriptionRequest(
+            names=item.names,
+            descriptions=item.descriptions,
+            max_tokens=settings.description_max_tokens,
+            max_input_tokens=settings.summarize_max_input_tokens,
+            max_words=settings.summarize_max_words,
+            encoding=settings.encoding,
+        )
+
+    async def one(i: int) -> DescriptionSummary:
+        return await engine.summarize_descriptions(request(items[i]))
+
+    for i, outcome in zip(pending, engine.run_batch(pending, one), strict=True):
+        if isinstance(outcome, Exception):  # failed after its retries: never worth failing the run
+            stats.llm_failures += 1
+            out[i] = offline_description(request(items[i])).summary
+            continue
+        out[i] = outcome.summary
+        if outcome.kept:
             stats.kept_as_is += 1
-        elif len(item.descriptions) == 1 and use_llm:
-            out[i] = item.descriptions[0]
-            stats.kept_as_is += 1
-        elif use_llm:
-            pending.append(i)
+        elif outcome.calls:
+            stats.llm_calls += outcome.calls
         else:
-            out[i] = offline_summary(
-                item.names, item.descriptions, settings.description_max_tokens, settings.encoding
-            )
             stats.offline += 1
-    if pending:
-
-        async def one(i: int) -> tuple[str, int]:
-            item = items[i]
-            return await llm_summary(
-                engine.client,
-                item.names,
-                item.descriptions,
-                max_input_tokens=settings.summarize_max_input_tokens,
-                max_words=settings.summarize_max_words,
-                encoding=settings.encoding,
-            )
-
-        for i, outcome in zip(pending, engine.run_batch(pending, one), strict=True):
-            if isinstance(outcome, Exception):
-                stats.llm_failures += 1
-                item = items[i]
-                out[i] = offline_summary(
-                    item.names, item.descriptions, settings.description_max_tokens, settings.encoding
-                )
-            else:
-                out[i], calls = outcome
-                stats.llm_calls += calls
-    return [o or "" for o in out], stats
+    return out, stats

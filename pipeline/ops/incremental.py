@@ -6,8 +6,9 @@ costly step reuses earlier work keyed by content:
 
 - documents are identified by the sha256 of their text and text units by (document id, offsets), so an
   unchanged document yields the same text-unit ids;
-- offline extraction of an unchanged text unit is taken from the previous `extracted_graph` table
-  (`reuse_extractions`); LLM extraction is answered by the LLM cache, keyed by the full request;
+- an engine whose extraction is reusable (the offline rules) takes an unchanged text unit's records from
+  the previous `extracted_graph` table (`reuse_extractions`, under the engine's extraction config); the
+  LLM engine asks again and its cache, keyed by the full request, answers;
 - embeddings come from the embedding cache (keyed by text), reports are reused by fingerprint.
 
 This module also watches the input root for the sensor (`input_fingerprints`, `diff_inputs`): one
@@ -17,17 +18,15 @@ fingerprint per namespace folder, cheap enough to compute every tick (file names
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
-from pipeline.ops.extraction import OFFLINE_VERSION, UnitExtraction, from_table
+from pipeline.ops.extraction import UnitExtraction, from_table
 
 # Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
 EXTRACTION_CONFIG_KEY = b"extraction_config"
@@ -153,19 +152,6 @@ def unit_delta(previous_ids: Iterable[str], current_ids: Iterable[str]) -> dict[
 
 
 # ---- extraction reuse ------------------------------------------------------------------------------
-def offline_extraction_config(settings: Any) -> str:
-    """Everything the offline extractor's output depends on besides the text (which the unit id fixes)."""
-    return json.dumps(
-        {
-            "version": OFFLINE_VERSION,
-            "entity_types": list(settings.entity_types),
-            "window": settings.offline_cooccurrence_window,
-            "claims": bool(settings.extract_claims),
-        },
-        sort_keys=True,
-    )
-
-
 def tag_extraction_config(table: pa.Table, config: str) -> pa.Table:
     meta = dict(table.schema.metadata or {})
     meta[EXTRACTION_CONFIG_KEY] = config.encode()

@@ -237,9 +237,7 @@ def _row_document(
 
 def documents_table(documents: list[Document]):  # -> pa.Table
     """Arrow table in the `documents` schema (text_unit_ids filled later by chunking)."""
-    import pyarrow as pa
-
-    from pipeline.core.schema import DOCUMENTS_SCHEMA
+    from pipeline.core.schema import DOCUMENTS_SCHEMA, to_table
 
     rows = [
         {
@@ -258,18 +256,16 @@ def documents_table(documents: list[Document]):  # -> pa.Table
         }
         for i, d in enumerate(documents)
     ]
-    return pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
+    return to_table(rows, DOCUMENTS_SCHEMA)
 
 
 def errors_table(errors: list[IngestError]):  # -> pa.Table
-    import pyarrow as pa
+    from pipeline.core.schema import INGEST_ERRORS_SCHEMA, to_table
 
-    from pipeline.core.schema import INGEST_ERRORS_SCHEMA
-
-    return pa.Table.from_pylist(
+    return to_table(
         [
             {"source_path": e.source_path, "row": e.row, "error_type": e.error_type, "reason": e.reason}
             for e in errors
         ],
-        schema=INGEST_ERRORS_SCHEMA,
+        INGEST_ERRORS_SCHEMA,
     )

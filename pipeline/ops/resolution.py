@@ -36,6 +36,7 @@ from rapidfuzz import fuzz, process
 
 from pipeline.core import schema
 from pipeline.core.names import entity_id, normalize_name, relationship_id
+from pipeline.engine.base import Engine
 from pipeline.ops.descriptions import DescriptionItem, SummaryStats, distinct, summarize_all
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
@@ -79,7 +80,9 @@ class _Mention:
     inferred: bool
 
 
-def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Any = None) -> ResolvedGraph:
+def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Engine) -> ResolvedGraph:
+    """The `entities` and `relationships` tables of the units, by the rules in the module docstring; the
+    engine writes the descriptions (`pipeline.ops.descriptions`)."""
     stats = ResolutionStats()
     mentions = _mentions(units, stats)
     groups = _group(mentions, settings.resolution_fuzzy_threshold, stats)
@@ -140,8 +143,8 @@ def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Any = 
         r["human_readable_id"] = i
     stats.entities, stats.relationships = len(ent_rows), len(rel_rows)
     return ResolvedGraph(
-        pa.Table.from_pylist(ent_rows, schema=schema.ENTITIES_SCHEMA),
-        pa.Table.from_pylist(rel_rows, schema=schema.RELATIONSHIPS_SCHEMA),
+        schema.to_table(ent_rows, schema.ENTITIES_SCHEMA),
+        schema.to_table(rel_rows, schema.RELATIONSHIPS_SCHEMA),
         stats,
     )
 

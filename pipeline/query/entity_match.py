@@ -27,7 +27,9 @@ class MatchOptions:
     rrf_k: int = 60
     max_seeds: int = 10
     fuzzy_threshold: float = 88.0  # rapidfuzz ratio, 0-100
-    semantic_threshold: float = 0.45  # cosine of the question and "title: description"
+    # Cosine of the question and "title: description"; None: the embedder's `calibration.entity`
+    # (local search fills it in).
+    semantic_threshold: float | None = None
     semantic_top_k: int = 20
 
 
@@ -121,6 +123,10 @@ def match_entities(
     options: MatchOptions = MatchOptions(),
 ) -> list[EntityMatch]:
     """Seed entities, best first: the four channels fused with RRF, capped, plus exact intent matches."""
+    if query_vector is not None and options.semantic_threshold is None:
+        raise ValueError(
+            "a query vector needs options.semantic_threshold (the embedder's calibration.entity)"
+        )
     channels = {
         "exact": exact_channel(question, entities),
         "alias": alias_channel(question, entities),

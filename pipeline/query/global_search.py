@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.core.tokens import count_tokens
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
@@ -21,13 +23,11 @@ from pipeline.query.global_context import load_report_contexts
 from pipeline.query.global_tasks import (
     MapAnswer,
     MapRequest,
+    ReduceAnswer,
     ReduceBlock,
     ReduceRequest,
     cited_communities,
-    llm_map,
-    llm_reduce,
     map_messages,
-    offline_map,
     offline_reduce,
     reduce_block,
     reduce_messages,
@@ -80,29 +80,25 @@ class GlobalSearchResult:
 
 
 class GlobalTasks:
-    """Map and reduce done by the configured engine: the LLM client, or offline with the embedder."""
+    """Map and reduce asked of the engine (which scores with the embedder offline), with call counts."""
 
-    def __init__(self, engine: Any, embedder: Any | None = None) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         self.engine = engine
         self.embedder = embedder
         self.map_calls = 0
         self.reduce_calls = 0
-        if engine.kind == "offline" and embedder is None:
-            raise ValueError("offline global search needs an embedder to score sentences")
 
     async def map(
         self, request: MapRequest, deadline: float | None, cancel: CancelSignal | None
     ) -> MapAnswer:
         self.map_calls += 1
-        if self.engine.kind == "offline":
-            return await asyncio.to_thread(offline_map, request, self.embedder)
-        return await llm_map(self.engine.client, request, deadline=deadline, cancel=cancel)
+        return await self.engine.map_answer(request, self.embedder, deadline=deadline, cancel=cancel)
 
-    async def reduce(self, request: ReduceRequest, deadline: float | None, cancel: CancelSignal | None):  # noqa: ANN201
+    async def reduce(
+        self, request: ReduceRequest, deadline: float | None, cancel: CancelSignal | None
+    ) -> ReduceAnswer:
         self.reduce_calls += 1
-        if self.engine.kind == "offline":
-            return offline_reduce(request)
-        return await llm_reduce(self.engine.client, request, deadline=deadline, cancel=cancel)
+        return await self.engine.reduce_answer(request, deadline=deadline, cancel=cancel)
 
 
 def plan_batches(store: NamespaceStore, question: str, config: GlobalSearchConfig) -> list[Batch]:
@@ -282,7 +278,7 @@ def _answer_row(r: MapResult) -> dict[str, Any]:
 
 
 def _finish(result: GlobalSearchResult, tasks: GlobalTasks, started: float) -> GlobalSearchResult:
-    usage = dict(tasks.engine.usage.counters()) if hasattr(tasks.engine, "usage") else {}
+    usage = dict(tasks.engine.usage.counters())
     usage.update(map_calls=tasks.map_calls, reduce_calls=tasks.reduce_calls)
     result.usage = usage
     result.duration_s = round(time.monotonic() - started, 3)
@@ -295,13 +291,14 @@ def global_search(
     level: int | None = None,
     *,
     settings: Any = None,
-    engine: Any = None,
-    embedder: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
     config: GlobalSearchConfig | None = None,
     deadline: float | None = None,
     cancel: CancelSignal | None = None,
 ) -> GlobalSearchResult:
-    """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape."""
+    """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
+    and embedder default to the configured ones (`pipeline.runtime.query_runtime`)."""
     from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)

@@ -1,5 +1,9 @@
-"""The two LLM tasks of global search — map (one batch of reports → a partial answer with a usefulness
-score) and reduce (the useful partial answers → one cited answer) — with their offline versions."""
+"""The two tasks of global search — map (one batch of reports → a partial answer with a usefulness
+score) and reduce (the useful partial answers → one cited answer) — in their offline and LLM forms.
+
+The engine picks the form (`Engine.map_answer`, `Engine.reduce_answer`), so this module is part of the
+engine's contract: it imports nothing of query time beyond its own models (see tests/test_layout.py).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,8 @@ import numpy as np
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from pipeline import prompts
-from pipeline.query.batcher import part_header
+from pipeline.embeddings.base import Embedder
 
-# Offline calibration of MiniLM cosine similarity to a 0-100 usefulness: below LOW nothing in the
-# batch is about the question; at HIGH a sentence says nearly what was asked.
-OFFLINE_LOW = 0.15
-OFFLINE_HIGH = 0.65
 OFFLINE_MAX_POINTS = 4
 OFFLINE_REDUCE_MAX_POINTS = 10
 
@@ -119,28 +119,23 @@ def cited_communities(text: str) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
-def calibrate(similarity: float) -> float:
-    """MiniLM cosine → usefulness 0-100 (0 below OFFLINE_LOW)."""
-    if similarity < OFFLINE_LOW:
-        return 0.0
-    return round(min(1.0, (similarity - OFFLINE_LOW) / (OFFLINE_HIGH - OFFLINE_LOW)) * 100, 1)
-
-
-def offline_map(request: MapRequest, embedder: Any) -> MapAnswer:
-    """The batch's sentences most similar to the question, cited by community; usefulness from similarity."""
+def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
+    """The batch's sentences most similar to the question, cited by community; usefulness is the best
+    similarity on the embedding model's usefulness scale (`Calibration.usefulness`)."""
     sentences = _sentences_by_community(request.context)
     if not sentences:
         return MapAnswer(answer="", usefulness=0)
+    calibration = embedder.calibration
     vectors = embedder.embed([request.question] + [s for _, s in sentences])
     sims = vectors[1:] @ vectors[0]
     order = np.argsort(-sims, kind="stable")
     best = float(sims[order[0]])
-    usefulness = calibrate(best)
+    usefulness = calibration.usefulness(best)
     if usefulness == 0:
         return MapAnswer(answer="", usefulness=0)
     points, seen = [], set()
     for i in order:
-        if len(points) >= OFFLINE_MAX_POINTS or calibrate(float(sims[i])) == 0:
+        if len(points) >= OFFLINE_MAX_POINTS or calibration.usefulness(float(sims[i])) == 0:
             break
         community, sentence = sentences[int(i)]
         if sentence.lower() in seen:
@@ -202,11 +197,9 @@ __all__ = [
     "ReduceAnswer",
     "ReduceBlock",
     "ReduceRequest",
-    "calibrate",
     "llm_map",
     "llm_reduce",
     "offline_map",
     "offline_reduce",
-    "part_header",
     "reduce_block",
 ]

@@ -11,24 +11,20 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.entity_match import EntityMatch, MatchOptions, match_entities
 from pipeline.query.local_index import LocalIndex, load_local_index
-from pipeline.query.local_tasks import (
-    CommunitySelection,
-    llm_answer,
-    llm_select,
-    offline_answer,
-    offline_select,
-)
-from pipeline.query.query_intent import QueryIntent, llm_intent, offline_intent
+from pipeline.query.local_tasks import CommunitySelection
+from pipeline.query.query_intent import QueryIntent
 from pipeline.query.search import text_search, vector_search
 
 
@@ -154,7 +150,7 @@ def keyword_terms(intent: QueryIntent, seeds: list[EntityMatch], cap: int) -> li
 
 
 def recall_chunks(
-    store: NamespaceStore, embedder: Any, question: str, terms: list[str], cfg: LocalSearchConfig
+    store: NamespaceStore, embedder: Embedder, question: str, terms: list[str], cfg: LocalSearchConfig
 ) -> list[dict]:
     """Vector hits first, then keyword hits by matched-term count and length; deduplicated, capped."""
     vector_hits = vector_search(store, embedder, question, k=cfg.vector_chunk_top_k)
@@ -236,8 +232,8 @@ def gather_evidence(
 async def local_search_async(
     store: NamespaceStore,
     question: str,
-    engine: Any,
-    embedder: Any,
+    engine: Engine,
+    embedder: Embedder,
     cfg: LocalSearchConfig = LocalSearchConfig(),
     deadline: float | None = None,
     cancel: CancelSignal | None = None,
@@ -254,7 +250,9 @@ async def local_search_async(
             f"community level {level} does not exist in namespace {store.namespace!r}; levels are {index.levels}"
         )
     result = LocalSearchResult(question, "completed")
-    llm = engine.kind != "offline"
+    match = cfg.match
+    if match.semantic_threshold is None:
+        match = replace(match, semantic_threshold=embedder.calibration.entity)
 
     def check(stage: str) -> None:
         if is_cancelled(cancel):
@@ -264,16 +262,12 @@ async def local_search_async(
 
     try:
         check("query parsing")
-        intent = (
-            await llm_intent(engine.client, question, deadline=deadline, cancel=cancel)
-            if llm
-            else offline_intent(question)
-        )
+        intent = await engine.query_intent(question, deadline=deadline, cancel=cancel)
         result.intent = intent.model_dump()
         check("entity matching")
         query_vector = embedder.embed([question])[0]
         theme_vector = embedder.embed([" ".join([question, *intent.themes])])[0]
-        seeds = match_entities(question, intent, index.entities, store, query_vector, cfg.match)
+        seeds = match_entities(question, intent, index.entities, store, query_vector, match)
         result.seeds = [
             {"id": m.id, "title": m.title, "score": round(m.score, 6), "channels": m.channels} for m in seeds
         ]
@@ -290,7 +284,7 @@ async def local_search_async(
         check("community selection")
         selection = await _select(engine, embedder, question, candidates, deadline, cancel)
         chosen = [c for c in candidates if c["id"] in set(selection.selected_community_ids)]
-        result.selection = "llm" if llm else "offline"
+        result.selection = engine.kind  # metadata: whose selector chose
         if not chosen:
             chosen, result.selection = candidates, "fallback"
         result.communities = chosen
@@ -300,31 +294,28 @@ async def local_search_async(
             result.answer = "The index holds nothing relevant to this question."
         else:
             check("answer")
-            if llm:
-                result.answer = await llm_answer(
-                    engine.client, question, chosen, result.evidence, deadline=deadline, cancel=cancel
-                )
-            else:
-                result.answer = offline_answer(question, chosen, result.evidence, embedder)
+            result.answer = await engine.local_answer(
+                question, chosen, result.evidence, embedder, deadline=deadline, cancel=cancel
+            )
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason = "cancelled", str(exc)
-    result.usage = dict(engine.usage.counters()) if hasattr(engine, "usage") else {}
+    result.usage = dict(engine.usage.counters())
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 
 
 async def _select(
-    engine: Any,
-    embedder: Any,
+    engine: Engine,
+    embedder: Embedder,
     question: str,
     candidates: list[dict],
     deadline: float | None,
     cancel: CancelSignal | None,
 ) -> CommunitySelection:
-    if engine.kind == "offline":
-        return offline_select(question, candidates, embedder)
     try:
-        return await llm_select(engine.client, question, candidates, deadline=deadline, cancel=cancel)
+        return await engine.select_communities(
+            question, candidates, embedder, deadline=deadline, cancel=cancel
+        )
     except (LLMCancelledError, LLMTimeoutError):
         raise
     except LLMError:
@@ -352,13 +343,14 @@ def local_search(
     community_level: int | None = None,
     *,
     settings: Any = None,
-    engine: Any = None,
-    embedder: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
     config: LocalSearchConfig | None = None,
     deadline: float | None = None,
     cancel: CancelSignal | None = None,
 ) -> LocalSearchResult:
-    """Answer a question about specific entities for one namespace, with evidence cited to source offsets."""
+    """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
+    The engine and embedder default to the configured ones (`pipeline.runtime.query_runtime`)."""
     from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)

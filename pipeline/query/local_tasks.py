@@ -1,4 +1,6 @@
-"""The LLM tasks of local search after parsing — community selection and the answer — with offline versions."""
+"""The tasks of local search after parsing — community selection and the answer — in their offline and
+LLM forms. The engine picks the form (`Engine.select_communities`, `Engine.local_answer`), so this module
+is part of the engine's contract and imports nothing of query time (see tests/test_layout.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
+from pipeline.embeddings.base import Embedder
 
-OFFLINE_SELECT_THRESHOLD = 0.25  # cosine of question and report summary; or any matched member
 OFFLINE_ANSWER_SENTENCES = 5
 OFFLINE_ANSWER_EVIDENCE = 12
 
@@ -43,18 +45,16 @@ async def llm_select(
     )
 
 
-def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Any) -> CommunitySelection:
-    """Keep communities whose summary is close to the question or that contain a matched entity."""
+def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Embedder) -> CommunitySelection:
+    """Keep communities that contain a matched entity or whose summary is relevant to the question (a
+    cosine of at least the embedding model's `relevant` level)."""
     if not candidates:
         return CommunitySelection(selected_community_ids=[])
     texts = [c.get("summary") or c.get("title") or "" for c in candidates]
     vectors = embedder.embed([question, *texts])
     sims = vectors[1:] @ vectors[0]
-    keep = [
-        c["id"]
-        for c, s in zip(candidates, sims, strict=True)
-        if s >= OFFLINE_SELECT_THRESHOLD or c["matched_entities"]
-    ]
+    floor = embedder.calibration.relevant
+    keep = [c["id"] for c, s in zip(candidates, sims, strict=True) if s >= floor or c["matched_entities"]]
     return CommunitySelection(selected_community_ids=keep)
 
 
@@ -90,7 +90,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def offline_answer(
-    question: str, summaries: list[dict[str, Any]], evidence: list[dict[str, Any]], embedder: Any
+    question: str, summaries: list[dict[str, Any]], evidence: list[dict[str, Any]], embedder: Embedder
 ) -> str:
     """The evidence sentences closest to the question, each cited by its evidence id."""
     sentences: list[tuple[str, str]] = []

@@ -1,4 +1,8 @@
-"""Query parsing: the entities, keywords and themes of a question (LLM task with an offline version)."""
+"""Query parsing: the entities, keywords and themes of a question, in its offline and LLM forms.
+
+The engine picks the form (`Engine.query_intent`), so this module is part of the engine's contract and
+imports nothing of query time (see tests/test_layout.py).
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.batcher import Batch
 from pipeline.query.global_search import (
@@ -47,13 +49,13 @@ def write_global_batches(store: NamespaceStore, questions: list[str], config: Gl
         for q in questions
         for b in plan_batches(store, q, config)
     ]
-    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_BATCHES_SCHEMA)
+    table = schema.to_table(rows, schema.QUERY_GLOBAL_BATCHES_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_BATCHES, table)
     return table
 
 
 def write_global_map_answers(
-    store: NamespaceStore, engine: Any, embedder: Any, config: GlobalSearchConfig, log: Log = print
+    store: NamespaceStore, engine: Engine, embedder: Embedder, config: GlobalSearchConfig, log: Log = print
 ) -> pa.Table:
     """One map answer per saved batch, from the batches table."""
     tasks = GlobalTasks(engine, embedder)
@@ -79,13 +81,13 @@ def write_global_map_answers(
             }
             for m in results
         ]
-    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA)
+    table = schema.to_table(rows, schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_MAP_ANSWERS, table)
     return table
 
 
 def write_global_answers(
-    store: NamespaceStore, engine: Any, embedder: Any, config: GlobalSearchConfig
+    store: NamespaceStore, engine: Engine, embedder: Embedder, config: GlobalSearchConfig
 ) -> AnswersTable:
     """The reduce step per question, from the map answers table."""
     tasks = GlobalTasks(engine, embedder)
@@ -124,13 +126,13 @@ def write_global_answers(
         )
         reason = f" — {res.reason}" if res.reason else ""
         md.append(f"### {question}\n\n**{res.status}**{reason}\n\n{res.answer}\n")
-    table = pa.Table.from_pylist(rows, schema=schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
+    table = schema.to_table(rows, schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_ANSWERS, table)
     return AnswersTable(table, "\n".join(md) or "No questions.")
 
 
 def write_local_answers(
-    store: NamespaceStore, questions: list[str], engine: Any, embedder: Any, config: LocalSearchConfig
+    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LocalSearchConfig
 ) -> AnswersTable:
     rows, md = [], []
     for question in questions:
@@ -149,7 +151,7 @@ def write_local_answers(
         md.append(
             f"### {question}\n\n**{res.status}** ({len(res.evidence)} evidence items)\n\n{res.answer}\n"
         )
-    table = pa.Table.from_pylist(rows, schema=schema.QUERY_LOCAL_ANSWERS_SCHEMA)
+    table = schema.to_table(rows, schema.QUERY_LOCAL_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_LOCAL_ANSWERS, table)
     return AnswersTable(table, "\n".join(md) or "No local questions configured.")
 

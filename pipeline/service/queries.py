@@ -20,6 +20,8 @@ from typing import Any
 
 from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
 from pipeline.core import schema
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining
 from pipeline.llm.errors import LLMConfigError, LLMError
@@ -66,8 +68,8 @@ class QueryService:
         settings: Settings,
         *,
         keys: KeyStore | None = None,
-        embedder: Any = None,
-        engine_factory: Callable[[], Any] | None = None,
+        embedder: Embedder | None = None,
+        engine_factory: Callable[[], Engine] | None = None,
     ) -> None:
         self.settings = settings
         self.keys = keys if keys is not None else KeyStore(settings.api_keys_file)
@@ -84,7 +86,7 @@ class QueryService:
 
     # ---- shared, read-only pieces ---------------------------------------------------------------
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         with self._embedder_lock:
             if self._embedder is None:
                 from pipeline.runtime import cached_embedder
@@ -98,7 +100,7 @@ class QueryService:
         inner.embed(["warm-up"])  # bypass the cache: a cache hit would not load the model
         self.warm.set()
 
-    def new_engine(self) -> Any:
+    def new_engine(self) -> Engine:
         # One engine per query: its usage counters and connection pool belong to that query alone.
         if self._engine_factory is not None:
             return self._engine_factory()

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,10 @@ from pipeline.core.names import normalize_name
 from pipeline.ops.extraction.models import (
     GENERIC_TYPE,
     ExtractionFailure,
+    ExtractionOptions,
     ExtractionOut,
+    ExtractionRequest,
+    ExtractorIdentity,
     RawClaim,
     RawEntity,
     RawRelationship,
@@ -40,6 +44,32 @@ class LLMExtractionConfig:
     @property
     def version(self) -> str:
         return f"{prompts.EXTRACT_GRAPH.version}+{prompts.EXTRACT_GRAPH_GLEAN.version}"
+
+    @classmethod
+    def from_options(cls, options: ExtractionOptions) -> LLMExtractionConfig:
+        return cls(
+            entity_types=tuple(options.entity_types),
+            max_gleanings=options.max_gleanings,
+            extract_claims=options.extract_claims,
+            claim_description=options.claim_description,
+        )
+
+
+def llm_identity(model: str, options: ExtractionOptions) -> ExtractorIdentity:
+    """Not reusable: the LLM cache answers every call made before, and a failed unit is asked again.
+    The config names the model and the prompts' settings; a mismatch costs cache lookups, never paid calls."""
+    config = json.dumps(
+        {
+            "method": "llm",
+            "model": model,
+            "entity_types": list(options.entity_types),
+            "max_gleanings": options.max_gleanings,
+            "claims": bool(options.extract_claims),
+            "claim_description": options.claim_description,
+        },
+        sort_keys=True,
+    )
+    return ExtractorIdentity("llm", LLMExtractionConfig.from_options(options).version, config, reusable=False)
 
 
 def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str]]:
@@ -90,6 +120,20 @@ async def extract_unit_llm(
         messages = [*messages, {"role": "assistant", "content": out.model_dump_json()}]
     _apply_endpoint_rule(result)
     return result, failure
+
+
+async def extract_request_llm(
+    client: Any, request: ExtractionRequest
+) -> tuple[UnitExtraction, ExtractionFailure | None]:
+    """`extract_unit_llm` for an engine's extraction request."""
+    return await extract_unit_llm(
+        client,
+        request.text,
+        text_unit_id=request.text_unit_id,
+        document_id=request.document_id,
+        start_char=request.start_char,
+        config=LLMExtractionConfig.from_options(request.options),
+    )
 
 
 def _add_round(

@@ -1,9 +1,10 @@
-"""What extraction produces: the LLM's validated JSON and the raw per-text-unit records both methods emit."""
+"""The extraction task: what an engine is asked (`ExtractionRequest`), the LLM's validated JSON, and the raw
+per-text-unit records both extractors emit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -12,6 +13,52 @@ from pydantic import BaseModel, Field, field_validator
 GENERIC_TYPE = "unknown"
 
 ClaimStatus = Literal["TRUE", "FALSE", "SUSPECTED"]
+
+
+# ---- the request (one text unit) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExtractionOptions:
+    """What both extractors are told besides the text; each reads the options that apply to it."""
+
+    entity_types: tuple[str, ...] = ("organization", "person", "geo", "event")
+    extract_claims: bool = True
+    max_gleanings: int = 1  # LLM: extra rounds asking for what the first missed
+    claim_description: str = "Any claims or facts that could be relevant to information discovery."  # LLM
+    window: int = 1  # offline: co-occurrence window in sentences
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ExtractionOptions:
+        return cls(
+            entity_types=tuple(settings.entity_types),
+            extract_claims=bool(settings.extract_claims),
+            max_gleanings=settings.extraction_max_gleanings,
+            claim_description=settings.claim_description,
+            window=settings.offline_cooccurrence_window,
+        )
+
+
+@dataclass(frozen=True)
+class ExtractionRequest:
+    text: str
+    text_unit_id: str
+    document_id: str
+    start_char: int  # places the unit in its document: offsets in the records are document offsets
+    options: ExtractionOptions
+
+
+@dataclass(frozen=True)
+class ExtractorIdentity:
+    """What an engine's extraction is, as the index stores and compares it."""
+
+    method: str  # "offline" | "llm": written into every record
+    version: str  # the rules' or the prompts' version
+    # Everything the output depends on besides the text: a shard part (or a stored unit) made under
+    # another config is extracted again.
+    config: str
+    # True: a unit extracted before under the same `config` is taken from the previous extracted_graph
+    # (its id fixes its text). False: it is asked again, and the engine's own cache answers repeats
+    # (that way a unit that failed is retried).
+    reusable: bool
 
 
 # ---- LLM output (validated; a reply that does not validate is repaired or retried, then fails) ----

@@ -15,12 +15,21 @@ Spotting and typing live in `spotting.py`. Deterministic: the same text gives th
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from pipeline.ops.extraction import lexicon as lx
-from pipeline.ops.extraction.models import RawClaim, RawEntity, RawRelationship, UnitExtraction
+from pipeline.ops.extraction.models import (
+    ExtractionOptions,
+    ExtractionRequest,
+    ExtractorIdentity,
+    RawClaim,
+    RawEntity,
+    RawRelationship,
+    UnitExtraction,
+)
 from pipeline.ops.extraction.spotting import (
     CALENDAR,
     OPENERS,
@@ -39,6 +48,33 @@ DESCRIPTION_SENTENCES = 5  # per entity per text unit
 RELATIONSHIP_SENTENCES = 3
 
 _LOWER_WORD = re.compile(r"\b[a-z][a-z'’]*\b")
+
+
+def offline_identity(options: ExtractionOptions) -> ExtractorIdentity:
+    """The rules are deterministic, so a unit extracted before under the same options is reused as is."""
+    config = json.dumps(
+        {
+            "version": OFFLINE_VERSION,
+            "entity_types": list(options.entity_types),
+            "window": options.window,
+            "claims": bool(options.extract_claims),
+        },
+        sort_keys=True,
+    )
+    return ExtractorIdentity("offline", OFFLINE_VERSION, config, reusable=True)
+
+
+def extract_request(request: ExtractionRequest) -> UnitExtraction:
+    """`extract_unit` for an engine's extraction request."""
+    return extract_unit(
+        request.text,
+        text_unit_id=request.text_unit_id,
+        document_id=request.document_id,
+        start_char=request.start_char,
+        entity_types=request.options.entity_types,
+        window=request.options.window,
+        claims=request.options.extract_claims,
+    )
 
 
 def extract_unit(

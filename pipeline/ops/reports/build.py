@@ -19,13 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import prompts
 from pipeline.core import schema
+from pipeline.engine.base import Engine
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
-from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION
 
 ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
 _CONTENT = ("title", "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json")
@@ -54,14 +53,6 @@ class ReportsRun:
     duration_s: float = 0.0
 
 
-def engine_identity(engine: Any) -> tuple[str, str, str]:
-    """(method, model, prompt version) of the engine, as they enter the fingerprint."""
-    if getattr(engine, "kind", "offline") == "llm":
-        client = engine.client
-        return "llm", f"{client.endpoint}/{client.model}", prompts.COMMUNITY_REPORT.version
-    return "offline", "offline", OFFLINE_REPORT_VERSION
-
-
 def full_content(report: CommunityReportResponse) -> str:
     """GraphRAG's markdown: `# title`, the summary, then one `## ` section per finding."""
     parts = [f"# {report.title}", report.summary]
@@ -87,7 +78,7 @@ def build_reports(
     entities: pa.Table,
     relationships: pa.Table,
     covariates: pa.Table | None,
-    engine: Any,
+    engine: Engine,
     *,
     budget: int = 8000,
     max_words: int = 2000,
@@ -97,7 +88,7 @@ def build_reports(
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring."""
     started = time.monotonic()
-    method, model, version = engine_identity(engine)
+    method, model, version = engine.report_identity  # they enter every fingerprint
     graph = GraphData(entities, relationships, covariates, encoding)
     digests = RowDigests(graph)
     rows = {c["community"]: c for c in communities.to_pylist()}
@@ -107,7 +98,7 @@ def build_reports(
     prev_by_fp = {r["fingerprint"]: r for r in prev_rows if r["fingerprint"]}
     prev_fp_of = {r["community"]: r["fingerprint"] for r in prev_rows}
 
-    run = ReportsRun(pa.table({}), [], method, f"{model} ({version})")
+    run = ReportsRun(schema.to_table([], schema.COMMUNITY_REPORTS_SCHEMA), [], method, f"{model} ({version})")
     fingerprint_of: dict[int, str] = {}
     community_of_fp: dict[str, int] = {}
     report_of: dict[int, dict[str, Any]] = {}
@@ -201,7 +192,7 @@ def build_reports(
         run.reused += s.get("reused", 0)
         run.substituted += s.get("substituted", 0)
     ordered = [report_of[n] for n in sorted(report_of)]
-    run.reports = pa.Table.from_pylist(ordered, schema=schema.COMMUNITY_REPORTS_SCHEMA)
+    run.reports = schema.to_table(ordered, schema.COMMUNITY_REPORTS_SCHEMA)
     run.duration_s = round(time.monotonic() - started, 3)
     return run
 
@@ -222,4 +213,4 @@ def _structure(c: dict[str, Any], fingerprint: str) -> dict[str, Any]:
 
 
 def failures_table(failures: list[ReportFailure]) -> pa.Table:
-    return pa.Table.from_pylist([f.__dict__ for f in failures], schema=schema.FAILED_REPORTS_SCHEMA)
+    return schema.to_table([f.__dict__ for f in failures], schema.FAILED_REPORTS_SCHEMA)

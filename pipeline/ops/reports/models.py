@@ -8,6 +8,8 @@ other parts of the graph are renumbered.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import BaseModel, Field
 
 
@@ -88,3 +90,12 @@ class ReportContext(BaseModel):
 class CommunityReportRequest(BaseModel):
     context: ReportContext
     max_words: int = Field(default=2000, ge=10)
+
+
+class ReportIdentity(NamedTuple):
+    """Who writes an engine's reports; all three enter every report's fingerprint, so a change of any
+    of them writes the reports again."""
+
+    method: str  # "offline" | "llm"
+    model: str  # the model's endpoint and name, or "offline"
+    version: str  # the report prompt's or the offline writer's version

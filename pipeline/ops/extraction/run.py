@@ -1,0 +1,86 @@
+"""Extraction of a namespace's text units by the engine, one `UnitExtraction` per unit plus the failures.
+
+The engine decides how a unit is extracted (`Engine.extract_unit`: the offline rules in `offline.py` or
+the LLM in `llm.py`); this module only runs them over the table, in table order. It lives outside the
+package's `__init__` because it names the engine's contract, which itself imports `models`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.engine.base import Engine
+from pipeline.ops.extraction.models import (
+    ExtractionFailure,
+    ExtractionOptions,
+    ExtractionRequest,
+    UnitExtraction,
+)
+
+PROGRESS_EVERY = 100  # units between progress reports
+
+
+@dataclass
+class ExtractionRun:
+    method: str
+    units: list[UnitExtraction]
+    failures: list[ExtractionFailure] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "text_units": len(self.units),
+            "entity_mentions": sum(len(u.entities) for u in self.units),
+            "relationship_mentions": sum(len(u.relationships) for u in self.units),
+            "claims": sum(len(u.claims) for u in self.units),
+            "failed_text_units": sum(1 for u in self.units if u.status == "failed"),
+            "partial_text_units": sum(1 for u in self.units if u.status == "partial"),
+            "gleaning_rounds_used": sum(max(u.rounds - 1, 0) for u in self.units),
+        }
+
+
+def extract_graph(
+    text_units: pa.Table,
+    settings: Any,
+    engine: Engine,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExtractionRun:
+    """One UnitExtraction per text unit, in table order, by `engine` (from `pipeline.runtime.make_engine`)."""
+    started = time.monotonic()
+    options = ExtractionOptions.from_settings(settings)
+    identity = engine.extraction_identity(options)
+    rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
+    done = 0
+
+    async def one(row: dict[str, Any]) -> tuple[UnitExtraction, ExtractionFailure | None]:
+        nonlocal done
+        request = ExtractionRequest(
+            row["text"], row["id"], row["document_id"], row["start_char"] or 0, options
+        )
+        outcome = await engine.extract_unit(request)
+        done += 1
+        if progress and done % PROGRESS_EVERY == 0:
+            progress(done, len(rows))
+        return outcome
+
+    outcomes = engine.run_batch(rows, one)
+    units, failures = [], []
+    for row, outcome in zip(rows, outcomes, strict=True):
+        if isinstance(outcome, Exception):  # cancelled or past the deadline before it could finish
+            failures.append(
+                ExtractionFailure(row["id"], row["document_id"], 0, type(outcome).__name__, str(outcome))
+            )
+            units.append(
+                UnitExtraction(row["id"], row["document_id"], identity.method, identity.version, "failed", 0)
+            )
+            continue
+        unit, failure = outcome
+        units.append(unit)
+        if failure is not None:
+            failures.append(failure)
+    return ExtractionRun(identity.method, units, failures, time.monotonic() - started)
