@@ -7,7 +7,7 @@ import re
 import pyarrow as pa
 import pytest
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.batcher import BudgetError, build_batches
@@ -187,8 +187,8 @@ def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minil
 
 def test_empty_namespace_is_no_results(tmp_path, minilm):
     s = NamespaceStore(tmp_path / "st", "empty")
-    s.write_table(schema.COMMUNITIES, schema.to_table([], schema.COMMUNITIES_SCHEMA))
-    s.write_table(schema.COMMUNITY_REPORTS, schema.to_table([], schema.COMMUNITY_REPORTS_SCHEMA))
+    s.write_table(schema.COMMUNITIES, tables.to_table([], schema.COMMUNITIES_SCHEMA))
+    s.write_table(schema.COMMUNITY_REPORTS, tables.to_table([], schema.COMMUNITY_REPORTS_SCHEMA))
     result, _ = run(s, "anything?", minilm)
     assert result.status == "no_results" and result.batches == 0
 

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.core import schema
-from pipeline.core.schema import SchemaError, check_table, to_table
+from pipeline.core import schema, tables
 from pipeline.core.shards import shard_table
+from pipeline.core.tables import SchemaError, check_table, to_table
 from pipeline.index.extracted_graph import index_extraction_shard
 from pipeline.index.run import index_folder
 from pipeline.io.store import NamespaceStore
@@ -108,14 +108,14 @@ def test_check_table_reports_missing_extra_and_mistyped_columns():
 
 
 def test_every_schema_in_the_module_is_registered():
-    tables = {v for k, v in vars(schema).items() if k.endswith("_SCHEMA") and isinstance(v, pa.Schema)}
+    parquet = {v for k, v in vars(schema).items() if k.endswith("_SCHEMA") and isinstance(v, pa.Schema)}
     lance = {k for k in vars(schema) if k.startswith("lance_") and k.endswith("_schema")}
-    assert tables == set(schema.TABLE_SCHEMAS.values())
-    assert {f"lance_{n}_schema" for n in schema.LANCE_SCHEMAS} == lance
+    assert parquet == set(tables.TABLE_SCHEMAS.values())
+    assert {f"lance_{n}_schema" for n in tables.LANCE_SCHEMAS} == lance
     assert (
-        schema.registered_schema(shard_table(schema.EXTRACTED_GRAPH, 2, 5)) is schema.EXTRACTED_GRAPH_SCHEMA
+        tables.registered_schema(shard_table(schema.EXTRACTED_GRAPH, 2, 5)) is schema.EXTRACTED_GRAPH_SCHEMA
     )
-    assert schema.registered_schema("scratch") is None
+    assert tables.registered_schema("scratch") is None
 
 
 # ---- the store refuses what does not fit ---------------------------------------------------------
@@ -200,26 +200,26 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
 FAILURE_TABLES = {schema.FAILED_EXTRACTIONS, schema.FAILED_REPORTS}
 
 
-@pytest.mark.parametrize("name", sorted(set(schema.TABLE_SCHEMAS) - FAILURE_TABLES))
+@pytest.mark.parametrize("name", sorted(set(tables.TABLE_SCHEMAS) - FAILURE_TABLES))
 def test_the_pipeline_writes_every_column_of(indexed: NamespaceStore, name: str):
     table = indexed.read_table(name)
     assert table.num_rows > 0, f"{name} is empty: its rows' columns were never checked"
-    check_table(table, schema.TABLE_SCHEMAS[name], name=name)
+    check_table(table, tables.TABLE_SCHEMAS[name], name=name)
 
 
-@pytest.mark.parametrize("name", sorted(schema.LANCE_SCHEMAS))
+@pytest.mark.parametrize("name", sorted(tables.LANCE_SCHEMAS))
 def test_the_pipeline_writes_every_column_of_lance(indexed: NamespaceStore, name: str):
     table = indexed.open_lance_table(name).to_arrow()
     assert table.num_rows > 0, f"LanceDB {name} is empty: its rows' columns were never checked"
-    schema.check_lance_table(name, table)
+    tables.check_lance_table(name, table)
 
 
 def test_every_table_the_pipeline_writes_has_a_schema(indexed: NamespaceStore):
     for info in indexed.tables():
         if info.kind == "parquet":
-            assert schema.registered_schema(info.name) is not None, info.name
+            assert tables.registered_schema(info.name) is not None, info.name
         else:
-            assert info.name in schema.LANCE_SCHEMAS, info.name
+            assert info.name in tables.LANCE_SCHEMAS, info.name
     assert indexed.has_table(shard_table(schema.EXTRACTED_GRAPH, 0, 2))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.embeddings.base import ProgressFn
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.index.context import IndexContext
@@ -110,7 +110,7 @@ def index_report_embeddings(
         lambda r: r["full_content"] or "",
         progress,
     )
-    report_table = schema.to_table(
+    report_table = tables.to_table(
         {
             "id": reports.column("id"),
             "community": reports.column("community"),
@@ -137,7 +137,7 @@ def index_report_embeddings(
         lambda r: entity_text(r["title"], r["description"]),
         progress,
     )
-    entity_table = schema.to_table(
+    entity_table = tables.to_table(
         {
             "id": entities.column("id"),
             "title": entities.column("title"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.embeddings.base import ProgressFn
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.index.context import IndexContext
@@ -53,7 +53,7 @@ def index_text_units(
     doc_ids = text_units.column("document_id").to_pylist()
     starts = text_units.column("start_char").to_pylist()
     doc_titles = pa.array([titles.get(d) for d in doc_ids], pa.string())
-    table = schema.to_table(
+    table = tables.to_table(
         {
             "id": text_units.column("id"),
             "text": text_units.column("text"),
@@ -68,7 +68,7 @@ def index_text_units(
         },
         schema.lance_text_units_schema(dim),
     )
-    piece_table = schema.to_table(
+    piece_table = tables.to_table(
         {
             "id": [f"{unit_ids[p.owner]}:{p.start}" for p in pieces],
             "text_unit_id": [unit_ids[p.owner] for p in pieces],

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.core.namespace import validate_namespace
-from pipeline.core.schema import check_lance_table, check_stored_table
+from pipeline.core.tables import check_lance_table, check_stored_table
 from pipeline.io.storage import Location, StorageRoot
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class NamespaceStore:
     def write_table(self, table: str, data: pa.Table) -> Location:
         """Write atomically: readers see the old file or the new one, never half of one.
 
-        A table whose schema is registered (`pipeline.core.schema.TABLE_SCHEMAS`) must have exactly its
+        A table whose schema is registered (`pipeline.core.tables.TABLE_SCHEMAS`) must have exactly its
         columns and types: SchemaError otherwise, before anything is written."""
         check_stored_table(table, data)
         with self.open_output(f"{table}.parquet") as sink:
@@ -184,7 +184,7 @@ class NamespaceStore:
         a further commit. An overwrite would publish a version with no full-text index first, where
         full-text queries fail until the index lands, so it is kept for new tables and schema changes.
 
-        A table registered in `pipeline.core.schema.LANCE_SCHEMAS` must have exactly its columns and
+        A table registered in `pipeline.core.tables.LANCE_SCHEMAS` must have exactly its columns and
         types, for the dimension of its vectors: SchemaError otherwise, before anything is written."""
         from lancedb.index import FTS
 

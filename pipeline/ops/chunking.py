@@ -102,7 +102,8 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     """(text_units table, documents table with text_unit_ids filled) from a `documents` table."""
     import pyarrow as pa
 
-    from pipeline.core.schema import TEXT_UNITS_SCHEMA, to_table
+    from pipeline.core.schema import TEXT_UNITS_SCHEMA
+    from pipeline.core.tables import to_table
 
     ids = documents.column("id").to_pylist()
     texts = documents.column("text").to_pylist()

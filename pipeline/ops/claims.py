@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.core.names import normalize_name, stable_id
 from pipeline.ops.extraction.models import UnitExtraction
 
@@ -87,4 +87,4 @@ def build_covariates(units: Sequence[UnitExtraction], entities: pa.Table) -> tup
             )
     stats.claims = len(rows)
     stats.by_status = dict(stats.by_status)
-    return schema.to_table(rows, schema.COVARIATES_SCHEMA), stats
+    return tables.to_table(rows, schema.COVARIATES_SCHEMA), stats

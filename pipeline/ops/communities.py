@@ -27,7 +27,7 @@ from typing import Any
 import graspologic_native as gn
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.core.names import stable_id
 
 
@@ -103,7 +103,7 @@ def build_communities(
                 "method": c.method,
             }
         )
-    return schema.to_table(rows, schema.COMMUNITIES_SCHEMA)
+    return tables.to_table(rows, schema.COMMUNITIES_SCHEMA)
 
 
 def _leiden(

@@ -237,7 +237,8 @@ def _row_document(
 
 def documents_table(documents: list[Document]):  # -> pa.Table
     """Arrow table in the `documents` schema (text_unit_ids filled later by chunking)."""
-    from pipeline.core.schema import DOCUMENTS_SCHEMA, to_table
+    from pipeline.core.schema import DOCUMENTS_SCHEMA
+    from pipeline.core.tables import to_table
 
     rows = [
         {
@@ -260,7 +261,8 @@ def documents_table(documents: list[Document]):  # -> pa.Table
 
 
 def errors_table(errors: list[IngestError]):  # -> pa.Table
-    from pipeline.core.schema import INGEST_ERRORS_SCHEMA, to_table
+    from pipeline.core.schema import INGEST_ERRORS_SCHEMA
+    from pipeline.core.tables import to_table
 
     return to_table(
         [

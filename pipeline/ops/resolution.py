@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 from rapidfuzz import fuzz, process
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.core.names import entity_id, normalize_name, relationship_id
 from pipeline.engine.base import Engine
 from pipeline.ops.descriptions import DescriptionItem, SummaryStats, distinct, summarize_all
@@ -143,8 +143,8 @@ def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Engine
         r["human_readable_id"] = i
     stats.entities, stats.relationships = len(ent_rows), len(rel_rows)
     return ResolvedGraph(
-        schema.to_table(ent_rows, schema.ENTITIES_SCHEMA),
-        schema.to_table(rel_rows, schema.RELATIONSHIPS_SCHEMA),
+        tables.to_table(ent_rows, schema.ENTITIES_SCHEMA),
+        tables.to_table(rel_rows, schema.RELATIONSHIPS_SCHEMA),
         stats,
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
@@ -49,7 +49,7 @@ def write_global_batches(store: NamespaceStore, questions: list[str], config: Gl
         for q in questions
         for b in plan_batches(store, q, config)
     ]
-    table = schema.to_table(rows, schema.QUERY_GLOBAL_BATCHES_SCHEMA)
+    table = tables.to_table(rows, schema.QUERY_GLOBAL_BATCHES_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_BATCHES, table)
     return table
 
@@ -81,7 +81,7 @@ def write_global_map_answers(
             }
             for m in results
         ]
-    table = schema.to_table(rows, schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA)
+    table = tables.to_table(rows, schema.QUERY_GLOBAL_MAP_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_MAP_ANSWERS, table)
     return table
 
@@ -126,7 +126,7 @@ def write_global_answers(
         )
         reason = f" — {res.reason}" if res.reason else ""
         md.append(f"### {question}\n\n**{res.status}**{reason}\n\n{res.answer}\n")
-    table = schema.to_table(rows, schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
+    table = tables.to_table(rows, schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_ANSWERS, table)
     return AnswersTable(table, "\n".join(md) or "No questions.")
 
@@ -151,7 +151,7 @@ def write_local_answers(
         md.append(
             f"### {question}\n\n**{res.status}** ({len(res.evidence)} evidence items)\n\n{res.answer}\n"
         )
-    table = schema.to_table(rows, schema.QUERY_LOCAL_ANSWERS_SCHEMA)
+    table = tables.to_table(rows, schema.QUERY_LOCAL_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_LOCAL_ANSWERS, table)
     return AnswersTable(table, "\n".join(md) or "No local questions configured.")
 

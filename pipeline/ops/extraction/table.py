@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.ops.extraction.models import (
     ExtractionFailure,
     RawClaim,
@@ -24,7 +24,7 @@ def to_table(units: list[UnitExtraction]) -> pa.Table:
         row["relationships"] = [asdict(r) for r in u.relationships]
         row["claims"] = [asdict(c) for c in u.claims]
         rows.append(row)
-    return schema.to_table(rows, schema.EXTRACTED_GRAPH_SCHEMA)
+    return tables.to_table(rows, schema.EXTRACTED_GRAPH_SCHEMA)
 
 
 def from_table(table: pa.Table) -> list[UnitExtraction]:
@@ -48,4 +48,4 @@ def from_table(table: pa.Table) -> list[UnitExtraction]:
 
 
 def failures_table(failures: list[ExtractionFailure]) -> pa.Table:
-    return schema.to_table([asdict(f) for f in failures], schema.FAILED_EXTRACTIONS_SCHEMA)
+    return tables.to_table([asdict(f) for f in failures], schema.FAILED_EXTRACTIONS_SCHEMA)

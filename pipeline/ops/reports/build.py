@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.engine.base import Engine
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
@@ -98,7 +98,7 @@ def build_reports(
     prev_by_fp = {r["fingerprint"]: r for r in prev_rows if r["fingerprint"]}
     prev_fp_of = {r["community"]: r["fingerprint"] for r in prev_rows}
 
-    run = ReportsRun(schema.to_table([], schema.COMMUNITY_REPORTS_SCHEMA), [], method, f"{model} ({version})")
+    run = ReportsRun(tables.to_table([], schema.COMMUNITY_REPORTS_SCHEMA), [], method, f"{model} ({version})")
     fingerprint_of: dict[int, str] = {}
     community_of_fp: dict[str, int] = {}
     report_of: dict[int, dict[str, Any]] = {}
@@ -192,7 +192,7 @@ def build_reports(
         run.reused += s.get("reused", 0)
         run.substituted += s.get("substituted", 0)
     ordered = [report_of[n] for n in sorted(report_of)]
-    run.reports = schema.to_table(ordered, schema.COMMUNITY_REPORTS_SCHEMA)
+    run.reports = tables.to_table(ordered, schema.COMMUNITY_REPORTS_SCHEMA)
     run.duration_s = round(time.monotonic() - started, 3)
     return run
 
@@ -213,4 +213,4 @@ def _structure(c: dict[str, Any], fingerprint: str) -> dict[str, Any]:
 
 
 def failures_table(failures: list[ReportFailure]) -> pa.Table:
-    return schema.to_table([f.__dict__ for f in failures], schema.FAILED_REPORTS_SCHEMA)
+    return tables.to_table([f.__dict__ for f in failures], schema.FAILED_REPORTS_SCHEMA)
