@@ -107,7 +107,7 @@ def test_pg_llm_cache_entries_survive_reopen_in_a_new_process(cache_url: str) ->
     proc = ctx.Process(target=_read_and_write, args=(cache_url, table, queue))
     proc.start()
     assert queue.get(timeout=120) == "parent answer"
-    proc.join(timeout=60)
+    proc.join(timeout=300)
     assert proc.exitcode == 0
     assert PgLLMCache(cache_url, table=table).get("from-child").response == "child answer"
 
@@ -127,8 +127,8 @@ def test_pg_llm_cache_forked_child_opens_its_own_connection_and_leaves_the_paren
     queue = ctx.Queue()
     proc = ctx.Process(target=_use_inherited_cache, args=(cache, cache_url, queue))
     proc.start()
-    answer, child_backend = queue.get(timeout=60)
-    proc.join(timeout=60)
+    answer, child_backend = queue.get(timeout=300)
+    proc.join(timeout=300)
     assert proc.exitcode == 0 and answer == "parent answer"
     assert child_backend != parent_backend
     # The child neither used nor closed the parent's session: the same backend still serves the parent.
@@ -246,7 +246,7 @@ def test_llm_client_on_pg_cache_second_run_in_another_process_makes_no_http_call
         proc = ctx.Process(target=_summarize_in_a_new_process, args=(queue,))
         proc.start()
         summaries, calls, hits = queue.get(timeout=180)
-        proc.join(timeout=60)
+        proc.join(timeout=300)
         assert proc.exitcode == 0
         assert summaries == [r.summary for r in first]
         assert (calls, hits) == (0, len(REQUESTS))
