@@ -17,9 +17,9 @@ import pytest
 from pipeline.core import schema
 from pipeline.core.names import normalize_name
 from pipeline.ops.extraction import failures_table, from_table, to_table
-from pipeline.ops.extraction.models import GENERIC_TYPE, RawEntity, UnitExtraction
+from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionOptions, RawEntity, UnitExtraction
 from pipeline.ops.extraction.run import extract_graph
-from pipeline.ops.resolution import resolve_graph
+from pipeline.ops.resolution import ResolutionOptions, resolve_graph
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
@@ -84,11 +84,11 @@ def extraction(llm_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         # gleaning rounds are tested below with scripted answers: SmolLM2 on two cores is slow
         settings = _settings(tmp, proxy.base_url, extraction_max_gleanings=0)
         engine = make_engine(settings)
-        first = extract_graph(_text_units(), settings, engine)
+        first = extract_graph(_text_units(), ExtractionOptions.from_settings(settings), engine)
         first_usage, first_poisoned = engine.usage.counters(), proxy.poisoned
         forwarded_before = proxy.forwarded
         rerun_engine = make_engine(settings)
-        rerun = extract_graph(_text_units(), settings, rerun_engine)
+        rerun = extract_graph(_text_units(), ExtractionOptions.from_settings(settings), rerun_engine)
         yield {
             "first": first,
             "first_usage": first_usage,
@@ -196,7 +196,9 @@ EMPTY = {"entities": [], "relationships": [], "claims": []}
 def _scripted_run(tmp_path: Path, *contents: str, gleanings: int = 2):
     with ScriptedProxy(*contents) as proxy:
         settings = _settings(tmp_path, proxy.base_url, extraction_max_gleanings=gleanings)
-        run = extract_graph(_text_units().slice(0, 1), settings, make_engine(settings))
+        run = extract_graph(
+            _text_units().slice(0, 1), ExtractionOptions.from_settings(settings), make_engine(settings)
+        )
     return run, proxy
 
 
@@ -248,7 +250,7 @@ def test_llm_summaries_only_for_two_or_more_descriptions_and_iterative_when_long
     ]
     with FaultProxy(None, canned_content='{"summary": "canned summary"}') as proxy:
         settings = _settings(tmp_path, proxy.base_url, summarize_max_input_tokens=300)
-        graph = resolve_graph(units, settings, make_engine(settings))
+        graph = resolve_graph(units, ResolutionOptions.from_settings(settings), make_engine(settings))
     rows = {e["title"]: e for e in graph.entities.to_pylist()}
     assert rows["Scrooge"]["description"] == "canned summary"
     assert rows["Marley"]["description"] == "Dead as a door-nail."
@@ -262,6 +264,6 @@ def test_a_failed_summary_falls_back_to_the_offline_one(tmp_path: Path):
     units = [_unit("u1", "Fred", "Fred is the nephew."), _unit("u2", "Fred", "Fred laughs a lot.")]
     with FaultProxy(None, canned_content="no JSON here") as proxy:
         settings = _settings(tmp_path, proxy.base_url)
-        graph = resolve_graph(units, settings, make_engine(settings))
+        graph = resolve_graph(units, ResolutionOptions.from_settings(settings), make_engine(settings))
     assert graph.stats.summaries.llm_failures == 1
     assert graph.entities.to_pylist()[0]["description"] == "Fred is the nephew. Fred laughs a lot."

@@ -261,3 +261,16 @@ def test_every_indexing_asset_is_a_few_lines_around_one_runner():
         if len(body) > 4 or len(runner_calls) != 1:
             offenders.append(f"{name}: {len(body)} statements, {len(runner_calls)} runner calls")
     assert offenders == []
+
+
+def test_operations_take_option_objects_not_the_settings():
+    """An op says what it uses (`ResolutionOptions`, `ExtractionOptions`...); only a `from_settings`
+    constructor may read the settings, so an op can be called without building a whole Settings."""
+    offenders = []
+    for path in (REPO / "pipeline" / "ops").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name != "from_settings":
+                params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+                if "settings" in params:
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
+    assert offenders == []

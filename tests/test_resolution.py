@@ -8,7 +8,7 @@ from pipeline.core.names import entity_id, normalize_name
 from pipeline.engine.offline import OfflineEngine
 from pipeline.ops.claims import build_covariates
 from pipeline.ops.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship, UnitExtraction
-from pipeline.ops.resolution import link_text_units, npmi, resolve_graph
+from pipeline.ops.resolution import ResolutionOptions, link_text_units, npmi, resolve_graph
 from pipeline.settings import Settings
 
 
@@ -50,7 +50,7 @@ def test_case_punctuation_and_possessive_variants_become_one_entity_with_aliases
         unit("u3", [("Ebenezer Scrooge's", "person", "A miser.")]),
         unit("u4", [("Ebenezer Scrooge", "person", "")]),
     ]
-    graph = resolve_graph(units, settings, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine())
     rows = graph.entities.to_pylist()
     assert len(rows) == 1
     scrooge = rows[0]
@@ -68,7 +68,7 @@ def test_same_name_with_different_types_stays_two_rows(settings):
         unit("u2", [("Washington", "geo", "A state.")]),
         unit("u3", [("WASHINGTON", "geo", "On the Pacific coast.")]),
     ]
-    rows = _by_title(resolve_graph(units, settings, OfflineEngine()))
+    rows = _by_title(resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine()))
     # tie between surface forms -> the lexicographically first ("WASHINGTON") is the title
     assert set(rows) == {("Washington", "person"), ("WASHINGTON", "geo")}
     assert rows[("WASHINGTON", "geo")]["aliases"] == ["Washington"]
@@ -85,7 +85,7 @@ def test_unknown_type_joins_the_most_mentioned_typed_entity(settings):
         unit("u4", [("Marley", "geo", "")]),
         unit("u5", [("Humbug", GENERIC_TYPE, "")]),
     ]
-    graph = resolve_graph(units, settings, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine())
     rows = _by_title(graph)
     assert rows[("Marley", "person")]["text_unit_ids"] == ["u1", "u2", "u3"]
     assert rows[("Marley", "geo")]["text_unit_ids"] == ["u4"]
@@ -104,7 +104,7 @@ def test_fuzzy_merge_needs_same_type_and_identical_numbers_and_honorifics(settin
         unit("u7", [("Mr Fezziwig", "person", "")]),
         unit("u8", [("Mrs Fezziwig", "person", "")]),
     ]
-    graph = resolve_graph(units, settings, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine())
     rows = _by_title(graph)
     scrooge = rows[("Ebenezer Scrooge", "person")]
     assert scrooge["aliases"] == ["Ebeneezer Scrooge"] and len(scrooge["text_unit_ids"]) == 3
@@ -113,7 +113,9 @@ def test_fuzzy_merge_needs_same_type_and_identical_numbers_and_honorifics(settin
     assert ("Mr Fezziwig", "person") in rows and ("Mrs Fezziwig", "person") in rows
     assert graph.stats.fuzzy_merges == 1
     exact_only = resolve_graph(
-        units, settings.with_overrides(resolution_fuzzy_threshold=100), OfflineEngine()
+        units,
+        ResolutionOptions.from_settings(settings.with_overrides(resolution_fuzzy_threshold=100)),
+        OfflineEngine(),
     )
     assert ("Ebeneezer Scrooge", "person") in _by_title(exact_only)
 
@@ -134,7 +136,7 @@ def test_relationships_merge_undirected_and_sum_strengths(settings):
             "u3", [("Scrooge", "person", ""), ("SCROOGE", "person", "")], [("Scrooge", "SCROOGE", "Self.", 5)]
         ),
     ]
-    graph = resolve_graph(units, settings, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine())
     rels = graph.relationships.to_pylist()
     assert len(rels) == 1
     rel = rels[0]
@@ -155,7 +157,7 @@ def test_inferred_endpoint_entities_fold_into_the_typed_entity(settings):
         ),
         unit("u2", [("Fred", "person", "The nephew.")]),
     ]
-    graph = resolve_graph(units, settings, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine())
     rows = _by_title(graph)
     assert set(rows) == {("Scrooge", "person"), ("Fred", "person")}
     assert rows[("Fred", "person")]["text_unit_ids"] == ["u1", "u2"]
@@ -191,13 +193,17 @@ def test_offline_weights_count_each_sentence_once_and_low_npmi_single_edges_are_
         ),
     ]
     strict = settings.with_overrides(offline_min_npmi=0.5, offline_keep_weight=2.0)
-    graph = resolve_graph(units, strict, OfflineEngine())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(strict), OfflineEngine())
     rels = {(r["source"], r["target"]): r for r in graph.relationships.to_pylist()}
     assert rels[("Alpha", "Beta")]["weight"] == 1.0  # one sentence, not two
     assert rels[("Alpha", "Beta")]["npmi"] > 0.5
     assert ("Alpha", "Gamma") not in rels and graph.stats.pruned_edges == 1
     assert graph.entities.num_rows == 3  # pruning never removes entities
-    lenient = resolve_graph(units, settings.with_overrides(offline_min_npmi=-1.0), OfflineEngine())
+    lenient = resolve_graph(
+        units,
+        ResolutionOptions.from_settings(settings.with_overrides(offline_min_npmi=-1.0)),
+        OfflineEngine(),
+    )
     assert lenient.relationships.num_rows == 2
 
 
@@ -221,8 +227,8 @@ def test_ids_are_stable_and_text_units_and_claims_link_back(settings):
         RawClaim("Nobody", None, "STATEMENT", "SUSPECTED", None, None, "?", "", None, None),
     ]
     one, two = (
-        resolve_graph(units, settings, OfflineEngine()),
-        resolve_graph(units, settings, OfflineEngine()),
+        resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine()),
+        resolve_graph(units, ResolutionOptions.from_settings(settings), OfflineEngine()),
     )
     assert one.entities.equals(two.entities) and one.relationships.equals(two.relationships)
 

@@ -19,7 +19,7 @@ from pipeline.index.report import Check, Json, StageReport
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.extraction import from_table
 from pipeline.ops.graph_export import degree_summary
-from pipeline.ops.resolution import ResolutionStats, link_text_units, resolve_graph
+from pipeline.ops.resolution import ResolutionOptions, ResolutionStats, link_text_units, resolve_graph
 
 
 @dataclass
@@ -36,7 +36,7 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
     """extracted_graph -> entities + relationships; text_units gain entity_ids and relationship_ids."""
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
-    graph = resolve_graph(units, settings, engine)
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), engine)
     store.write_table(schema.ENTITIES, graph.entities)
     store.write_table(schema.RELATIONSHIPS, graph.relationships)
     text_units = store.read_table(schema.TEXT_UNITS)

@@ -58,7 +58,7 @@ def _extract(
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
     identity = _identity(settings, engine)
     if not identity.reusable:
-        run = extract_graph(units, settings, engine, progress=progress)
+        run = extract_graph(units, ExtractionOptions.from_settings(settings), engine, progress=progress)
         table = to_table(run.units)
         reused = {}
     else:
@@ -68,7 +68,12 @@ def _extract(
         ids = units.column("id").to_pylist()
         reused = reuse_extractions(previous, identity.config, ids)
         todo = [i for i, uid in enumerate(ids) if uid not in reused]
-        run = extract_graph(units.take(pa.array(todo, pa.int64())), settings, engine, progress=progress)
+        run = extract_graph(
+            units.take(pa.array(todo, pa.int64())),
+            ExtractionOptions.from_settings(settings),
+            engine,
+            progress=progress,
+        )
         fresh = {u.text_unit_id: u for u in run.units}
         run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
         table = tag_extraction_config(to_table(run.units), identity.config)

@@ -143,8 +143,27 @@ async def llm_description(client: Any, request: DescriptionRequest) -> Descripti
     return DescriptionSummary(summary=summary, calls=calls)
 
 
+@dataclass(frozen=True)
+class DescriptionOptions:
+    """How long a merged description may be, offline and asked of a model."""
+
+    max_tokens: int = 200  # offline: the extractive description's budget
+    max_input_tokens: int = 4000  # LLM: descriptions per summarize call (iterative beyond)
+    max_words: int = 500  # LLM: the summary's length
+    encoding: str = "o200k_base"
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> DescriptionOptions:
+        return cls(
+            max_tokens=settings.description_max_tokens,
+            max_input_tokens=settings.summarize_max_input_tokens,
+            max_words=settings.summarize_max_words,
+            encoding=settings.encoding,
+        )
+
+
 def summarize_all(
-    items: Sequence[DescriptionItem], settings: Any, engine: Engine
+    items: Sequence[DescriptionItem], options: DescriptionOptions, engine: Engine
 ) -> tuple[list[str], SummaryStats]:
     """One description per item, in order, following the rules in the module docstring."""
     stats = SummaryStats()
@@ -156,10 +175,10 @@ def summarize_all(
         return DescriptionRequest(
             names=item.names,
             descriptions=item.descriptions,
-            max_tokens=settings.description_max_tokens,
-            max_input_tokens=settings.summarize_max_input_tokens,
-            max_words=settings.summarize_max_words,
-            encoding=settings.encoding,
+            max_tokens=options.max_tokens,
+            max_input_tokens=options.max_input_tokens,
+            max_words=options.max_words,
+            encoding=options.encoding,
         )
 
     async def one(i: int) -> DescriptionSummary:

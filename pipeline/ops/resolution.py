@@ -37,7 +37,13 @@ from rapidfuzz import fuzz, process
 from pipeline.core import schema, tables
 from pipeline.core.names import entity_id, normalize_name, relationship_id
 from pipeline.engine.base import Engine
-from pipeline.ops.descriptions import DescriptionItem, SummaryStats, distinct, summarize_all
+from pipeline.ops.descriptions import (
+    DescriptionItem,
+    DescriptionOptions,
+    SummaryStats,
+    distinct,
+    summarize_all,
+)
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
 
@@ -80,12 +86,33 @@ class _Mention:
     inferred: bool
 
 
-def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Engine) -> ResolvedGraph:
+@dataclass(frozen=True)
+class ResolutionOptions:
+    """The thresholds of the rules above, and how merged descriptions are written."""
+
+    fuzzy_threshold: float = 92  # rapidfuzz ratio to merge same-type names (100: exact names only)
+    min_npmi: float = 0.0  # offline edges below this NPMI are pruned...
+    keep_weight: float = 2  # ...unless seen in at least this many sentences
+    descriptions: DescriptionOptions = DescriptionOptions()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ResolutionOptions:
+        return cls(
+            fuzzy_threshold=settings.resolution_fuzzy_threshold,
+            min_npmi=settings.offline_min_npmi,
+            keep_weight=settings.offline_keep_weight,
+            descriptions=DescriptionOptions.from_settings(settings),
+        )
+
+
+def resolve_graph(
+    units: Sequence[UnitExtraction], options: ResolutionOptions, engine: Engine
+) -> ResolvedGraph:
     """The `entities` and `relationships` tables of the units, by the rules in the module docstring; the
     engine writes the descriptions (`pipeline.ops.descriptions`)."""
     stats = ResolutionStats()
     mentions = _mentions(units, stats)
-    groups = _group(mentions, settings.resolution_fuzzy_threshold, stats)
+    groups = _group(mentions, options.fuzzy_threshold, stats)
 
     # (unit, key) -> entity id, for relationship endpoints
     index: dict[tuple[str, str], str] = {}
@@ -115,7 +142,7 @@ def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Engine
         )
     rel_rows = _relationships(units, index, stats)
     total_sentences = sum(u.n_sentences for u in units if u.method == "offline")
-    rel_rows = _prune(rel_rows, evidence_by_entity, total_sentences, settings, stats)
+    rel_rows = _prune(rel_rows, evidence_by_entity, total_sentences, options, stats)
 
     degree: Counter[str] = Counter()
     for r in rel_rows:
@@ -126,7 +153,7 @@ def resolve_graph(units: Sequence[UnitExtraction], settings: Any, engine: Engine
     items += [
         DescriptionItem((titles[r["source_id"]], titles[r["target_id"]]), r["descriptions"]) for r in rel_rows
     ]
-    summaries, stats.summaries = summarize_all(items, settings, engine)
+    summaries, stats.summaries = summarize_all(items, options.descriptions, engine)
     for row, summary in zip([*ent_rows, *rel_rows], summaries, strict=True):
         row["description"] = summary
         del row["descriptions"]
@@ -284,7 +311,7 @@ def _prune(
     rows: list[dict[str, Any]],
     evidence_by_entity: dict[str, set[tuple[str, int]]],
     total_sentences: int,
-    settings: Any,
+    options: ResolutionOptions,
     stats: ResolutionStats,
 ) -> list[dict[str, Any]]:
     kept = []
@@ -297,7 +324,7 @@ def _prune(
         py = len(evidence_by_entity[r["target_id"]]) / total_sentences
         pxy = len(evidence) / total_sentences
         r["npmi"] = npmi(pxy, px, py)
-        if r["npmi"] < settings.offline_min_npmi and r["weight"] < settings.offline_keep_weight:
+        if r["npmi"] < options.min_npmi and r["weight"] < options.keep_weight:
             stats.pruned_edges += 1
             continue
         kept.append(r)

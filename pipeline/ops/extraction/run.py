@@ -46,13 +46,12 @@ class ExtractionRun:
 
 def extract_graph(
     text_units: pa.Table,
-    settings: Any,
+    options: ExtractionOptions,
     engine: Engine,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExtractionRun:
     """One UnitExtraction per text unit, in table order, by `engine` (from `pipeline.runtime.make_engine`)."""
     started = time.monotonic()
-    options = ExtractionOptions.from_settings(settings)
     identity = engine.extraction_identity(options)
     rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
     done = 0
