@@ -3,8 +3,10 @@ real LLM client, a real Dagster instance, real Parquet / LanceDB / MiniLM.
 
 - Changing 1 of 50 documents costs exactly its text unit's extraction call plus one call per report
   whose fingerprint changed: nothing else reaches the server.
-- kill -9 of `python -m pipeline index` during extraction, then a re-run: every call answered before
-  the kill comes from the LLM cache, and the finished index has no duplicate rows.
+- kill -9 of `pipeline index` during extraction, then a re-run: every call answered before
+  the kill comes from the LLM cache, and the finished index has no duplicate rows. The kill is
+  triggered by an event, not a clock: the proxy holds the 12th extraction request (and the next)
+  unanswered, the test kills the process while they are held, then lets the proxy answer them.
 """
 
 from __future__ import annotations
@@ -13,21 +15,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assets.launch import run_index
-from pipeline import schema
-from pipeline.caches import open_llm_cache
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
+from pipeline.runtime import open_llm_cache
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore
 from tests.conftest import REPO_ROOT
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
-from tests.support.graph_model import ScriptedGraphModel
+from tests.support.graph_model import ScriptedGraphModel, extraction_text
 
 PEOPLE = [
     f"{first} {last}"
@@ -62,6 +63,8 @@ def _llm_env(storage: Path, base_url: str, concurrency: int = 4) -> dict[str, st
         "PIPELINE_LLM_CONCURRENCY": str(concurrency),
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
+        # a request the proxy holds must not time out meanwhile, however slow the machine
+        "PIPELINE_LLM_TIMEOUT_S": "600",
     }
 
 
@@ -128,33 +131,56 @@ def test_changing_1_of_50_documents_pays_only_for_its_unit_and_changed_reports(o
     assert _meta(second, "text_unit_embeddings")["embeddings_computed"] == 1
 
 
+N_CRASH_DOCS = 40
+CRASH_CONCURRENCY = 2
+KILL_AT_REQUEST = 12  # the extraction request the proxy holds first: the kill lands mid-extraction
+WAIT_S = 300.0  # generous: it only bounds how long a broken run could make the fixture hang
+
+
 @pytest.fixture(scope="module")
 def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator[dict]:
     storage = tmp_path_factory.mktemp("crash_storage")
     folder = tmp_path_factory.mktemp("crash_input")
-    for name, text in _corpus(40).items():
+    log_path = tmp_path_factory.mktemp("crash_logs") / "index.log"
+    for name, text in _corpus(N_CRASH_DOCS).items():
         (folder / name).write_text(text, encoding="utf-8")
     model = ScriptedGraphModel()
     out: dict = {"store": NamespaceStore(storage, "crash"), "model": model}
-    with FaultProxy(None, responder=model, latency_s=0.15) as proxy:
-        env = {**os.environ, **_llm_env(storage, proxy.base_url, concurrency=2)}
-        cmd = [sys.executable, "-m", "pipeline", "index", "--namespace", "crash", "--input", str(folder)]
-        proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        deadline = time.monotonic() + 120
-        while model.snapshot()["extract_graph"] < 12 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)  # mid-extraction: 40 units at ~13 calls/s
-        proc.wait(timeout=30)
+    with FaultProxy(None, responder=model) as proxy:
+        # Hold the 12th extraction request and every later one. Once CRASH_CONCURRENCY requests are held,
+        # each of the process's concurrency slots waits on an unanswered request: every earlier call was
+        # answered and stored (a slot is only taken again after its call's answer is in the cache), and
+        # nothing else can be on its way. Kill it then, and only then let the proxy answer (to no one).
+        hold = proxy.hold(lambda r: extraction_text(r.body) is not None, from_nth=KILL_AT_REQUEST)
+        env = {**os.environ, **_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)}
+        cmd = [sys.executable, "-m", "assets", "index", "--namespace", "crash", "--input", str(folder)]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            try:
+                held = hold.wait_held(CRASH_CONCURRENCY, WAIT_S, alive=lambda: proc.poll() is None)
+            except TimeoutError as exc:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise AssertionError(
+                    f"the index never held {CRASH_CONCURRENCY} requests: {exc}\n{tail}"
+                ) from exc
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=WAIT_S)
+        finally:
+            hold.release()  # the kill is done: the held requests may be answered now
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        hold.wait_answered(WAIT_S)
+        proxy.wait_idle(WAIT_S)
         out["returncode"] = proc.returncode
+        out["held_texts"] = [extraction_text(r.body) for r in held]
         out["answered_before_kill"] = model.snapshot()["extract_graph"]
         out["texts_before_kill"] = list(model.extracted_texts)
-        time.sleep(0.5)  # the proxy may still finish a request that was in flight
         pipeline_cache = open_llm_cache(Settings(storage_root=str(storage)))
         out["cached_before_resume"] = pipeline_cache.count("extract_graph")
         n_before = len(model.extracted_texts)
-        with scoped_env(**_llm_env(storage, proxy.base_url, concurrency=2)):
+        with scoped_env(**_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)):
             out["resume"] = run_index("crash", input_dir=str(folder), instance=dagster_instance)
         out["texts_resume"] = model.extracted_texts[n_before:]
     yield out
@@ -163,15 +189,19 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
 def test_kill_during_extraction_then_resume_pays_no_completed_call_again(crash):
     assert crash["returncode"] == -signal.SIGKILL
     answered, cached = crash["answered_before_kill"], crash["cached_before_resume"]
-    assert 12 <= answered < 40, "the kill must land during extraction"
-    assert answered - 2 <= cached <= answered  # at most the 2 calls in flight were lost with the process
+    # every request the process sent was answered, the held ones after the kill
+    assert answered == KILL_AT_REQUEST + CRASH_CONCURRENCY - 1 < N_CRASH_DOCS
+    assert len(set(crash["texts_before_kill"])) == answered
+    # what was answered before the kill was stored; only the held (in-flight) calls were lost
+    assert cached == KILL_AT_REQUEST - 1 == answered - CRASH_CONCURRENCY
     resume = crash["resume"]
     assert resume.success, resume.failures
     x = _meta(resume, "extracted_graph")
-    assert len(crash["texts_resume"]) == x["llm_calls"] == 40 - cached
+    assert len(crash["texts_resume"]) == x["llm_calls"] == N_CRASH_DOCS - cached
     assert x["llm_cache_hits"] == cached
     repeated = set(crash["texts_resume"]) & set(crash["texts_before_kill"])
-    assert len(repeated) == answered - cached <= 2  # only answers the killed process never stored
+    assert repeated == set(crash["held_texts"])  # only answers the killed process never stored
+    assert len(repeated) == CRASH_CONCURRENCY
 
 
 def test_no_duplicate_rows_after_resume(crash):

@@ -6,15 +6,16 @@ observed from outside the client, not from its own counters alone.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from pipeline.llm import LLMCache, LLMCallError, LLMClient, LLMTimeoutError, LLMValidationError
+from pipeline.caches.sqlite_llm import LLMCache
+from pipeline.llm import LLMCallError, LLMClient, LLMTimeoutError, LLMValidationError
 from pipeline.llm.retry import Backoff
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
@@ -44,7 +45,7 @@ def _client(proxy: FaultProxy, tmp_path: Path, **overrides: Any) -> LLMClient:
         "model": MODEL_ALIAS,
         "api_key": "test-key",
         "base_url": proxy.base_url,
-        "timeout_s": 30,
+        "timeout_s": 300,  # a slow answer from the real model on a loaded machine is not a fault
         "max_retries": 3,
         "max_tokens": 48,
         "json_mode": "auto",
@@ -94,17 +95,41 @@ def test_usage_counts_tokens_and_cost_from_the_price_table(proxy: FaultProxy, tm
     assert meta["llm_calls"] == 1 and meta["llm_prompt_tokens"] == usage.prompt_tokens
 
 
+class RecordingBackoff(Backoff):
+    """The client's wait policy, recording each wait it hands the retry loop (seconds)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.waits: list[float] = []
+
+    def __call__(self, state: Any) -> float:
+        wait = super().__call__(state)
+        self.waits.append(wait)
+        return wait
+
+
 @pytest.mark.parametrize("fault", ["429", "500", "hang", "drop", "garble"])
 def test_each_fault_is_retried_and_recovers(proxy: FaultProxy, tmp_path: Path, fault: str) -> None:
-    client = _client(proxy, tmp_path, json_mode="json_object", timeout_s=5)
-    proxy.script(fault)
-    started = time.monotonic()
-    answer = _ask(client)
+    backoff = RecordingBackoff(initial_s=0.05, max_s=0.5)
+    with ExitStack() as stack:
+        if fault == "hang":
+            # Only the request timeout ends a hang, and the retry gets the same timeout: it is answered
+            # by the proxy's canned completion (instant, however loaded the machine), not by the model.
+            proxy = stack.enter_context(FaultProxy(None, hang_s=30, canned_content='{"city": "Paris"}'))
+            timeout_s = 5.0
+        else:
+            timeout_s = 120.0  # no request timeout is involved: none may fire
+        client = _client(proxy, tmp_path, json_mode="json_object", timeout_s=timeout_s, backoff=backoff)
+        proxy.script(fault)
+        answer = _ask(client)
     assert isinstance(answer, Capital)
     assert proxy.served == [(CHAT, fault), (CHAT, "ok")]
     assert client.usage.retries == 1 and client.usage.failures == 0
+    assert len(backoff.waits) == 1
     if fault == "429":
-        assert time.monotonic() - started >= 0.5  # waited what Retry-After said
+        assert backoff.waits == [proxy.retry_after_s]  # it waited what Retry-After said
+    else:
+        assert 0.05 <= backoff.waits[0] <= 0.1  # its own backoff: initial_s plus up to initial_s of jitter
 
 
 def test_a_fault_that_outlasts_the_retry_budget_ends_in_a_typed_error(

@@ -9,18 +9,22 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline import schema
-from pipeline.chunking import chunk_documents_table
-from pipeline.graph_index import index_claims, index_communities, index_entities, index_extracted_graph
-from pipeline.ingest import documents_table, read_documents
-from pipeline.llm import OfflineEngine
-from pipeline.reports.build import build_reports, index_community_reports
-from pipeline.reports.context import ChildInfo, GraphData, build_context
-from pipeline.reports.fingerprint import report_fingerprint
-from pipeline.reports.models import CommunityReportResponse, SubReport
+from pipeline.core import schema
+from pipeline.core.tokens import count_tokens
+from pipeline.engine.offline import OfflineEngine
+from pipeline.index.claims import index_claims
+from pipeline.index.communities import index_communities
+from pipeline.index.community_reports import index_community_reports
+from pipeline.index.entities_and_relationships import index_entities
+from pipeline.index.extracted_graph import index_extracted_graph
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.chunking import chunk_documents_table
+from pipeline.ops.ingest import documents_table, read_documents
+from pipeline.ops.reports.build import build_reports
+from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
+from pipeline.ops.reports.fingerprint import report_fingerprint
+from pipeline.ops.reports.models import CommunityReportResponse, SubReport
 from pipeline.settings import Settings
-from pipeline.store import NamespaceStore
-from pipeline.tokens import count_tokens
 from tests.conftest import shared_data
 from tests.support.graph_tables import Graph, two_group_graph
 
@@ -123,13 +127,27 @@ def test_a_community_over_budget_is_summarized_from_its_childrens_reports():
     assert any(f["summary"] == a_title for f in rows[0]["findings"])  # the child's report is a finding
 
 
+# Worked out by hand from two_group_graph(): the title names the three most connected members (ties
+# by name); the rank is 10 * s / (s + 6) with s = log2(1 + size) + log2(1 + total degree) / 2.
+EXPECTED_REPORTS = {
+    # community: (title, size, total degree, rank)
+    0: ("Alder, Birch and Cedar", 6, 4 * 3 + 2 * 2, 4.47),  # s = log2(7) + log2(17) / 2 = 4.851
+    1: ("Alder, Birch and Cedar", 4, 4 * 3, 4.10),  # s = log2(5) + log2(13) / 2 = 4.172
+    2: ("Elm and Fir", 2, 2 * 2, 3.14),  # s = log2(3) + log2(5) / 2 = 2.746
+}
+
+
 def test_reports_have_graphrag_columns_and_consistent_content():
     run = _run(two_group_graph(), budget=8000)
     assert run.reports.schema.equals(schema.COMMUNITY_REPORTS_SCHEMA)
     assert run.reports.column_names[: len(GRAPHRAG_COLUMNS)] == GRAPHRAG_COLUMNS
+    assert sorted(r["community"] for r in run.reports.to_pylist()) == sorted(EXPECTED_REPORTS)
     for r in run.reports.to_pylist():
+        title, size, total_degree, rank = EXPECTED_REPORTS[r["community"]]
+        assert (r["title"], r["size"], r["rank"]) == (title, size, pytest.approx(rank, abs=0.005))
+        assert f"({size} entities) and degree ({total_degree} relationship ends" in r["rating_explanation"]
         parsed = CommunityReportResponse.model_validate_json(r["full_content_json"])
-        assert parsed.title == r["title"] and parsed.rating == r["rank"] and 0 <= r["rank"] <= 10
+        assert (parsed.title, parsed.rating) == (title, pytest.approx(rank, abs=0.005))
         assert r["full_content"].startswith(f"# {r['title']}\n\n{r['summary']}")
         assert all(f"## {f['summary']}" in r["full_content"] for f in r["findings"])
         assert r["human_readable_id"] == r["community"] and r["method"] == "offline"
@@ -212,8 +230,8 @@ def carol(tmp_path_factory: pytest.TempPathFactory) -> dict:
     units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
     store.write_table(schema.DOCUMENTS, docs)
     store.write_table(schema.TEXT_UNITS, units)
-    index_extracted_graph(store, settings)
-    index_entities(store, settings)
+    index_extracted_graph(store, settings, OfflineEngine())
+    index_entities(store, settings, OfflineEngine())
     index_claims(store)
     index_communities(store, settings)
     first = index_community_reports(store, settings, OfflineEngine())
@@ -250,7 +268,7 @@ def test_offline_reports_are_deterministic_and_reused_on_a_rerun(carol, tmp_path
 
 
 def test_cli_prints_top_level_titles_with_sizes_largest_first(carol, capsys, monkeypatch):
-    from pipeline.cli import main
+    from assets.cli import main
 
     monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(carol["root"]))
     assert main(["communities", "--namespace", "carol", "--level", "0", "--limit", "3"]) == 0

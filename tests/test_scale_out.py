@@ -1,4 +1,4 @@
-"""Scale-out, end to end: one namespace indexed by `python -m pipeline index` on a dask.distributed
+"""Scale-out, end to end: one namespace indexed by `pipeline index` on a dask.distributed
 cluster of two worker processes (dagster-dask), with the storage root on an S3-compatible server on
 127.0.0.1 (moto), and the Dagster instance and the LLM / embedding caches on PostgreSQL (pgserver).
 
@@ -10,6 +10,11 @@ cannot run here, and what is checked is which calls reach the server, not what a
 - Steps ran in more than one worker process, none in the process that launched the runs.
 - A worker killed (SIGKILL) while it extracts a shard: the dask scheduler re-runs the step on a worker,
   the run succeeds, and no extraction call answered and cached before the kill reaches the model again.
+  The kill is triggered by events, never by a clock: the proxy holds the KILL_AT_REQUEST-th extraction
+  request of the first shard to send that many, and every later one of that shard. Once LLM_CONCURRENCY
+  of them are held, all of the step's concurrency slots wait on unanswered requests, so its step cannot
+  finish and every earlier call of it is answered and cached; the test SIGKILLs the worker that sent
+  them (found by the requests' TCP connections), waits until it is gone, then lets the proxy answer.
 """
 
 from __future__ import annotations
@@ -29,20 +34,24 @@ import pytest
 
 from assets.launch import run_index
 from deploy.local_cluster import LocalDaskCluster, with_database
-from pipeline import schema
+from pipeline.core import schema
+from pipeline.core.shards import shard_of
+from pipeline.io.store import NamespaceStore
 from pipeline.settings import load_settings
-from pipeline.store import NamespaceStore
 from tests.conftest import REPO_ROOT
 from tests.support.env import scoped_env
-from tests.support.fault_proxy import FaultProxy
-from tests.support.graph_model import ScriptedGraphModel
+from tests.support.fault_proxy import FaultProxy, ProxyRequest, client_pid
+from tests.support.graph_model import ScriptedGraphModel, extraction_text
 from tests.support.pg import pg_dsn  # noqa: F401 - session fixture: a throwaway PostgreSQL server
 
 NAMESPACE = "scale"
 N_DOCS = 30
 SHARDS = 2
 LLM_CONCURRENCY = 2
-KILL_AFTER_CALLS = 6  # extraction answers seen before the kill: the shards' extraction is under way
+# The first extraction request the proxy holds, counted within one shard: the KILL_AT_REQUEST - 1 before
+# it are answered and cached when the kill lands (> LLM_CONCURRENCY - 1, so at least one is).
+KILL_AT_REQUEST = 4
+WAIT_S = 600.0  # generous: it only bounds how long a broken run could make the fixture hang
 
 PEOPLE = "Ada Ben Cora Dan Eva Finn Gia Hal Ivy Jon Kai Lea Max Nia Oto Pia".split()
 PLACES = "Lisbon Oslo Quito Perth Lagos Hanoi Tunis Lima".split()
@@ -69,6 +78,8 @@ def _llm_env(base_url: str) -> dict[str, str]:
         "PIPELINE_LLM_CONCURRENCY": str(LLM_CONCURRENCY),
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
+        # a request the proxy holds must not time out meanwhile, however slow the machine
+        "PIPELINE_LLM_TIMEOUT_S": "600",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
@@ -95,36 +106,77 @@ def _vectors(store: NamespaceStore) -> tuple[list[str], np.ndarray]:
     return table.column("id").to_pylist(), np.array(table.column("vector").to_pylist(), dtype=np.float32)
 
 
+def _wait_gone(pid: int, timeout: float = WAIT_S) -> None:
+    """Until the process is dead (a zombie its nanny has not reaped yet counts as dead)."""
+    import psutil
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"process {pid} still alive {timeout:.0f}s after SIGKILL")
+
+
 def _index_on_cluster(
-    env: dict[str, str], folder: Path, model: ScriptedGraphModel, skip_texts: int, logs: Path
+    env: dict[str, str], folder: Path, proxy: FaultProxy, shard_by_text: dict[str, int], logs: Path
 ) -> dict:
-    """`python -m pipeline index` against two dask workers; SIGKILL the worker that is extracting a
-    shard once KILL_AFTER_CALLS extraction answers have gone out."""
+    """`pipeline index` against two dask workers; SIGKILL the worker extracting a shard while the proxy
+    holds LLM_CONCURRENCY of that shard's extraction requests unanswered (see the module docstring)."""
     out: dict = {}
+    seen: Counter[int] = Counter()
+    target: list[int] = []
+
+    def of_the_target_shard(request: ProxyRequest) -> bool:  # called one request at a time, in order
+        text = extraction_text(request.body)
+        if text is None:
+            return False
+        shard = shard_by_text[text]  # a KeyError is reported by hold.wait_held, the request not held
+        seen[shard] += 1
+        if not target and seen[shard] == KILL_AT_REQUEST:
+            target.append(shard)
+        return bool(target) and shard == target[0]
+
     with LocalDaskCluster(n_workers=2, env=env, log_dir=logs) as cluster:
         env = {**env, "PIPELINE_DASK_SCHEDULER": cluster.address}
-        out["worker_pids_at_start"] = set(cluster.worker_pids().values())
-        cmd = [sys.executable, "-m", "pipeline", "index", "--namespace", NAMESPACE, "--input", str(folder)]
+        workers = cluster.worker_pids()  # address -> pid
+        out["worker_pids_at_start"] = set(workers.values())
+        hold = proxy.hold(of_the_target_shard)
+        cmd = [sys.executable, "-m", "assets", "index", "--namespace", NAMESPACE, "--input", str(folder)]
         with open(logs / "index.log", "wb") as log:
             proc = subprocess.Popen(
                 cmd, cwd=REPO_ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT
             )
-            out["launcher_pid"] = proc.pid
-            deadline = time.monotonic() + 600
-            while proc.poll() is None and time.monotonic() < deadline:
-                if "killed" not in out and len(model.extracted_texts) - skip_texts >= KILL_AFTER_CALLS:
-                    busy = cluster.busy_workers()
-                    extracting = [
-                        a for a, keys in busy.items() if any("extracted_graph_shard" in k for k in keys)
-                    ]
-                    if extracting:
-                        pid = cluster.worker_pids()[extracting[0]]
-                        os.kill(pid, signal.SIGKILL)
-                        out["killed"] = {"pid": pid, "task": busy[extracting[0]]}
-                time.sleep(0.05)
-            if proc.poll() is None:
-                proc.kill()
-            out["returncode"] = proc.wait(timeout=60)
+        out["launcher_pid"] = proc.pid
+        try:
+            held = hold.wait_held(LLM_CONCURRENCY, WAIT_S, alive=lambda: proc.poll() is None)
+            senders = {client_pid(r, workers.values()) for r in held}
+            out["killed"] = {
+                "shard": target[0],
+                "held_texts": [extraction_text(r.body) for r in held],
+                "senders": senders,
+            }
+            if len(senders) == 1 and None not in senders:
+                [pid] = senders
+                address = next(a for a, p in workers.items() if p == pid)
+                out["killed"]["task"] = cluster.busy_workers().get(address, [])
+                os.kill(pid, signal.SIGKILL)
+                _wait_gone(pid)
+                out["killed"]["pid"] = pid
+        except TimeoutError as exc:
+            out["hold_error"] = str(exc)
+        finally:
+            hold.release()  # the kill is done: the held requests may be answered now (to no one)
+        try:
+            out["returncode"] = proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out["returncode"] = proc.wait()
+        hold.wait_answered(WAIT_S)
+        proxy.wait_idle(WAIT_S)
         out["log"] = (logs / "index.log").read_text(errors="replace")[-4000:]
         out["worker_pids_at_end"] = set(cluster.worker_pids().values())
     return out
@@ -144,7 +196,7 @@ def scale_out(
 
     # One model server for both runs: the report's `model` column names the endpoint.
     model = ScriptedGraphModel()
-    proxy = FaultProxy(None, responder=model, latency_s=0.15).start()
+    proxy = FaultProxy(None, responder=model).start()
     request.addfinalizer(proxy.stop)
 
     # 1. The reference: one process, local folder, SQLite instance and caches, one shard.
@@ -156,6 +208,17 @@ def scale_out(
         out["local_vectors"] = _vectors(local_store)
     out["local_calls"] = model.snapshot()
     n_local_texts = len(model.extracted_texts)
+    # Which shard each text unit belongs to (its document's), to count the requests per shard.
+    units = out["local_tables"][schema.TEXT_UNITS]
+    shard_by_text = {
+        text: shard_of(doc, SHARDS)
+        for text, doc in zip(
+            units.column("text").to_pylist(), units.column("document_id").to_pylist(), strict=True
+        )
+    }
+    assert set(model.extracted_texts) == set(shard_by_text), "extraction requests name their text units"
+    per_shard = Counter(shard_by_text.values())
+    assert len(per_shard) == SHARDS and min(per_shard.values()) >= KILL_AT_REQUEST + LLM_CONCURRENCY - 1
 
     # 2. The cluster: S3 storage, PostgreSQL instance and caches, two shards, two dask workers.
     urls = _create_databases(pg_dsn, ["scale_dagster", "scale_caches"])
@@ -170,7 +233,9 @@ def scale_out(
         # SQLAlchemy 2.1 picks psycopg 3 for a bare postgresql:// URL; dagster-postgres needs psycopg2
         "DAGSTER_PG_URL": urls["scale_dagster"].replace("postgresql://", "postgresql+psycopg2://", 1),
     }
-    out.update(_index_on_cluster(env, folder, model, n_local_texts, tmp_path_factory.mktemp("scale_logs")))
+    out.update(_index_on_cluster(env, folder, proxy, shard_by_text, tmp_path_factory.mktemp("scale_logs")))
+    # Nothing below can be read from a failed run: say why it failed instead.
+    assert out["returncode"] == 0, f"the cluster run failed ({out.get('hold_error')}):\n{out['log']}"
     out["calls"] = model.snapshot() - out["local_calls"]
     out["texts"] = model.extracted_texts[n_local_texts:]
     out["n_units"] = out["local_tables"][schema.TEXT_UNITS].num_rows
@@ -241,20 +306,26 @@ def test_steps_ran_in_more_than_one_worker_process(scale_out):
 
 def test_killed_worker_is_survived_without_paying_a_completed_scripted_model_call_twice(scale_out):
     killed = scale_out.get("killed")
-    assert killed is not None, "the kill must land while a worker extracts a shard"
+    assert killed is not None, scale_out.get("hold_error")
+    assert "pid" in killed, f"the held requests came from one worker process: {killed}"
+    # the worker killed was running the extraction step, its last requests still unanswered
+    assert any("extracted_graph_shard" in k for k in killed["task"]), killed
     assert killed["pid"] not in scale_out["worker_pids_at_end"]  # the nanny started a new process
-    # the step the dead worker held started again, on a live worker
+    # the step the dead worker held started again, on a live worker; the other shard's step ran once
     assert len(scale_out["step_pids"]["index_shards.extracted_graph_shard"]) == SHARDS + 1
     counts = Counter(scale_out["texts"])
     repeated = {t for t, n in counts.items() if n > 1}
-    # asked again: only the calls the dead worker had in flight (answered, maybe, but not yet cached)
-    assert len(repeated) <= LLM_CONCURRENCY
-    assert scale_out["calls"]["extract_graph"] == scale_out["n_units"] + sum(counts[t] - 1 for t in repeated)
+    # asked again: exactly the calls the dead worker had in flight (held unanswered at the kill)
+    assert repeated == set(killed["held_texts"]) and len(repeated) == LLM_CONCURRENCY
+    assert all(counts[t] == 2 for t in repeated)
+    assert scale_out["calls"]["extract_graph"] == scale_out["n_units"] + LLM_CONCURRENCY
     assert scale_out["calls"]["extract_graph"] - len(repeated) == scale_out["local_calls"]["extract_graph"]
     # the re-run of the dead worker's shard found the calls it had finished in the PostgreSQL cache
     shards = scale_out["shard_metadata"]
-    assert len(shards) == SHARDS
-    assert sum(m["llm_cache_hits"] for m in shards) >= 1
+    assert sorted(m["shard"] for m in shards) == list(range(SHARDS))  # one materialization per shard
+    by_shard = {m["shard"]: m for m in shards}
+    assert by_shard[killed["shard"]]["llm_cache_hits"] == KILL_AT_REQUEST - 1
+    assert sum(m["llm_cache_hits"] for m in shards) == KILL_AT_REQUEST - 1
     assert (
         sum(m["llm_calls"] for m in shards) + sum(m["llm_cache_hits"] for m in shards) == scale_out["n_units"]
     )

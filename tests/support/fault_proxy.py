@@ -11,10 +11,21 @@ Each request takes the next fault from a scripted schedule ("ok" once the schedu
     garble        forward, then return the server's body cut in half (the HTTP JSON is broken)
     bad_content   forward, then replace the model's message with prose that is not JSON
     wrap_content  forward, then wrap the model's message in a code fence and chatter
+    length        forward, then cut the model's message in half with `finish_reason: "length"`, as a
+                  model stopped at max_tokens answers (the HTTP body itself is whole)
+
+`fault_when(match, fault)` gives `fault` to every request that `match` accepts instead of the schedule's
+(which such a request does not consume): e.g. cut off every reply about one text unit.
 
 With `upstream=None` it answers "ok" requests itself with a canned completion (for benchmarks that
 measure the client, not the model). `forwarded` counts the requests that reached the upstream server,
 `max_in_flight` the most requests it was handling at once.
+
+Faults on events, not on time: `hold(match, from_nth=N)` keeps the Nth request that `match` accepts,
+and every later one it accepts, received but unanswered until the test calls `release()`. The test
+waits for the requests to be held (`Hold.wait_held`), acts while they are certainly in flight (kills
+the process that sent them, cancels a batch) and then releases them. `client_pid` says which process
+sent a held request. `wait_idle` waits until every request received has been answered.
 """
 
 from __future__ import annotations
@@ -24,13 +35,129 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-FAULTS = ("ok", "429", "500", "401", "hang", "drop", "garble", "bad_content", "wrap_content")
+FAULTS = ("ok", "429", "500", "401", "hang", "drop", "garble", "bad_content", "wrap_content", "length")
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """One request as the proxy received it."""
+
+    number: int  # 1-based, in arrival order among all the requests the proxy received
+    path: str
+    body: Any  # the parsed JSON body; None when there is none or it is not JSON
+    client_port: int  # the sender's local TCP port (see `client_pid`)
+
+
+class Hold:
+    """Requests kept received but unanswered until `release()`; see `FaultProxy.hold`.
+
+    `match` is called for every request the proxy receives while the hold is active, one call at a
+    time in arrival order (so a stateful `match` needs no lock of its own)."""
+
+    def __init__(self, match: Callable[[ProxyRequest], bool], from_nth: int) -> None:
+        if from_nth < 1:
+            raise ValueError(f"from_nth must be >= 1, got {from_nth}")
+        self._match = match
+        self._from_nth = from_nth
+        self._matched = 0
+        self._held: list[ProxyRequest] = []
+        self._answered = 0
+        self.errors: list[str] = []  # what `match` raised (that request was not held)
+        self._cond = threading.Condition()
+        self._released = threading.Event()
+
+    @property
+    def held(self) -> list[ProxyRequest]:
+        """Every request held so far, in arrival order (released ones included)."""
+        with self._cond:
+            return list(self._held)
+
+    @property
+    def released(self) -> bool:
+        return self._released.is_set()
+
+    def wait_held(
+        self, n: int = 1, timeout: float = 120.0, alive: Callable[[], bool] | None = None
+    ) -> list[ProxyRequest]:
+        """Block until `n` requests are held; TimeoutError after `timeout` s, or as soon as `alive()`
+        says the client is gone. A generous timeout: it only bounds how long a broken run hangs."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while len(self._held) < n:
+                left = end - time.monotonic()
+                if left <= 0 or (alive is not None and not alive()):
+                    raise TimeoutError(
+                        f"{len(self._held)} of {n} requests held; matched {self._matched}; "
+                        f"match errors: {self.errors[:3]}"
+                    )
+                self._cond.wait(min(left, 0.1))
+            return list(self._held)
+
+    def wait_answered(self, timeout: float = 120.0) -> None:
+        """Block until every held request has been answered (or its answer failed to go out)
+        after `release()`."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while self._answered < len(self._held):
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{self._answered} of {len(self._held)} held requests answered")
+                self._cond.wait(min(left, 0.1))
+
+    def release(self) -> None:
+        """Answer the held requests and hold nothing more."""
+        with self._cond:
+            self._released.set()
+            self._cond.notify_all()
+
+    # ---- used by the proxy -----------------------------------------------------------------------
+    def _offer(self, request: ProxyRequest) -> bool:
+        with self._cond:
+            if self._released.is_set():
+                return False
+            try:
+                matched = self._match(request)
+            except Exception as exc:  # noqa: BLE001 - a broken `match` must not break the proxy
+                self.errors.append(f"request {request.number}: {type(exc).__name__}: {exc}")
+                return False
+            if not matched:
+                return False
+            self._matched += 1
+            if self._matched < self._from_nth:
+                return False
+            self._held.append(request)
+            self._cond.notify_all()
+            return True
+
+    def _wait_release(self) -> None:
+        self._released.wait()
+
+    def _note_answered(self) -> None:
+        with self._cond:
+            self._answered += 1
+            self._cond.notify_all()
+
+
+def client_pid(request: ProxyRequest, candidates: Iterable[int]) -> int | None:
+    """Which of `candidates` (pids) owns the TCP connection a request came on, while it is still open
+    (a held request's connection is: its sender waits for the answer)."""
+    import psutil
+
+    for pid in candidates:
+        try:
+            connections = psutil.Process(pid).net_connections(kind="tcp")
+        except psutil.NoSuchProcess:
+            continue
+        if any(c.laddr and c.laddr.port == request.client_port for c in connections):
+            return pid
+    return None
 
 
 class FaultProxy:
@@ -60,7 +187,10 @@ class FaultProxy:
         self.served: list[tuple[str, str]] = []  # (path, fault) per request, in arrival order
         self.authorizations: set[str] = set()
         self._schedule: deque[str] = deque()
+        self._holds: list[Hold] = []
+        self._rules: list[tuple[Callable[[ProxyRequest], bool], str]] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -74,6 +204,29 @@ class FaultProxy:
         with self._lock:
             self._schedule.extend(faults)
         return self
+
+    def fault_when(self, match: Callable[[ProxyRequest], bool], fault: str) -> FaultProxy:
+        """Serve `fault` to every request `match` accepts (the first rule that accepts wins); `match`
+        is called under the proxy's lock, one request at a time."""
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; use {FAULTS}")
+        with self._lock:
+            self._rules.append((match, fault))
+        return self
+
+    def hold(self, match: Callable[[ProxyRequest], bool] | None = None, *, from_nth: int = 1) -> Hold:
+        """Hold the `from_nth`-th request that `match` accepts (every request when None) and every later
+        one it accepts: received, counted, not answered until `Hold.release()` (or `stop()`)."""
+        hold = Hold(match or (lambda _request: True), from_nth)
+        with self._lock:
+            self._holds.append(hold)
+        return hold
+
+    def wait_idle(self, timeout: float = 120.0) -> None:
+        """Block until no request is being handled (every one received has been answered)."""
+        with self._idle:
+            if not self._idle.wait_for(lambda: self.in_flight == 0, timeout):
+                raise TimeoutError(f"{self.in_flight} requests still in flight")
 
     def pending(self) -> list[str]:
         with self._lock:
@@ -103,6 +256,10 @@ class FaultProxy:
 
     def stop(self) -> None:
         self._stopping.set()
+        with self._lock:
+            holds = list(self._holds)
+        for hold in holds:
+            hold.release()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -116,20 +273,40 @@ class FaultProxy:
         self.stop()
 
     # ---- used by the handler ---------------------------------------------------------------------
-    def _next(self, path: str, authorization: str | None) -> str:
+    def _next(
+        self,
+        path: str,
+        authorization: str | None,
+        request: Callable[[int], ProxyRequest] | None = None,
+    ) -> tuple[str, int]:
+        """The request's fault and its number (1-based, in arrival order); `request(number)` builds
+        what a `fault_when` rule sees."""
         with self._lock:
-            fault = self._schedule.popleft() if self._schedule else "ok"
+            ruled = None
+            if self._rules and request is not None:
+                seen = request(self.received + 1)
+                ruled = next((f for match, f in self._rules if match(seen)), None)
+            fault = ruled or (self._schedule.popleft() if self._schedule else "ok")
             self.received += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.served.append((path, fault))
             if authorization:
                 self.authorizations.add(authorization)
-            return fault
+            return fault, self.received
 
     def _done(self) -> None:
         with self._lock:
             self.in_flight -= 1
+            self._idle.notify_all()
+
+    def _hold_for(self, request: ProxyRequest) -> Hold | None:
+        with self._lock:
+            holds = list(self._holds)
+        for hold in holds:
+            if hold._offer(request):
+                return hold
+        return None
 
     def _count_forward(self) -> None:
         with self._lock:
@@ -196,6 +373,18 @@ def _rewrite_content(body: bytes, rewrite: Callable[[str], str]) -> bytes:
     return json.dumps(data).encode()
 
 
+def _cut_off(body: bytes) -> bytes:
+    try:
+        data = json.loads(body)
+        choice = data["choices"][0]
+        content = choice["message"].get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError):
+        return body
+    choice["message"]["content"] = content[: len(content) // 2]
+    choice["finish_reason"] = "length"
+    return json.dumps(data).encode()
+
+
 class _Handler(BaseHTTPRequestHandler):
     owner: FaultProxy
     protocol_version = "HTTP/1.1"
@@ -216,11 +405,28 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.owner
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        fault = owner._next(self.path, self.headers.get("Authorization"))
+        fault, number = owner._next(
+            self.path, self.headers.get("Authorization"), lambda n: self._request(n, body)
+        )
         try:
-            self._serve(fault, body)
+            hold = owner._hold_for(self._request(number, body))
+            if hold is None:
+                self._serve(fault, body)
+                return
+            hold._wait_release()
+            try:
+                self._serve(fault, body)
+            finally:
+                hold._note_answered()
         finally:
             owner._done()
+
+    def _request(self, number: int, body: bytes) -> ProxyRequest:
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        return ProxyRequest(number, self.path, parsed, self.client_address[1])
 
     def _serve(self, fault: str, body: bytes) -> None:
         owner = self.owner
@@ -252,6 +458,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload = payload[: len(payload) // 2]
         elif fault == "bad_content" and status == 200:
             payload = _rewrite_content(payload, lambda _c: "Sorry, I would rather answer in prose today.")
+        elif fault == "length" and status == 200:
+            payload = _cut_off(payload)
         elif fault == "wrap_content" and status == 200:
             payload = _rewrite_content(payload, lambda c: f"Here you go:\n```json\n{c}\n```\nAnything else?")
         self._send(status, payload, content_type)

@@ -28,8 +28,8 @@ class ScriptedGraphModel:
         messages = request["messages"]
         system = messages[0]["content"]
         last = messages[-1]["content"]
-        if "extract a knowledge graph" in system and "Text:\n" in last:
-            text = last.split("Text:\n", 1)[1].rsplit("\n\nAnswer as JSON", 1)[0]
+        text = extraction_text(request)
+        if text is not None:
             with self._lock:
                 self.calls["extract_graph"] += 1
                 self.extracted_texts.append(text)
@@ -62,6 +62,20 @@ class ScriptedGraphModel:
     def snapshot(self) -> Counter[str]:
         with self._lock:
             return Counter(self.calls)
+
+
+def extraction_text(request: Any) -> str | None:
+    """The text unit an extraction request (a chat completion's JSON body) asks about; None for any
+    other request. Tests use it to pick requests to hold in FaultProxy."""
+    try:
+        messages = request["messages"]
+        system, last = messages[0]["content"], messages[-1]["content"]
+    except (TypeError, KeyError, IndexError):
+        return None
+    if "extract a knowledge graph" in system and "Text:\n" in last:
+        # the last "Text:" block: the prompt's worked example comes first with a text of its own
+        return last.rsplit("Text:\n", 1)[1].rsplit("\n\nAnswer as JSON", 1)[0]
+    return None
 
 
 def _extraction(text: str) -> dict[str, Any]:
