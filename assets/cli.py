@@ -41,7 +41,21 @@ def cmd_index_all(launch: ModuleType) -> int:
     return 1 if failed else 0
 
 
+def cmd_index_estimate(args: argparse.Namespace) -> int:
+    """What the index run would send to the model, counted without sending it (no Dagster)."""
+    from pipeline.index.estimate import estimate_index
+
+    if args.all_namespaces:
+        print("error: --estimate takes one --namespace", file=sys.stderr)
+        return 2
+    estimate = estimate_index(args.namespace, load_settings(), args.input)
+    print(json.dumps(estimate.to_dict(), indent=2) if args.json else estimate.render())
+    return 0
+
+
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.estimate:
+        return cmd_index_estimate(args)
     from assets import launch  # dagster loads only for this command
 
     if args.all_namespaces:
@@ -155,7 +169,9 @@ def cmd_query_global(args: argparse.Namespace) -> int:
     from pipeline.query.global_context import GlobalContextError
     from pipeline.query.global_search import GlobalSearchConfig, global_search
 
-    config = GlobalSearchConfig(level=args.level, seed=args.seed)
+    config = GlobalSearchConfig.from_settings(
+        load_settings(), level=args.level, seed=args.seed, response_type=args.response_type
+    )
     try:
         result = global_search(args.namespace, args.query, config=config)
     except GlobalContextError as exc:
@@ -233,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--input", help="folder holding the namespace's documents (default <input_root>/<namespace>/)"
     )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the LLM calls, tokens and cost the run would have, per stage, without calling the "
+        "model (cached calls cost nothing); nothing is indexed",
+    )
+    p.add_argument("--json", action="store_true", help="with --estimate: the estimate as JSON")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("status", help="a namespace's tables, row counts and materialization times")
@@ -285,6 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", required=True, type=_namespace)
     p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
+    p.add_argument(
+        "--response-type",
+        default="multiple paragraphs",
+        help='length and form of the answer, e.g. "a single paragraph" (default: multiple paragraphs)',
+    )
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("query")
     p.set_defaults(func=cmd_query_global)

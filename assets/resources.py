@@ -15,6 +15,10 @@ from pipeline.io.store import NamespaceStore
 from pipeline.runtime import cached_embedder, make_engine
 from pipeline.settings import Settings, load_settings
 
+# The Dagster concurrency pool of every asset that calls the model: the instance's `concurrency: pools:`
+# limit caps how many such steps run at once across all runs (see dagster.yaml).
+LLM_POOL = "llm"
+
 
 class PipelineSettingsResource(ConfigurableResource):
     """Overrides for pipeline.settings.Settings; anything left unset comes from PIPELINE_* env vars / YAML."""
@@ -32,9 +36,10 @@ class PipelineSettingsResource(ConfigurableResource):
     def store(self, namespace: str) -> NamespaceStore:
         return NamespaceStore.from_settings(self.get_settings(), namespace)
 
-    def engine(self) -> Engine:
-        """A fresh engine (its usage counts belong to one step)."""
-        return make_engine(self.get_settings())
+    def engine(self, spent_usd: float = 0.0) -> Engine:
+        """A fresh engine (its usage counts belong to one step); `spent_usd`: the run's LLM spend before
+        this step, which `llm_budget_usd` counts."""
+        return make_engine(self.get_settings(), spent_usd=spent_usd)
 
 
 class EmbedderResource(ConfigurableResource):

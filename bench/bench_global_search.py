@@ -99,7 +99,7 @@ def main() -> None:
     def responder(request: dict) -> str:
         if "Partial answers:" in request["messages"][-1]["content"]:
             return json.dumps({"answer": "A reduced answer [Communities: 1]"})
-        return json.dumps({"answer": "A point [Community ID: 1]", "usefulness": 50})
+        return json.dumps({"points": [{"description": "A point", "score": 50, "communities": [1]}]})
 
     timings = []
     with FaultProxy(None, latency_s=LATENCY_S, responder=responder) as proxy:

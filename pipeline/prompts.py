@@ -10,6 +10,7 @@ To add a task's prompt: define a `Prompt` below with a fresh `<name>-v1` version
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +48,11 @@ PROMPTS: dict[str, Prompt] = {p.name: p for p in (SUMMARIZE,)}
 
 
 # ---- graph extraction (pipeline.ops.extraction.llm) and description summaries (pipeline.ops.descriptions) ----
-# GraphRAG's extraction prompt, asking for JSON instead of delimited tuples, with claims in the same call.
+# GraphRAG's extraction prompt, asking for JSON instead of delimited tuples, with claims in the same call,
+# and one worked example (entities, relationships, claims) as GraphRAG's prompts carry.
 EXTRACT_GRAPH = Prompt(
     name="extract_graph",
-    version="extract_graph-v1",
+    version="extract_graph-v2",
     system=(
         "You extract a knowledge graph from text: entities, the relationships between them, and claims. "
         "Use only what the text says."
@@ -60,25 +62,104 @@ EXTRACT_GRAPH = Prompt(
         "Given a text and a list of entity types, identify all entities of those types in the text, all "
         "relationships among the identified entities, and the claims the text makes about them.\n\n"
         "-Steps-\n"
-        "1. Identify all entities. For each: `name` (capitalised as in the text), `type` (one of: "
+        "1. Identify all entities. For each: `name` (capitalised as in the text), `type` (exactly one of: "
         "{entity_types}), `description` (a comprehensive description of the entity's attributes and "
         "activities).\n"
         "2. Among the entities of step 1, identify every pair that is clearly related. For each: `source` "
         "and `target` (names exactly as in step 1), `description` (why they are related) and `strength` "
         "(an integer from 1, weak, to 10, strong).\n"
         "3. {claim_instruction}\n\n"
+        "-Example-\n{example}\n\n"
+        "-Real data-\n"
         "Entity types: {entity_types}\n"
         "Text:\n{input_text}\n\n"
-        'Answer as JSON: {{"entities": [...], "relationships": [...], "claims": [...]}}'
+        "Answer as JSON with all three lists (a list is empty when the text has none): "
+        '{{"entities": [entity objects], "relationships": [relationship objects], "claims": [claim objects]}}'
     ),
 )
 EXTRACT_GRAPH_CLAIMS = (
     "Claims: {claim_description} For each claim about an entity of step 1: `subject` (entity name), "
-    "`object` (another entity name, or null), `claim_type` (a short upper-case category), `status` (TRUE, "
-    "FALSE or SUSPECTED), `start_date` and `end_date` (ISO-8601, the same date twice for a single date, "
-    "or null), `description` (the claim and its evidence) and `source_text` (a verbatim quote from the text)."
+    "`object` (another entity name, or null), `claim_type` (a short upper-case category), `status` (TRUE "
+    "when the text confirms it, FALSE when the text refutes it, SUSPECTED when it is alleged or unverified), "
+    "`start_date` and `end_date` (ISO-8601, the same date twice for a single date, or null when the text "
+    "gives none), `description` (the claim and its evidence) and `source_text` (a verbatim quote from the "
+    "text)."
 )
 EXTRACT_GRAPH_NO_CLAIMS = "Claims are not needed: answer with an empty `claims` list."
+_EXAMPLE_TEXT = (
+    "Marta Quinlan of the Harlow Civic League led the Unity March through Harlow on 12 March 2023. She "
+    "said the league had raised 40,000 pounds for the city's food bank; critics called the figure inflated."
+)
+_EXAMPLE_ANSWER: dict[str, list[dict[str, Any]]] = {
+    "entities": [
+        {
+            "name": "Marta Quinlan",
+            "type": "person",
+            "description": "Leader of the Unity March, speaks for the Harlow Civic League.",
+        },
+        {
+            "name": "Harlow Civic League",
+            "type": "organization",
+            "description": "A civic group that says it raised 40,000 pounds for Harlow's food bank.",
+        },
+        {"name": "Unity March", "type": "event", "description": "A march through Harlow on 12 March 2023."},
+        {"name": "Harlow", "type": "geo", "description": "The city the Unity March went through."},
+    ],
+    "relationships": [
+        {
+            "source": "Marta Quinlan",
+            "target": "Unity March",
+            "description": "She led the march.",
+            "strength": 9,
+        },
+        {
+            "source": "Marta Quinlan",
+            "target": "Harlow Civic League",
+            "description": "She belongs to the league and speaks for it.",
+            "strength": 8,
+        },
+        {
+            "source": "Unity March",
+            "target": "Harlow",
+            "description": "The march went through Harlow.",
+            "strength": 6,
+        },
+    ],
+    "claims": [
+        {
+            "subject": "Unity March",
+            "object": "Harlow",
+            "claim_type": "EVENT",
+            "status": "TRUE",
+            "start_date": "2023-03-12",
+            "end_date": "2023-03-12",
+            "description": "The Unity March went through Harlow on 12 March 2023.",
+            "source_text": "led the Unity March through Harlow on 12 March 2023",
+        },
+        {
+            "subject": "Harlow Civic League",
+            "object": None,
+            "claim_type": "FUNDRAISING",
+            "status": "SUSPECTED",
+            "start_date": None,
+            "end_date": None,
+            "description": "The league says it raised 40,000 pounds for the food bank; critics dispute it.",
+            "source_text": "the league had raised 40,000 pounds for the city's food bank",
+        },
+    ],
+}
+
+
+def extraction_example(*, claims: bool) -> str:
+    """The worked example of EXTRACT_GRAPH (its claims only when claims are asked for)."""
+    answer = {**_EXAMPLE_ANSWER, "claims": _EXAMPLE_ANSWER["claims"] if claims else []}
+    return (
+        "Entity types: organization, person, geo, event\n"
+        f"Text:\n{_EXAMPLE_TEXT}\n"
+        f"Answer:\n{json.dumps(answer, ensure_ascii=False)}"
+    )
+
+
 # A gleaning round: the conversation so far plus this user turn (its system prompt is not used).
 EXTRACT_GRAPH_GLEAN = Prompt(
     name="extract_graph_glean",
@@ -109,40 +190,77 @@ PROMPTS.update({p.name: p for p in (EXTRACT_GRAPH, EXTRACT_GRAPH_GLEAN, SUMMARIZ
 
 
 # ---- global search (pipeline.query.global_search): map over report batches, then reduce ----
+# Microsoft GraphRAG's map: a list of points, each scored on its own, so the reduce can keep the best
+# points of every batch rather than whole batches.
 GLOBAL_MAP = Prompt(
     name="global_map",
-    version="global_map-v1",
+    version="global_map-v2",
     system=(
-        "You answer a question using only the community report excerpts supplied. Each excerpt starts with "
-        "a label [Community ID: <id> | summary part <n>]. Cite the community ids you used as "
-        "[Community ID: <id>]. Rate usefulness from 0 to 100: how useful your answer is for the question "
-        "(not your confidence). If the excerpts contain nothing relevant, answer with an empty string and "
-        "usefulness 0."
+        "You are an analyst answering a question from community reports of a knowledge graph. The reports "
+        "are given as excerpts, each starting with a label [Community ID: <id> | summary part <n>].\n"
+        "Answer with a list of points. Each point has:\n"
+        "- description: one statement that helps answer the question, using only what the excerpts say;\n"
+        "- score: a number from 0 to 100 for how important the point is for answering the question (not "
+        "how sure you are);\n"
+        "- communities: the ids of the communities whose excerpts support the point.\n"
+        "Do not invent facts and do not list a point the excerpts do not support. If the excerpts hold "
+        "nothing relevant to the question, answer with an empty list of points.\n\n"
+        "Worked example. Question: Who pays for the observatory? Excerpts: [Community ID: 12 | summary part "
+        "1] says the town council funds the observatory's upkeep; [Community ID: 40 | summary part 1] is "
+        "about a rowing club. Answer: one point, description \"The town council funds the observatory's "
+        'upkeep.", a high score because it answers the question directly, communities [12]; nothing from '
+        "community 40, which is unrelated."
     ),
     user=(
         "Question: {question}\n\n"
         "Community report excerpts:\n{context}\n\n"
-        'Answer as JSON: {{"answer": "...", "usefulness": 0}}'
+        'Answer as JSON: {{"points": [{{"description": "...", "score": <0-100>, "communities": [<ids>]}}]}}'
     ),
 )
 GLOBAL_REDUCE = Prompt(
     name="global_reduce",
-    version="global_reduce-v1",
+    version="global_reduce-v2",
     system=(
-        "You combine analysts' partial answers into one answer to the question. Each partial answer is "
-        "labeled [Usefulness: <score>; Community IDs: <ids>]; prefer the more useful ones. Use only what the "
-        "partial answers say, and cite the community ids that support each point as [Communities: <ids>]."
+        "You write the final answer to a question from the points that analysts found in community reports "
+        "of a knowledge graph. Each point is labeled [Score: <0-100>; Community IDs: <ids>]; the points are "
+        "listed most important first. Use only what the points say: merge points that overlap, leave out "
+        "those that do not help answer the question, and add no facts of your own. Cite the community ids "
+        'that support each statement as [Communities: <ids>], at most 5 ids in one citation (add "+more" '
+        "when there are more). If the points do not answer the question, say so plainly rather than guess."
     ),
-    user=('Question: {question}\n\nPartial answers:\n{context}\n\nAnswer as JSON: {{"answer": "..."}}'),
+    user=(
+        "Question: {question}\n\n"
+        "Response length and format: {response_type}, in markdown.\n\n"
+        "Partial answers:\n{context}\n\n"
+        'Answer as JSON: {{"answer": "..."}}'
+    ),
 )
 PROMPTS.update({p.name: p for p in (GLOBAL_MAP, GLOBAL_REDUCE)})
 
 
 # ---- community reports (pipeline.ops.reports) ----------------------------------------------------------
 # GraphRAG's community_report_graph prompt in short: the same report structure, JSON by schema.
+# The worked example's ids refer to its own rows: the model sees how a citation is read off a table,
+# and a copied id that the real context lacks is removed by pipeline.ops.reports.citations.
+_REPORT_EXAMPLE = (
+    "-----Entities-----\n"
+    "id|entity|type|description|degree\n"
+    "1|Kestrel Observatory|organization|A hilltop observatory that runs public star nights.|3\n"
+    "2|Town Council|organization|The town's elected council; it funds the observatory's upkeep.|1\n"
+    "3|Ines Varga|person|The observatory's director, who founded its star nights.|1\n\n"
+    "-----Relationships-----\n"
+    "id|source|target|description|weight|combined_degree\n"
+    "1|Town Council|Kestrel Observatory|The Town Council pays for the observatory's upkeep.|9|4\n"
+    "2|Ines Varga|Kestrel Observatory|Ines Varga directs the observatory.|8|4\n\n"
+    "One finding written from these rows:\n"
+    '{{"summary": "The Town Council keeps Kestrel Observatory running", "explanation": "Kestrel '
+    "Observatory depends on public money: the Town Council funds its upkeep [Data: Entities (1, 2); "
+    "Relationships (1)], and its director Ines Varga runs its star nights [Data: Entities (3); "
+    'Relationships (2)]."}}'
+)
 COMMUNITY_REPORT = Prompt(
     name="community_report",
-    version="community_report-v1",
+    version="community_report-v2",
     system=(
         "You help an analyst understand a community of entities in a knowledge graph. You write a report "
         "about the community using only the data given: its entities, the claims about them, their "
@@ -157,10 +275,16 @@ COMMUNITY_REPORT = Prompt(
         "sentences grounded in the data.\n"
         "- rating: a number from 0 to 10 for how important the community is.\n"
         "- rating_explanation: one sentence explaining the rating.\n\n"
+        "Every row of the data starts with its id. Cite the rows each statement rests on, at the end of "
+        "the statement, as [Data: <table> (<ids>); <table> (<ids>)] with the tables named Entities, "
+        "Relationships, Claims and Reports (the sub-community reports). List at most 5 ids in one "
+        'reference; when there are more, list the 5 most relevant and add "+more". Cite only ids that '
+        "appear in the data below.\n\n"
         "Do not invent facts the data does not support. Use at most {max_words} words in total.\n\n"
-        "Data:\n{context}\n\n"
+        "-Example-\n" + _REPORT_EXAMPLE + "\n\n"
+        "-Real data-\n{context}\n\n"
         'Answer as JSON: {{"title": "...", "summary": "...", "findings": [{{"summary": "...", '
-        '"explanation": "..."}}], "rating": 5.0, "rating_explanation": "..."}}'
+        '"explanation": "... [Data: ...]"}}], "rating": <0-10>, "rating_explanation": "..."}}'
     ),
 )
 PROMPTS[COMMUNITY_REPORT.name] = COMMUNITY_REPORT
@@ -169,36 +293,45 @@ PROMPTS[COMMUNITY_REPORT.name] = COMMUNITY_REPORT
 # ---- local search (pipeline.query.local_search) ----
 LOCAL_QUERY_INTENT = Prompt(
     name="local_query_intent",
-    version="local_query_intent-v1",
+    version="local_query_intent-v2",
     system="You analyse a question for a search engine over a knowledge graph.",
     user=(
         "List the named entities the question is about, other significant keywords, and the broader themes it "
-        "touches.\n\nQuestion: {question}\n\n"
-        'Answer as JSON: {{"entities": ["..."], "keywords": ["..."], "themes": ["..."]}}'
+        "touches. Give all three lists; a list is empty when the question has none of that kind.\n\n"
+        "Question: {question}\n\n"
+        'Answer as JSON: {{"entities": [names], "keywords": [words or phrases], "themes": [topics]}}'
     ),
 )
 LOCAL_SELECT_COMMUNITIES = Prompt(
     name="local_select_communities",
-    version="local_select_communities-v1",
+    version="local_select_communities-v2",
     system=(
         "You choose which community summaries of a knowledge graph are relevant to a question. Select only "
         "communities whose summary helps answer it."
     ),
     user=(
         "Question: {question}\n\nCandidate communities (id: summary):\n{candidates}\n\n"
-        'Answer as JSON: {{"selected_community_ids": [1, 2]}}'
+        'Answer as JSON: {{"selected_community_ids": [the ids of the relevant candidates above]}}'
     ),
 )
 LOCAL_ANSWER = Prompt(
     name="local_answer",
-    version="local_answer-v1",
+    version="local_answer-v2",
     system=(
-        "You answer a question from a knowledge graph's context. [Community summaries] give topic-level "
-        "background; [Evidence] items are source passages and claims, each with an id like [E3]. State facts "
-        "only from the evidence and cite the evidence ids you used, like [E3]. If the context does not answer "
-        "the question, say so."
+        "You answer a question from data tables of a knowledge graph built from documents. The data has up "
+        "to five sections, each a table whose first column is the row's id: Reports (summaries of "
+        "communities of entities), Entities, Relationships, Claims, and Sources (passages of the "
+        "documents).\n"
+        "Use only facts from these tables. If they do not answer the question, say so; do not make "
+        "anything up.\n"
+        "Support each statement with the rows it comes from, by section and id, in this form:\n"
+        "[Data: Entities (id, id); Relationships (id); Sources (id, id)]\n"
+        "For example, a statement drawn from entity rows 5 and 7, relationship row 23 and source row 2 of "
+        "the data ends with [Data: Entities (5, 7); Relationships (23); Sources (2)]. Cite only ids that "
+        'appear in the tables below, at most five per section (add "+more" when there are more), and '
+        "only the sections you used."
     ),
-    user="Question: {question}\n\n[Community summaries]\n{summaries}\n\n[Evidence]\n{evidence}",
+    user="Question: {question}\n\nData tables:\n{context}",
 )
 PROMPTS.update({p.name: p for p in (LOCAL_QUERY_INTENT, LOCAL_SELECT_COMMUNITIES, LOCAL_ANSWER)})
 
@@ -206,11 +339,11 @@ PROMPTS.update({p.name: p for p in (LOCAL_QUERY_INTENT, LOCAL_SELECT_COMMUNITIES
 # ---- vector query tool reranker (pipeline.vector_tool.rerank) ----
 RELEVANCE_SCORE = Prompt(
     name="relevance_score",
-    version="relevance_score-v1",
+    version="relevance_score-v2",
     system=(
         "You rate how relevant a passage is to a search query: 1 when it answers the query directly, 0 when "
         "it is unrelated, values in between for partial relevance."
     ),
-    user='Query: {query}\n\nPassage:\n{text}\n\nAnswer as JSON: {{"score": 0.0}}',
+    user='Query: {query}\n\nPassage:\n{text}\n\nAnswer as JSON: {{"score": <a number from 0 to 1>}}',
 )
 PROMPTS[RELEVANCE_SCORE.name] = RELEVANCE_SCORE

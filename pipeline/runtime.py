@@ -25,10 +25,12 @@ from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.embeddings.base import Embedder, EmbedderConfigError
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.engine.base import Engine
-from pipeline.engine.llm import LLMEngine
+from pipeline.engine.llm import LLMEngine, OutputLimits
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
+from pipeline.llm.budget import Budget
 from pipeline.llm.client import LLMClient
+from pipeline.llm.dry_run import CallLedger
 from pipeline.llm.transport import read_api_key
 from pipeline.llm.usage import DEFAULT_PRICES, Usage
 from pipeline.settings import Settings, load_settings
@@ -91,14 +93,30 @@ def open_embedding_cache(settings: Settings) -> VectorCache:
 
 
 # ---- LLM client and engine -------------------------------------------------------------------------
-def make_llm_client(settings: Settings, usage: Usage | None = None, *, cache: bool = True) -> LLMClient:
-    """The chat client the settings describe (`llm_*`), with the cache `open_llm_cache` picks."""
-    return LLMClient(
+def make_llm_client(
+    settings: Settings,
+    usage: Usage | None = None,
+    *,
+    cache: bool = True,
+    spent_usd: float = 0.0,
+    dry_run: CallLedger | None = None,
+) -> LLMClient:
+    """The chat client the settings describe (`llm_*`), with the cache `open_llm_cache` picks.
+
+    `spent_usd`: what the run spent before this client (`llm_budget_usd` counts it). `dry_run`: send
+    nothing, count every call in the ledger instead (`pipeline.llm.dry_run`; no API key needed)."""
+    budget = None
+    if settings.llm_budget_usd is not None and dry_run is None:
+        budget = Budget(settings.llm_budget_usd, spent_usd)
+    client = LLMClient(
         model=settings.llm_model,
-        api_key=read_api_key(settings.llm_api_key_env, settings.llm_base_url),
+        api_key="dry-run"
+        if dry_run is not None
+        else read_api_key(settings.llm_api_key_env, settings.llm_base_url),
         base_url=settings.llm_base_url,
         temperature=settings.llm_temperature,
         max_tokens=settings.llm_max_tokens,
+        max_output_tokens=settings.llm_max_output_tokens,
         timeout_s=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
         concurrency=settings.llm_concurrency,
@@ -106,13 +124,25 @@ def make_llm_client(settings: Settings, usage: Usage | None = None, *, cache: bo
         cache=open_llm_cache(settings) if cache else None,
         usage=usage,
         prices={**DEFAULT_PRICES, **settings.llm_prices},
+        budget=budget,
     )
+    if dry_run is not None:
+        dry_run.attach(client)
+    return client
 
 
-def make_engine(settings: Settings, usage: Usage | None = None) -> Engine:
-    """`OfflineEngine` unless `PIPELINE_LLM_PROVIDER=openai`."""
-    if settings.llm_provider == "openai":
-        return LLMEngine(make_llm_client(settings, usage=usage))
+def make_engine(
+    settings: Settings,
+    usage: Usage | None = None,
+    *,
+    spent_usd: float = 0.0,
+    dry_run: CallLedger | None = None,
+) -> Engine:
+    """`OfflineEngine` unless `PIPELINE_LLM_PROVIDER=openai` (or `dry_run`: the LLM engine, sending
+    nothing). `spent_usd` is the run's spend so far, for `llm_budget_usd`."""
+    if settings.llm_provider == "openai" or dry_run is not None:
+        client = make_llm_client(settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run)
+        return LLMEngine(client, OutputLimits.from_settings(settings))
     return OfflineEngine(usage=usage)
 
 

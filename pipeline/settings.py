@@ -143,13 +143,36 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0)
     llm_temperature: float = 0.0
-    llm_max_tokens: int = Field(default=2000, ge=1)
+    llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
+    # Output limits per task, sent as max_tokens. A reply cut off at its limit is asked again once with
+    # twice the limit (at most llm_max_output_tokens), then fails: it is never used or cached.
+    llm_extraction_max_tokens: int = Field(
+        default=4000, ge=1, description="Entities, relationships and claims of one text unit"
+    )
+    llm_report_max_tokens: int = Field(default=4000, ge=1, description="A community report")
+    llm_description_max_tokens: int = Field(default=1000, ge=1, description="A merged description")
+    llm_map_max_tokens: int = Field(
+        default=512, ge=1, description="A global map answer (also the map batches' output reserve)"
+    )
+    llm_reduce_max_tokens: int = Field(
+        default=1024, ge=1, description="The global reduce answer (also its output reserve)"
+    )
+    llm_local_answer_max_tokens: int = Field(default=2000, ge=1, description="A local search answer")
+    llm_max_output_tokens: int = Field(
+        default=16_384, ge=1, description="The most a retry of a cut-off reply may ask for"
+    )
     llm_json_mode: Literal["auto", "json_schema", "json_object"] = Field(
         default="auto", description="auto: json_schema, falling back to json_object if the server rejects it"
     )
     llm_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
+    )
+    llm_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="A run stops sending LLM requests once its spend reaches this (pipeline.llm.budget); "
+        "cached answers stay free, so the next run resumes. Unset = no limit",
     )
 
     # Scale-out: extraction and embedding fan out over document shards (Dagster partitions
@@ -194,6 +217,10 @@ class Settings(BaseSettings):
         default=8000, ge=64, description="Context budget per report; larger communities use sub-reports"
     )
     report_max_words: int = Field(default=2000, ge=10, description="Report length asked of the LLM")
+    # Local search (GraphRAG: 12,000 context tokens): the answer prompt, data tables included, fits this
+    local_context_max_tokens: int = Field(
+        default=12_000, ge=1000, description="Tokens of the local answer prompt, its data tables included"
+    )
     # Vector query tool (pipeline/vector_tool): the PostgreSQL server for `query vector --store pgvector`
     pgvector_dsn: str | None = Field(
         default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"

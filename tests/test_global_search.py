@@ -174,14 +174,17 @@ def test_offline_global_search_answers_with_cited_communities(store, minilm):
     assert set(result.cited_communities) & flood_communities
     assert re.search(r"\[Community ID: \d+\]", result.answer)
     assert tasks.map_calls == result.batches and tasks.reduce_calls == 1
-    assert all(0 < a["usefulness"] <= 100 for a in result.map_answers)
-    ordered = [a["usefulness"] for a in result.map_answers]
+    assert all(0 < p["score"] <= 100 for p in result.points)
+    ordered = [p["score"] for p in result.points]
     assert ordered == sorted(ordered, reverse=True)
+    # One point per selected sentence, citing the one community it came from.
+    assert all(len(p["community_ids"]) == 1 for p in result.points)
+    assert len({p["batch"] for p in result.points}) > 1  # the best points of several batches
 
 
 def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minilm):
     result, tasks = run(store, "zzqx vlorp gribble?", minilm, map_budget=700, map_reserve=100)
-    assert result.status == "no_results" and "usefulness 0" in result.reason
+    assert result.status == "no_results" and "no point scored above 0" in result.reason
     assert tasks.reduce_calls == 0
 
 
@@ -219,6 +222,9 @@ def test_query_assets_materialize_batches_map_answers_and_answers(tmp_path, monk
     assert {b["question"] for b in batches} == set(questions)
     assert len(maps) == len(batches)  # one map answer per batch and question
     assert {(m["question"], m["batch"]) for m in maps} == {(b["question"], b["batch"]) for b in batches}
+    for m in maps:  # its points cite communities of its own batch, and top_score is the best of them
+        assert all(set(p["communities"]) <= set(m["community_ids"]) for p in m["points"])
+        assert m["top_score"] == max((p["score"] for p in m["points"]), default=0.0)
     assert [a["question"] for a in answers] == questions
     assert all(a["status"] == "completed" for a in answers)
     assert "harbour" in answers[0]["answer"].lower()
@@ -228,3 +234,7 @@ def test_query_assets_materialize_batches_map_answers_and_answers(tmp_path, monk
         for e in [e.materialization]
     }
     assert "What did the flood destroy?" in mats["global_answers"].metadata["answers"].value
+    meta = mats["global_map_answers"].metadata
+    assert meta["points"].value == sum(len(m["points"]) for m in maps) > 0
+    assert meta["with_points"].value == sum(1 for m in maps if m["points"])
+    assert mats["global_answers"].metadata["points_used"].value == sum(a["points_used"] for a in answers) > 0

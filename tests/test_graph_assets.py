@@ -212,7 +212,7 @@ class ScriptedServer(FaultProxy):
         elif "MANY entities" in last:
             content = json.dumps({"entities": [], "relationships": [], "claims": []})
         else:
-            unit = last.split("Text:\n", 1)[1][:40]
+            unit = last.rsplit("Text:\n", 1)[1][:40]  # after the worked example's text
             content = json.dumps(
                 {
                     "entities": [

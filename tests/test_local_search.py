@@ -75,6 +75,13 @@ EDGES = [
     ("scrooge", "fezziwig", 2.0),
     ("london", "fezziwig", 1.0),
 ]
+RELATIONSHIP_DESCRIPTIONS = {
+    ("scrooge", "marley"): "Scrooge and Marley were partners in the counting-house.",
+    ("scrooge", "cratchit"): "Bob Cratchit is the clerk Scrooge pays fifteen shillings a week.",
+    ("cratchit", "tim"): "Tiny Tim is Bob Cratchit's youngest son.",
+    ("scrooge", "fezziwig"): "Young Scrooge was apprenticed to Fezziwig and danced at his ball.",
+    ("london", "fezziwig"): "Fezziwig's warehouse stood in London.",
+}
 COMMUNITIES = [  # (community, level, parent, children, members)
     (0, 0, -1, [2, 3], ["scrooge", "marley", "fezziwig", "london"]),
     (1, 0, -1, [4], ["cratchit", "tim"]),
@@ -133,13 +140,14 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
         [
             {
                 "id": u,
+                "human_readable_id": i,
                 "text": text[s:e],
                 "document_id": doc_id,
                 "start_char": s,
                 "end_char": e,
                 "n_tokens": 20,
             }
-            for u, (s, e) in zip(units, spans, strict=True)
+            for i, (u, (s, e)) in enumerate(zip(units, spans, strict=True))
         ],
         schema=schema.TEXT_UNITS_SCHEMA,
     )
@@ -148,20 +156,34 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
     ents = [
         {
             "id": eid(k),
+            "human_readable_id": n,
             "title": t,
             "type": ty,
             "aliases": al,
             "description": d,
             "name_key": normalize_name(t),
             "text_unit_ids": [units[i] for i in us],
+            "degree": sum(k in (a, b) for a, b, _ in EDGES),
         }
-        for k, (t, ty, al, d, us) in ENTITIES.items()
+        for n, (k, (t, ty, al, d, us)) in enumerate(ENTITIES.items())
     ]
     store.write_table(schema.ENTITIES, pa.Table.from_pylist(ents, schema=schema.ENTITIES_SCHEMA))
     store.write_table(
         schema.RELATIONSHIPS,
         pa.Table.from_pylist(
-            [{"source_id": eid(a), "target_id": eid(b), "weight": w} for a, b, w in EDGES],
+            [
+                {
+                    "id": f"rel-{a}-{b}",
+                    "human_readable_id": n,
+                    "source": ENTITIES[a][0],
+                    "target": ENTITIES[b][0],
+                    "description": RELATIONSHIP_DESCRIPTIONS[(a, b)],
+                    "source_id": eid(a),
+                    "target_id": eid(b),
+                    "weight": w,
+                }
+                for n, (a, b, w) in enumerate(EDGES)
+            ],
             schema=schema.RELATIONSHIPS_SCHEMA,
         ),
     )
@@ -217,6 +239,9 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
                 [
                     {
                         "id": f"claim-{store.namespace}",
+                        "human_readable_id": 0,
+                        "subject_id": "Jacob Marley",
+                        "type": "DEATH",
                         "description": "Jacob Marley died seven years before.",
                         "status": "TRUE",
                         "subject_entity_id": eid("marley"),
@@ -284,7 +309,7 @@ def test_semantic_channel_uses_precomputed_entity_vectors(tiny, embedder):
 def test_seed_cap_and_intent_merge(tiny):
     store, _ = tiny
     q = "Scrooge, Marley, Cratchit and Tiny Tim in London"
-    intent = QueryIntent(entities=["Fezziwig"])
+    intent = QueryIntent(entities=["Fezziwig"], keywords=[], themes=[])
     seeds = match_entities(q, intent, entities_of(store), store, None, MatchOptions(max_seeds=2))
     assert len([s for s in seeds if "intent" not in s.channels]) == 2
     assert seeds[-1].id == eid("fezziwig") and seeds[-1].channels == {"intent": 1.0}
@@ -321,8 +346,14 @@ def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, 
         assert text[ev["start_char"] : ev["end_char"]] == ev["text"]
     claim = next(e for e in result.evidence if e["kind"] == "claim")
     assert claim["text"] == "Marley had been dead seven years."
-    cited = {r for r in (e["ref"] for e in result.evidence) if f"[{r}]" in result.answer}
-    assert cited, result.answer
+    # The offline answer cites context rows as the LLM's does, and every citation resolves to one.
+    assert "[Data: " in result.answer and result.citations, result.answer
+    assert result.unresolved_citations == []
+    rows = {(r["section"], r["id"]) for r in result.context_rows}
+    assert {(c["section"], c["id"]) for c in result.citations} <= rows
+    for c in result.citations:
+        if c["section"] == "sources":
+            assert c["document_title"] == "carol.txt" and c["end_char"] > c["start_char"]
 
 
 def test_requested_level_is_validated_and_used(tiny, embedder):

@@ -118,7 +118,7 @@ def test_the_local_model_writes_a_report_that_validates(llm_server: LlamaServer,
     assert row["full_content"].startswith(f"# {report.title}") and len(row["findings"]) == len(
         report.findings
     )
-    assert row["method"] == "llm" and MODEL_ALIAS in row["model"] and "community_report-v1" in row["model"]
+    assert row["method"] == "llm" and MODEL_ALIAS in row["model"] and "community_report-v2" in row["model"]
 
 
 @pytest.fixture

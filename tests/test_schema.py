@@ -64,6 +64,8 @@ def test_to_table_checks_the_fields_of_struct_values():
         "status": "ok",
         "rounds": 1,
         "n_sentences": 1,
+        "dropped_records": 0,
+        "retyped_entities": 0,
         "entities": [{"name": "Ada", "type": "person", "description": "", "round": 0, "mentions": 1}],
         "relationships": [],
         "claims": [],

@@ -16,7 +16,7 @@ from dagster import (
 from assets.indexing.assets import BY_NAMESPACE, GROUP, text_units
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
-from assets.resources import PipelineSettingsResource
+from assets.resources import LLM_POOL, PipelineSettingsResource
 from pipeline.index import claims as claims_runner
 from pipeline.index import communities as communities_runner
 from pipeline.index import entities_and_relationships as entities_runner
@@ -36,6 +36,7 @@ RELATIONSHIPS = AssetKey("relationships")
     ),
     kinds={"parquet"},
     check_specs=[AssetCheckSpec("no_failed_extractions", asset="extracted_graph")],
+    pool=LLM_POOL,
 )
 def extracted_graph(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
@@ -62,6 +63,7 @@ def extracted_graph(
     ],
     partitions_def=namespace_partitions,
     can_subset=False,
+    pool=LLM_POOL,  # description summaries
     check_specs=[
         AssetCheckSpec("entity_ids_unique", asset=ENTITIES),
         AssetCheckSpec("relationships_reference_entities", asset=RELATIONSHIPS),

@@ -1,8 +1,13 @@
 """A runner's `StageReport` as a Dagster materialization: metadata values, asset checks, step log.
 
 Every indexing asset reports `rows`, the LLM counters of `pipeline.llm.Usage` (`llm_calls`,
-`llm_cache_hits`, tokens, `llm_cost_usd`; zeros for a step that calls no model, so a dashboard or a
-sum over a run never has a gap) and `duration_s`, plus its stage's own figures.
+`llm_cache_hits`, tokens, `llm_cost_usd`, `llm_budget_reached`; zeros for a step that calls no model, so a
+dashboard or a sum over a run never has a gap) and `duration_s`, plus its stage's own figures.
+
+The run's LLM budget (`PIPELINE_LLM_BUDGET_USD`, `pipeline.llm.budget`) is shared by its steps through
+those figures: a step's engine starts from the `llm_cost_usd` the run's materializations recorded so
+far (the event log every process and machine of the instance shares) and adds its own spend as it goes.
+Steps of one run that call the model at the same time do not see each other's spend until they finish.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    DagsterEventType,
     MaterializeResult,
     MetadataValue,
 )
 
 from assets.resources import EmbedderResource, PipelineSettingsResource
+from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Json, Markdown, PathValue, StageReport
 
@@ -34,10 +41,29 @@ def index_context(
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
-        engine=pipeline_settings.engine(),
+        engine=step_engine(context, pipeline_settings),
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
     )
+
+
+def run_llm_spend(context: AssetExecutionContext) -> float:
+    """USD the run's materializations so far recorded as `llm_cost_usd` (its earlier steps' spend)."""
+    records = context.instance.get_records_for_run(
+        context.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+    ).records
+    spent = 0.0
+    for record in records:
+        materialization = record.event_log_entry.asset_materialization
+        value = materialization.metadata.get("llm_cost_usd") if materialization else None
+        spent += float(getattr(value, "value", value) or 0.0)
+    return spent
+
+
+def step_engine(context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource) -> Engine:
+    """This step's engine, its LLM budget (if one is set) counting what the run spent before it."""
+    budgeted = pipeline_settings.get_settings().llm_budget_usd is not None
+    return pipeline_settings.engine(spent_usd=run_llm_spend(context) if budgeted else 0.0)
 
 
 def _value(value: Any) -> Any:

@@ -5,7 +5,7 @@ from dagster import AssetCheckSpec, AssetExecutionContext, AssetKey, Materialize
 from assets.indexing.assets import GROUP
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
-from assets.resources import EmbedderResource, PipelineSettingsResource
+from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.index import community_reports as community_reports_runner
 from pipeline.index import report_embeddings as report_embeddings_runner
 
@@ -24,6 +24,7 @@ from pipeline.index import report_embeddings as report_embeddings_runner
         AssetCheckSpec("no_failed_reports", asset="community_reports"),
         AssetCheckSpec("one_report_per_community", asset="community_reports"),
     ],
+    pool=LLM_POOL,
 )
 def community_reports(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource

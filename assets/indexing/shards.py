@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MultiPartitionKey,
 from assets.indexing.assets import text_units
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import SHARD_COUNT, namespace_shard_partitions
-from assets.resources import EmbedderResource, PipelineSettingsResource
+from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.index import extracted_graph_shard as extracted_graph_shard_runner
 from pipeline.index import text_unit_embeddings_shard as text_unit_embeddings_shard_runner
 
@@ -42,6 +42,7 @@ def text_unit_embeddings_shard(
     deps=[text_units],
     description="One shard's part of extracted_graph / failed_extractions (under shards/ in the namespace).",
     kinds={"parquet"},
+    pool=LLM_POOL,
 )
 def extracted_graph_shard(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource

@@ -1,7 +1,7 @@
 """Query-time assets: saved global and local questions answered after every re-index.
 
 Each stage is its own asset so its rows can be inspected in the UI: the token-budgeted batches, the
-map answers (one per batch and question, with usefulness and status), the reduced answers, and the
+map answers (one row per batch and question: its scored points and status), the reduced answers, and the
 local answers with their evidence. The work is in pipeline.query.saved_questions.
 """
 
@@ -18,8 +18,9 @@ from dagster import (
     asset,
 )
 
+from assets.indexing.observe import step_engine
 from assets.partitions import namespace_partitions
-from assets.resources import EmbedderResource, PipelineSettingsResource
+from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.query.global_search import GlobalSearchConfig
 from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.questions import load_questions
@@ -46,6 +47,8 @@ class GlobalQuestionsConfig(Config):
     """Community level of the reports (default: leaf communities)."""
     seed: int = 0
     """Shuffle seed for the batches (fixed so a run is reproducible)."""
+    response_type: str = "multiple paragraphs"
+    """Length and form of the reduced answer (e.g. "a single paragraph", "a list of 3-7 points")."""
 
 
 class LocalQuestionsConfig(Config):
@@ -56,8 +59,10 @@ class LocalQuestionsConfig(Config):
     level: int | None = None
 
 
-def _global_config(cfg: GlobalQuestionsConfig) -> GlobalSearchConfig:
-    return GlobalSearchConfig(level=cfg.level, seed=cfg.seed)
+def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
+    return GlobalSearchConfig.from_settings(
+        settings.get_settings(), level=cfg.level, seed=cfg.seed, response_type=cfg.response_type
+    )
 
 
 def _elapsed(started: float) -> float:
@@ -78,7 +83,7 @@ def global_map_batches(
     started = time.monotonic()
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file)
-    table = write_global_batches(store, questions, _global_config(config))
+    table = write_global_batches(store, questions, _global_config(config, pipeline_settings))
     return MaterializeResult(
         metadata={
             "questions": len(questions),
@@ -95,8 +100,9 @@ def global_map_batches(
     group_name=GROUP,
     deps=[global_map_batches],
     automation_condition=REFRESH,
-    description="One map answer per batch and question, with usefulness (0-100) and status.",
+    description="One map answer per batch and question: its points, each scored 0-100 and citing communities.",
     kinds={"parquet"},
+    pool=LLM_POOL,
 )
 def global_map_answers(
     context: AssetExecutionContext,
@@ -105,16 +111,23 @@ def global_map_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = pipeline_settings.engine()
+    engine = step_engine(context, pipeline_settings)
     store = pipeline_settings.store(context.partition_key)
     table = write_global_map_answers(
-        store, engine, embedder.get_embedder(), _global_config(config), log=context.log.info
+        store,
+        engine,
+        embedder.get_embedder(),
+        _global_config(config, pipeline_settings),
+        log=context.log.info,
     )
     return MaterializeResult(
         metadata={
             "map_answers": table.num_rows,
             "failed": count(table, "status", "failed"),
-            "useful": sum(1 for u in table.column("usefulness").to_pylist() if u > 0),
+            "with_points": sum(1 for p in table.column("points").to_pylist() if p),
+            "points": sum(len(p or []) for p in table.column("points").to_pylist()),
+            "dropped_points": sum(table.column("dropped_points").to_pylist()),
+            "top_score": max(table.column("top_score").to_pylist(), default=0.0),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
         }
@@ -128,6 +141,7 @@ def global_map_answers(
     automation_condition=REFRESH,
     description="The reduced answer per question, with status and cited communities.",
     kinds={"parquet"},
+    pool=LLM_POOL,
 )
 def global_answers(
     context: AssetExecutionContext,
@@ -136,13 +150,16 @@ def global_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = pipeline_settings.engine()
+    engine = step_engine(context, pipeline_settings)
     store = pipeline_settings.store(context.partition_key)
-    answers = write_global_answers(store, engine, embedder.get_embedder(), _global_config(config))
+    answers = write_global_answers(
+        store, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
+    )
     return MaterializeResult(
         metadata={
             "questions": answers.table.num_rows,
             **{s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")},
+            "points_used": sum(answers.table.column("points_used").to_pylist()),
             "answers": MetadataValue.md(answers.markdown),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
@@ -157,6 +174,7 @@ def global_answers(
     automation_condition=REFRESH,
     description="Saved local questions answered with ranked communities and evidence cited to document offsets.",
     kinds={"parquet"},
+    pool=LLM_POOL,
 )
 def local_answers(
     context: AssetExecutionContext,
@@ -165,10 +183,12 @@ def local_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = pipeline_settings.engine()
+    engine = step_engine(context, pipeline_settings)
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = LocalSearchConfig(top_k=config.top_k, community_level=config.level)
+    cfg = LocalSearchConfig.from_settings(
+        pipeline_settings.get_settings(), top_k=config.top_k, community_level=config.level
+    )
     answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return MaterializeResult(
         metadata={

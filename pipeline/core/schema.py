@@ -151,6 +151,8 @@ EXTRACTED_GRAPH_SCHEMA = pa.schema(
         ("status", pa.string()),  # ok | partial (a gleaning round failed) | failed
         ("rounds", pa.int64()),
         ("n_sentences", pa.int64()),
+        ("dropped_records", pa.int64()),  # LLM records that failed validation (the rest were kept)
+        ("retyped_entities", pa.int64()),  # LLM entities of a type not asked for, stored as "unknown"
         ("entities", pa.list_(_RAW_ENTITY)),
         ("relationships", pa.list_(_RAW_RELATIONSHIP)),
         ("claims", pa.list_(_RAW_CLAIM)),
@@ -273,6 +275,7 @@ COMMUNITY_REPORTS_SCHEMA = pa.schema(
         ("model", pa.string()),  # "offline" or endpoint/model, with the prompt version
         ("context_tokens", pa.int64()),  # tokens of the context the report was written from
         ("sub_reports", pa.list_(pa.int64())),  # children whose reports replaced their raw context
+        ("data_refs", pa.string()),  # JSON: each cited context id -> the row it names (ops/reports/citations)
     ]
 )
 FAILED_REPORTS_SCHEMA = pa.schema(
@@ -329,14 +332,18 @@ QUERY_GLOBAL_BATCHES_SCHEMA = pa.schema(
         ("content", pa.string()),
     ]
 )
+MAP_POINT = pa.struct(
+    [("description", pa.string()), ("score", pa.float64()), ("communities", pa.list_(pa.int64()))]
+)
 QUERY_GLOBAL_MAP_ANSWERS_SCHEMA = pa.schema(
     [
         ("question", pa.string()),
         ("batch", pa.int64()),
         ("community_ids", pa.list_(pa.int64())),
         ("status", pa.string()),
-        ("usefulness", pa.float64()),
-        ("answer", pa.string()),
+        ("points", pa.list_(MAP_POINT)),  # scored above 0, each citing communities of its batch
+        ("top_score", pa.float64()),  # the best point's score; 0 without points
+        ("dropped_points", pa.int64()),  # points of the reply that failed validation
         ("attempts", pa.int64()),
         ("error", pa.string()),
     ]
@@ -348,7 +355,7 @@ QUERY_GLOBAL_ANSWERS_SCHEMA = pa.schema(
         ("answer", pa.string()),
         ("reason", pa.string()),
         ("cited_communities", pa.list_(pa.int64())),
-        ("map_answers_used", pa.int64()),
+        ("points_used", pa.int64()),  # map points that went into the reduce
         ("failed_batches", pa.int64()),
         ("batches", pa.int64()),
     ]

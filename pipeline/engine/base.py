@@ -48,7 +48,7 @@ from pipeline.ops.extraction.models import (
 )
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
 from pipeline.query.global_tasks import MapAnswer, MapRequest, ReduceAnswer, ReduceRequest
-from pipeline.query.local_tasks import CommunitySelection
+from pipeline.query.local_tasks import CommunitySelection, LocalContext
 from pipeline.query.query_intent import QueryIntent
 
 T = TypeVar("T")
@@ -147,8 +147,8 @@ class GlobalSearcher(Protocol):
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> MapAnswer:
-        """A batch of reports -> a partial answer and its usefulness. The offline form scores sentences
-        with `embedder` (ValueError without one); the LLM form does not use it."""
+        """A batch of reports -> points, each scored 0-100 and citing communities. The offline form
+        scores sentences with `embedder` (ValueError without one); the LLM form does not use it."""
         ...
 
     async def reduce_answer(
@@ -180,8 +180,7 @@ class LocalSearcher(Protocol):
     async def local_answer(
         self,
         question: str,
-        summaries: list[dict[str, Any]],
-        evidence: list[dict[str, Any]],
+        context: LocalContext,
         embedder: Embedder,
         *,
         deadline: float | None = None,

@@ -1,11 +1,15 @@
 """The LLM engine: every task through the one LLM client (cache, retries, validation).
 
-Each method calls its task's LLM form, which lives with its stage (see `base.py` for where).
+Each method calls its task's LLM form, which lives with its stage (see `base.py` for where), and sends
+its task's output limit (`OutputLimits`) as `max_tokens`: one limit for every task either cuts off
+extractions and reports or lets a map answer run long. Global map and reduce send the reserve their
+request carries (the batcher left exactly that much room), else the limit here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from pipeline import prompts
@@ -32,11 +36,34 @@ from pipeline.query.global_tasks import (
     llm_map,
     llm_reduce,
 )
-from pipeline.query.local_tasks import CommunitySelection, llm_answer, llm_select
+from pipeline.query.local_tasks import CommunitySelection, LocalContext, llm_answer, llm_select
 from pipeline.query.query_intent import QueryIntent, llm_intent
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """max_tokens per task (the client's own default for the tasks not named here)."""
+
+    extraction: int = 4000
+    report: int = 4000
+    description: int = 1000
+    map: int = 512
+    reduce: int = 1024
+    local_answer: int = 2000
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OutputLimits:
+        return cls(
+            extraction=settings.llm_extraction_max_tokens,
+            report=settings.llm_report_max_tokens,
+            description=settings.llm_description_max_tokens,
+            map=settings.llm_map_max_tokens,
+            reduce=settings.llm_reduce_max_tokens,
+            local_answer=settings.llm_local_answer_max_tokens,
+        )
 
 
 class LLMEngine:
@@ -44,9 +71,10 @@ class LLMEngine:
 
     kind: Literal["offline", "llm"] = "llm"
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, limits: OutputLimits | None = None) -> None:
         self.client = client
         self.usage = client.usage
+        self.limits = limits or OutputLimits()
 
     async def summarize(
         self, request: SummarizeRequest, *, deadline: float | None = None, cancel: CancelSignal | None = None
@@ -83,6 +111,7 @@ class LLMEngine:
             prompt_version=prompt.version,
             deadline=deadline,
             cancel=cancel,
+            max_tokens=self.limits.report,
         )
 
     def extraction_identity(self, options: ExtractionOptions) -> ExtractorIdentity:
@@ -97,7 +126,7 @@ class LLMEngine:
     ) -> tuple[UnitExtraction, ExtractionFailure | None]:
         # The batch (`run_batch`) enforces the deadline and cancellation: a unit's rounds are not cut
         # one by one, so a unit is either finished or a failure row.
-        return await extract_request_llm(self.client, request)
+        return await extract_request_llm(self.client, request, max_tokens=self.limits.extraction)
 
     async def summarize_descriptions(
         self,
@@ -106,7 +135,7 @@ class LLMEngine:
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> DescriptionSummary:
-        return await llm_description(self.client, request)
+        return await llm_description(self.client, request, max_tokens=self.limits.description)
 
     # ---- global search -----------------------------------------------------------------------------
     async def map_answer(
@@ -117,7 +146,8 @@ class LLMEngine:
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> MapAnswer:
-        return await llm_map(self.client, request, deadline=deadline, cancel=cancel)
+        max_tokens = request.max_tokens or self.limits.map
+        return await llm_map(self.client, request, deadline=deadline, cancel=cancel, max_tokens=max_tokens)
 
     async def reduce_answer(
         self,
@@ -126,7 +156,8 @@ class LLMEngine:
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> ReduceAnswer:
-        return await llm_reduce(self.client, request, deadline=deadline, cancel=cancel)
+        max_tokens = request.max_tokens or self.limits.reduce
+        return await llm_reduce(self.client, request, deadline=deadline, cancel=cancel, max_tokens=max_tokens)
 
     # ---- local search ------------------------------------------------------------------------------
     async def query_intent(
@@ -148,14 +179,20 @@ class LLMEngine:
     async def local_answer(
         self,
         question: str,
-        summaries: list[dict[str, Any]],
-        evidence: list[dict[str, Any]],
+        context: LocalContext,
         embedder: Embedder,
         *,
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> str:
-        return await llm_answer(self.client, question, summaries, evidence, deadline=deadline, cancel=cancel)
+        return await llm_answer(
+            self.client,
+            question,
+            context,
+            deadline=deadline,
+            cancel=cancel,
+            max_tokens=self.limits.local_answer,
+        )
 
     # ---- running -----------------------------------------------------------------------------------
     def run_batch(

@@ -34,7 +34,7 @@ from pipeline.query.global_tasks import (
     offline_map,
     offline_reduce,
 )
-from pipeline.query.local_tasks import CommunitySelection, offline_answer, offline_select
+from pipeline.query.local_tasks import CommunitySelection, LocalContext, offline_answer, offline_select
 from pipeline.query.query_intent import QueryIntent, offline_intent
 
 T = TypeVar("T")
@@ -132,14 +132,13 @@ class OfflineEngine:
     async def local_answer(
         self,
         question: str,
-        summaries: list[dict[str, Any]],
-        evidence: list[dict[str, Any]],
+        context: LocalContext,
         embedder: Embedder,
         *,
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> str:
-        return offline_answer(question, summaries, evidence, embedder)
+        return offline_answer(question, context, embedder)
 
     # ---- running -----------------------------------------------------------------------------------
     def run_batch(

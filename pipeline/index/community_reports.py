@@ -1,7 +1,8 @@
 """community_reports: one report per community (GraphRAG's columns + fingerprint), written bottom-up
 (`pipeline.ops.reports.build`): a community over the context budget stands on its sub-communities'
 reports; an unchanged fingerprint reuses the stored report without an engine call; failures go to
-failed_reports."""
+failed_reports. Reports cite their context rows; cited ids the context lacks are removed and counted
+(`citations_stripped`)."""
 
 from __future__ import annotations
 
@@ -64,13 +65,22 @@ def run(ctx: IndexContext) -> StageReport:
             "reused": result.reused,
             "failed": len(result.failures),
             "from_sub_reports": result.substituted,
+            "citations_stripped": result.citations_stripped,
             "method": result.method,
             "model": result.model,
             "context_budget_tokens": settings.report_max_input_tokens,
             "per_level": Markdown(
                 md_table(
                     [{"level": lv, **s} for lv, s in result.per_level.items()],
-                    ["level", "communities", "generated", "reused", "failed", "substituted"],
+                    [
+                        "level",
+                        "communities",
+                        "generated",
+                        "reused",
+                        "failed",
+                        "substituted",
+                        "citations_stripped",
+                    ],
                 )
             ),
             "top_level": Markdown(md_table(top, ["community", "size", "rank", "title"], limit=30)),

@@ -115,6 +115,8 @@ def _current_shard_part(
     part = store.read_table(name)
     if (part.schema.metadata or {}).get(SHARD_CONFIG_KEY) != config:
         return None
+    if part.schema.names != schema.EXTRACTED_GRAPH_SCHEMA.names:  # written before a column was added
+        return None
     if sorted(part.column("text_unit_id").to_pylist()) != sorted(unit_ids):
         return None
     return part, store.read_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards))

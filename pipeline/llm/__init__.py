@@ -10,22 +10,26 @@ metadata = client.usage.as_metadata()    # calls, cache hits, tokens, failures, 
 from pipeline.llm.batch import deadline_in
 from pipeline.llm.client import LLMClient
 from pipeline.llm.errors import (
+    LLMBudgetExceededError,
     LLMCallError,
     LLMCancelledError,
     LLMConfigError,
     LLMError,
     LLMTimeoutError,
+    LLMTruncatedError,
     LLMValidationError,
 )
 from pipeline.llm.usage import Usage
 
 __all__ = [
+    "LLMBudgetExceededError",
     "LLMCallError",
     "LLMCancelledError",
     "LLMClient",
     "LLMConfigError",
     "LLMError",
     "LLMTimeoutError",
+    "LLMTruncatedError",
     "LLMValidationError",
     "Usage",
     "deadline_in",

@@ -4,6 +4,11 @@ It sends requests through `Transport` (`openai.AsyncOpenAI` with retries that ho
 concurrency limit and usage counts) and adds what a batch pipeline needs on top: the persistent cache,
 validated JSON output with one repair retry, per-call and per-batch deadlines, and cancellation.
 
+A reply cut off at `max_tokens` (`finish_reason: "length"`) is never parsed and never cached: a cut JSON
+reply can still hold one complete object. It is asked again once with twice the limit (at most
+`max_output_tokens`); cut again, the call raises `LLMTruncatedError`. The answer of the larger request
+is cached under the original request's key, so a re-run does not pay for the cut attempt again.
+
 The API key is read from the environment variable the settings name and handed to the SDK; it is
 never logged, stored in the cache or put in any repr.
 """
@@ -21,7 +26,8 @@ from pydantic import BaseModel
 from pipeline.caches.base import ResponseCache, cache_key
 from pipeline.llm import structured
 from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
-from pipeline.llm.errors import LLMError, LLMValidationError
+from pipeline.llm.budget import Budget
+from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
 from pipeline.llm.retry import Backoff
 from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label
 from pipeline.llm.usage import Usage
@@ -53,6 +59,7 @@ class LLMClient:
         base_url: str | None = None,
         temperature: float = 0.0,
         max_tokens: int = 2000,
+        max_output_tokens: int = 16_384,
         timeout_s: float = 60.0,
         max_retries: int = 4,
         concurrency: int = 8,
@@ -61,11 +68,13 @@ class LLMClient:
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         backoff: Backoff | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.max_output_tokens = max_output_tokens
         self.concurrency = concurrency
         self.json_mode: JsonModeSetting = json_mode
         self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
@@ -83,6 +92,7 @@ class LLMClient:
             usage=self.usage,
             prices=prices,
             backoff=backoff,
+            budget=budget,  # checked before every request: a cached answer is free
         )
 
     def __repr__(self) -> str:
@@ -221,7 +231,7 @@ class LLMClient:
         if (cached := self._from_cache(key)) is not None:
             self.usage.add(cache_hits=1)
             return cached
-        reply = await self.transport.chat(messages, params, task, deadline)
+        reply, _ = await self._whole(lambda p: self.transport.chat(messages, p, task, deadline), params, task)
         self._to_cache(key, reply.text, task, version, reply)
         return reply.text
 
@@ -246,18 +256,18 @@ class LLMClient:
             else:
                 self.usage.add(cache_hits=1)
                 return result
-        reply = await self._chat_json(messages, params, model, task, deadline)
+        reply, sent = await self._whole(
+            lambda p: self._chat_json(messages, p, model, task, deadline), params, task
+        )
         try:
             result = structured.parse_reply(reply.text, model)
         except ValueError as first:
             log.info("llm %s: reply did not validate (%s); asking the model to repair it", task, first)
             repair = structured.repair_messages(messages, reply.text, str(first))
-            second = await self._chat_json(repair, params, model, task, deadline)
-            reply = Reply(
-                second.text,
-                reply.prompt_tokens + second.prompt_tokens,
-                reply.completion_tokens + second.completion_tokens,
+            second, _ = await self._whole(
+                lambda p: self._chat_json(repair, p, model, task, deadline), sent, task
             )
+            reply = _summed(reply, second)
             try:
                 result = structured.parse_reply(second.text, model)
             except ValueError as final:
@@ -269,6 +279,27 @@ class LLMClient:
                 ) from final
         self._to_cache(key, result.model_dump_json(), task, version, reply)
         return result
+
+    async def _whole(
+        self, send: Callable[[dict[str, Any]], Awaitable[Reply]], params: dict[str, Any], task: str
+    ) -> tuple[Reply, dict[str, Any]]:
+        """A reply the model finished, and the params that got it: a cut one is asked again once with a
+        larger `max_tokens`; LLMTruncatedError when that one is cut too (or the limit cannot grow)."""
+        reply = await send(params)
+        if not reply.cut_off:
+            return reply, params
+        self.usage.add(truncations=1)
+        limit = int(params["max_tokens"])
+        larger = min(2 * limit, self.max_output_tokens)
+        if larger <= limit:
+            raise _truncated(task, reply, limit, None)
+        log.warning("llm %s: reply cut off at max_tokens=%d; asking again with %d", task, limit, larger)
+        params = {**params, "max_tokens": larger}
+        second = await send(params)
+        if second.cut_off:
+            self.usage.add(truncations=1)
+            raise _truncated(task, second, larger, limit)
+        return _summed(reply, second), params
 
     async def _chat_json(
         self,
@@ -318,3 +349,24 @@ class LLMClient:
             )
         self.json_mode = "json_schema"
         return reply
+
+
+def _summed(first: Reply, second: Reply) -> Reply:
+    """The second reply, with the tokens of both (both were paid for)."""
+    return Reply(
+        second.text,
+        first.prompt_tokens + second.prompt_tokens,
+        first.completion_tokens + second.completion_tokens,
+        second.finish_reason,
+    )
+
+
+def _truncated(task: str, reply: Reply, limit: int, first_limit: int | None) -> LLMTruncatedError:
+    tried = f"at max_tokens={first_limit}, then at {limit}" if first_limit else f"at max_tokens={limit}"
+    return LLMTruncatedError(
+        f"{task}: the reply was cut off (finish_reason 'length') {tried}; raise the task's max_tokens "
+        "setting or give it less to do per call (e.g. smaller chunks)",
+        task=task,
+        max_tokens=limit,
+        raw=reply.text,
+    )

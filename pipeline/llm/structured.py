@@ -3,7 +3,8 @@
 Servers differ: OpenAI, vLLM, Ollama and LM Studio accept `{"type": "json_schema"}`; llama.cpp's Python
 server answers it with HTTP 500 but constrains its output with `{"type": "json_object", "schema": ...}`;
 others only know plain `json_object`. Models wrap JSON in code fences or prose whatever they are told,
-so the reply is searched for the first JSON value rather than parsed whole.
+so the reply is searched for the first top-level JSON value rather than parsed whole; a value nested in
+a bracket that never closes (a cut-off reply) is never taken for the answer.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -47,7 +49,10 @@ def schema_instruction(model: type[BaseModel]) -> str:
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON object or array in `text` (fenced or surrounded by prose); ValueError if none."""
+    """The first whole top-level JSON object (else array) in `text`, fenced or in prose; ValueError if none.
+
+    Only a value that starts outside every other bracket counts: a reply cut off mid-answer leaves its
+    outer bracket open, and the complete entity inside it is a fragment, not the answer."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     first_array = None
     for candidate in candidates:
@@ -56,19 +61,56 @@ def extract_json(text: str) -> Any:
             return json.loads(stripped)
         except ValueError:
             pass
-        for start, char in enumerate(stripped):
-            if char in "{[":
-                try:
-                    value, _end = _decoder.raw_decode(stripped, start)
-                except ValueError:
-                    continue
-                if isinstance(value, dict):
-                    return value
-                # "[1]" in prose is more often a citation than the answer: keep looking for an object.
-                first_array = value if first_array is None else first_array
+        for value in _top_level_values(stripped):
+            if isinstance(value, dict):
+                return value
+            # "[1]" in prose is more often a citation than the answer: keep looking for an object.
+            first_array = value if first_array is None else first_array
     if first_array is not None:
         return first_array
-    raise ValueError("no JSON object found in the model's reply")
+    raise ValueError("no JSON object found in the model's reply (an unfinished one does not count)")
+
+
+def _top_level_values(text: str) -> Iterator[Any]:
+    """JSON values that start outside any bracket, in order; stops at a bracket that never closes."""
+    at = 0
+    while at < len(text):
+        if text[at] not in "{[":
+            at += 1
+            continue
+        try:
+            value, end = _decoder.raw_decode(text, at)
+        except ValueError:
+            close = _closing(text, at)
+            if close is None:
+                return  # everything after is inside an unfinished value
+            at = close  # a bracketed aside in prose, or broken JSON: nothing inside it is the answer
+            continue
+        yield value
+        at = end
+
+
+def _closing(text: str, start: int) -> int | None:
+    """Index just past the bracket that closes the one at `start` (quotes respected), or None."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        char = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
 
 
 def parse_reply(text: str, model: type[BaseModel]) -> BaseModel:

@@ -21,7 +21,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from pipeline.llm import structured
 from pipeline.llm.batch import remaining
-from pipeline.llm.errors import LLMConfigError
+from pipeline.llm.budget import Budget
+from pipeline.llm.errors import LLMBudgetExceededError, LLMConfigError
 from pipeline.llm.retry import (
     Backoff,
     GarbledResponseError,
@@ -68,6 +69,13 @@ class Reply:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    # "stop" when the model finished; "length" when max_tokens cut it off (the text is then incomplete,
+    # whatever it looks like). None when the server does not say.
+    finish_reason: str | None = None
+
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
 
 
 class FormatRejectedError(Exception):
@@ -89,6 +97,7 @@ class Transport:
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         backoff: Backoff | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -99,6 +108,7 @@ class Transport:
         self.usage = usage if usage is not None else Usage()
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
         self.backoff = backoff or Backoff()
+        self.budget = budget
         self._api_key = api_key
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
@@ -122,7 +132,8 @@ class Transport:
         *,
         schema_probe: bool = False,
     ) -> Reply:
-        """One completion. With `schema_probe`, an error that blames json_schema raises FormatRejectedError."""
+        """One completion. With `schema_probe`, an error that blames json_schema raises FormatRejectedError.
+        LLMBudgetExceededError, before anything is sent, when the run's spend reached its budget."""
 
         async def attempt(sdk: openai.AsyncOpenAI, timeout: float) -> Reply:
             try:
@@ -145,9 +156,10 @@ class Transport:
                 choices[0].message.content or "",
                 int(getattr(usage, "prompt_tokens", 0) or 0),
                 int(getattr(usage, "completion_tokens", 0) or 0),
+                getattr(choices[0], "finish_reason", None),
             )
 
-        reply = await self._with_retries(attempt, task, deadline)
+        reply = await self._with_retries(attempt, task, deadline, spend_limited=True)
         self._account(reply.prompt_tokens, reply.completion_tokens)
         return reply
 
@@ -176,7 +188,12 @@ class Transport:
         )
 
     async def _with_retries(
-        self, attempt: Callable[..., Awaitable[T]], task: str, deadline: float | None
+        self,
+        attempt: Callable[..., Awaitable[T]],
+        task: str,
+        deadline: float | None,
+        *,
+        spend_limited: bool = False,
     ) -> T:
         state = self._state()
         at_deadline = StopAtDeadline(deadline)
@@ -193,13 +210,16 @@ class Transport:
                 with tried:
                     attempts += 1
                     async with state.slots:
+                        if spend_limited and self.budget is not None:
+                            # in the slot: the calls answered while this one waited for it have counted
+                            self.budget.check(self.usage, task)
                         budget = self.timeout_s
                         if (left := remaining(deadline)) is not None:
                             budget = min(budget, left)
                         self.usage.add(requests=1)
                         async with asyncio.timeout(budget):
                             return await attempt(state.sdk, budget)
-        except FormatRejectedError:
+        except (FormatRejectedError, LLMBudgetExceededError):
             raise
         except Exception as exc:
             raise final_error(

@@ -32,7 +32,10 @@ class Usage:
     """Counters shared by every call of a run; `add` is safe from threads and from concurrent tasks.
 
     `calls` counts logical calls answered by the server, `requests` every HTTP request sent (retries
-    included), `cache_hits` calls answered from the cache, `failures` calls that ended in an LLMError.
+    included), `cache_hits` calls answered from the cache, `failures` calls that ended in an LLMError,
+    `truncations` replies cut off at max_tokens (each asked again or failed, never used).
+    `budget_refusals` counts calls not sent because the run's spend had reached its budget
+    (`pipeline.llm.budget`).
     """
 
     calls: int = 0
@@ -42,6 +45,8 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: int = 0
+    truncations: int = 0
+    budget_refusals: int = 0
     cost_usd: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -61,6 +66,7 @@ class Usage:
         """Flat name -> number mapping, e.g. for `MaterializeResult(metadata=...)`."""
         out = {prefix + k: v for k, v in self.counters().items()}
         out[prefix + "cost_usd"] = round(out[prefix + "cost_usd"], 6)
+        out[prefix + "budget_reached"] = out[prefix + "budget_refusals"] > 0
         return out
 
     def __getstate__(self) -> dict[str, Any]:

@@ -85,8 +85,10 @@ async def llm_summary(
     max_input_tokens: int,
     max_words: int,
     encoding: str,
+    max_tokens: int | None = None,
 ) -> tuple[str, int]:
-    """(summary, number of calls made); raises LLMError when a call fails."""
+    """(summary, number of calls made); raises LLMError when a call fails. `max_tokens` limits each
+    call's output (None: the client's default)."""
     prompt = prompts.SUMMARIZE_DESCRIPTIONS
     overhead = count_tokens(prompt.system + prompt.user, encoding) + sum(
         count_tokens(n, encoding) for n in names
@@ -106,6 +108,7 @@ async def llm_summary(
             Summary,
             task=prompt.name,
             prompt_version=prompt.version,
+            max_tokens=max_tokens,
         )
         return out.summary.strip()
 
@@ -128,7 +131,9 @@ def offline_description(request: DescriptionRequest) -> DescriptionSummary:
     return DescriptionSummary(summary=summary)
 
 
-async def llm_description(client: Any, request: DescriptionRequest) -> DescriptionSummary:
+async def llm_description(
+    client: Any, request: DescriptionRequest, *, max_tokens: int | None = None
+) -> DescriptionSummary:
     """The LLM engine's description: a single one kept as it is, else `llm_summary`; raises LLMError."""
     if len(request.descriptions) == 1:
         return DescriptionSummary(summary=request.descriptions[0], kept=True)
@@ -139,6 +144,7 @@ async def llm_description(client: Any, request: DescriptionRequest) -> Descripti
         max_input_tokens=request.max_input_tokens,
         max_words=request.max_words,
         encoding=request.encoding,
+        max_tokens=max_tokens,
     )
     return DescriptionSummary(summary=summary, calls=calls)
 

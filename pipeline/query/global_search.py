@@ -3,6 +3,14 @@
 The contract is graphrag-ts's (seed-systems-notes §A4) with its gaps closed: a seeded shuffle, a
 real tokenizer, and a result that never raises because some or all map batches failed — the status
 (`completed` | `partial` | `no_results` | `cancelled`) and the reason say what happened.
+
+- Map: one call per batch, retried once when it fails. Any exception from a call (an LLMError, a
+  reply that does not validate, a bug in a task function) is one failed batch, never an escaped
+  error; only cancellation and the deadline stop a batch without its retry.
+- Each batch answers with scored points (`global_tasks.MapAnswer`); the reduce takes the best points
+  of all batches, by score (ties: batch, then order in the batch), identical descriptions once. A
+  point that does not fit the reduce budget is skipped so that a shorter, lower-scored one can still
+  go in. `response_type` ("multiple paragraphs", "a single paragraph", ...) sets the answer's length.
 """
 
 from __future__ import annotations
@@ -17,15 +25,18 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
-from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
 from pipeline.query.global_context import load_report_contexts
 from pipeline.query.global_tasks import (
+    DEFAULT_RESPONSE_TYPE,
     MapAnswer,
+    MapPoint,
     MapRequest,
     ReduceAnswer,
-    ReduceBlock,
+    ReducePoint,
     ReduceRequest,
+    batch_points,
     cited_communities,
     map_messages,
     offline_reduce,
@@ -48,6 +59,18 @@ class GlobalSearchConfig:
     map_attempts: int = 2  # a failed batch is retried once
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
     encoding: str = "o200k_base"
+    response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> GlobalSearchConfig:
+        """The reserves are the map and reduce answers' output limits (`llm_map_max_tokens`,
+        `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take."""
+        values = {
+            "map_reserve": settings.llm_map_max_tokens,
+            "reduce_reserve": settings.llm_reduce_max_tokens,
+            "encoding": settings.encoding,
+        }
+        return cls(**{**values, **overrides})
 
 
 @dataclass
@@ -55,10 +78,14 @@ class MapResult:
     batch: int
     community_ids: list[int]
     status: str  # ok | failed | cancelled
-    answer: str = ""
-    usefulness: float = 0.0
+    points: list[MapPoint] = field(default_factory=list)  # scored above 0, citing this batch
     attempts: int = 0
     error: str | None = None
+    dropped_points: int = 0  # points of the reply that failed validation
+
+    @property
+    def top_score(self) -> float:
+        return max((p.score for p in self.points), default=0.0)
 
 
 @dataclass
@@ -67,7 +94,7 @@ class GlobalSearchResult:
     level: int | None
     status: str  # completed | partial | no_results | cancelled
     answer: str
-    map_answers: list[dict[str, Any]] = field(default_factory=list)  # the ones the reduce used
+    points: list[dict[str, Any]] = field(default_factory=list)  # the map points the reduce used, best first
     failed_batches: list[dict[str, Any]] = field(default_factory=list)
     reason: str | None = None
     batches: int = 0
@@ -135,48 +162,77 @@ async def run_map(
                 try:
                     answer = await tasks.map(
                         MapRequest(
-                            question=question, context=batch.content, community_ids=batch.community_ids
+                            question=question,
+                            context=batch.content,
+                            community_ids=batch.community_ids,
+                            max_tokens=config.map_reserve,
                         ),
                         deadline,
                         cancel,
                     )
+                    points = batch_points(answer, batch.community_ids)
+                    dropped = int(answer.dropped)
                 except (LLMCancelledError, LLMTimeoutError) as exc:
                     result.status, result.error = "cancelled", str(exc)
                     return result
-                except LLMError as exc:
+                except Exception as exc:  # noqa: BLE001 - any failure of one call is one failed batch
                     result.error = f"{type(exc).__name__}: {exc}"
                     continue
-                result.status, result.answer, result.usefulness, result.error = (
-                    "ok",
-                    answer.answer,
-                    answer.usefulness,
-                    None,
-                )
+                result.status, result.points, result.error = "ok", points, None
+                result.dropped_points = dropped
                 return result
         return result
 
     return list(await asyncio.gather(*(one(b) for b in batches)))
 
 
+def ranked_points(results: list[MapResult]) -> list[ReducePoint]:
+    """Every point of the successful batches, best first; an identical description only once."""
+    ranked = sorted(
+        (
+            (-p.score, r.batch, i, p)
+            for r in results
+            if r.status == "ok"
+            for i, p in enumerate(r.points)
+            if p.score > 0
+        ),
+        key=lambda t: t[:3],
+    )
+    out, seen = [], set()
+    for _, batch, _, p in ranked:
+        key = " ".join(p.description.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(
+                ReducePoint(
+                    description=p.description, score=p.score, community_ids=p.communities, batch=batch
+                )
+            )
+    return out
+
+
 def select_for_reduce(
     results: list[MapResult], question: str, config: GlobalSearchConfig
-) -> tuple[list[MapResult], str]:
-    """Useful answers by usefulness (stable), packed greedily; one that does not fit is skipped, not fatal."""
+) -> tuple[list[ReducePoint], str]:
+    """The best points that fit the reduce budget together; one that does not fit is skipped, not fatal."""
     limit = prompt_budget(config.reduce_budget, config.reduce_reserve)
-    skeleton = skeleton_text(reduce_messages(question, ""))
-    useful = sorted(
-        (r for r in results if r.status == "ok" and r.usefulness > 0), key=lambda r: -r.usefulness
-    )
-    chosen: list[MapResult] = []
+    skeleton = skeleton_text(reduce_messages(question, "", config.response_type))
+    used = count_tokens(skeleton + "\n", config.encoding)
+    chosen: list[ReducePoint] = []
     blocks: list[str] = []
-    for r in useful:
-        block = reduce_block(
-            ReduceBlock(answer=r.answer, usefulness=r.usefulness, community_ids=r.community_ids)
-        )
-        candidate = "\n\n".join([*blocks, block])
-        if count_tokens(skeleton + "\n" + candidate, config.encoding) <= limit:
-            chosen.append(r)
+    for point in ranked_points(results):
+        block = reduce_block(point)
+        # Counted block by block (the text is only re-tokenized once, below): a point costs its own
+        # tokens plus the blank line that separates it from the next.
+        cost = count_tokens(block + "\n\n", config.encoding)
+        if used + cost <= limit:
+            chosen.append(point)
             blocks.append(block)
+            used += cost
+    # Tokens can merge across a join; the exact count decides, dropping the last points if need be.
+    while blocks and count_tokens(skeleton + "\n" + "\n\n".join(blocks), config.encoding) > limit:
+        chosen.pop()
+        blocks.pop()
     return chosen, "\n\n".join(blocks)
 
 
@@ -225,7 +281,7 @@ async def reduce_map_results(
     if any(r.status == "cancelled" for r in maps):
         result.status = "cancelled"
         done = [r for r in maps if r.status == "ok"]
-        result.map_answers = [_answer_row(r) for r in done]
+        result.points = [_point_row(p) for p in ranked_points(done)]
         result.reason = f"cancelled after {len(done)} of {n_batches} map batches"
         result.answer = ""
         return _finish(result, tasks, started)
@@ -234,19 +290,18 @@ async def reduce_map_results(
         ok = [r for r in maps if r.status == "ok"]
         if not ok:
             result.reason = f"every map batch failed ({len(failed)}); first error: {failed[0].error}"
-        elif not any(r.usefulness > 0 for r in ok):
-            result.reason = "no batch held information relevant to the question (usefulness 0 everywhere)"
+        elif not any(r.points for r in ok):
+            result.reason = "no batch held information relevant to the question (no point scored above 0)"
         else:
-            result.reason = "no map answer fits the reduce token budget"
+            result.reason = "no map point fits the reduce token budget"
         return _finish(result, tasks, started)
-    result.map_answers = [_answer_row(r) for r in chosen]
+    result.points = [_point_row(p) for p in chosen]
     request = ReduceRequest(
         question=question,
-        blocks=[
-            ReduceBlock(answer=r.answer, usefulness=r.usefulness, community_ids=r.community_ids)
-            for r in chosen
-        ],
+        points=chosen,
         context=context,
+        response_type=config.response_type,
+        max_tokens=config.reduce_reserve,
     )
     result.status = "partial" if failed else "completed"
     try:
@@ -254,26 +309,26 @@ async def reduce_map_results(
     except (LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.answer, result.reason = "cancelled", "", f"reduce stopped: {exc}"
         return _finish(result, tasks, started)
-    except LLMError as exc:
-        # The map answers are still good evidence: merge them extractively rather than answer nothing.
+    except Exception as exc:  # noqa: BLE001 - the map points are still good evidence
+        # Merge them extractively rather than answer nothing.
         result.answer = offline_reduce(request).answer
         result.status = "partial"
-        result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the map answers"
+        result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the map points"
     if failed and not result.reason:
         result.reason = f"{len(failed)} of {n_batches} map batches failed"
-    # What the answer actually cites; a model that cited nothing is credited with every used batch.
-    used = {c for r in chosen for c in r.community_ids}
+    # What the answer actually cites; a model that cited nothing is credited with every point used.
+    used = {c for p in chosen for c in p.community_ids}
     cited = [c for c in cited_communities(result.answer) if c in used]
-    result.cited_communities = cited or list(dict.fromkeys(c for r in chosen for c in r.community_ids))
+    result.cited_communities = cited or list(dict.fromkeys(c for p in chosen for c in p.community_ids))
     return _finish(result, tasks, started)
 
 
-def _answer_row(r: MapResult) -> dict[str, Any]:
+def _point_row(p: ReducePoint) -> dict[str, Any]:
     return {
-        "batch": r.batch,
-        "answer": r.answer,
-        "usefulness": r.usefulness,
-        "community_ids": r.community_ids,
+        "batch": p.batch,
+        "description": p.description,
+        "score": p.score,
+        "community_ids": p.community_ids,
     }
 
 
@@ -302,7 +357,7 @@ def global_search(
     from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or GlobalSearchConfig()
+    cfg = config or GlobalSearchConfig.from_settings(rt.settings)
     if level is not None:
         cfg = GlobalSearchConfig(**{**asdict(cfg), "level": level})
     tasks = GlobalTasks(rt.engine, rt.embedder)

@@ -1,5 +1,14 @@
-"""The two tasks of global search — map (one batch of reports → a partial answer with a usefulness
-score) and reduce (the useful partial answers → one cited answer) — in their offline and LLM forms.
+"""The two tasks of global search — map (one batch of reports → scored points) and reduce (the best
+points of all batches → one cited answer) — in their offline and LLM forms, as Microsoft GraphRAG's.
+
+Rules of a map answer (`MapAnswer`, then `batch_points`):
+- A reply is a list of points `{description, score 0-100, communities}`. Each point is validated on
+  its own: one that is not an object, has no description or a score that is not a number is dropped
+  and counted (`MapAnswer.dropped`), never the whole batch. A score outside 0-100 is clamped.
+- A point keeps only the communities of its own batch, from its `communities` field and from the
+  citations in its description. A point that cites none of them is attributed to the whole batch
+  rather than dropped: it came from the batch's reports, and a model that forgets to cite is not
+  wrong about the content. Points scored 0 are dropped (they answer nothing).
 
 The engine picks the form (`Engine.map_answer`, `Engine.reduce_answer`), so this module is part of the
 engine's contract: it imports nothing of query time beyond its own models (see tests/test_layout.py).
@@ -7,51 +16,102 @@ engine's contract: it imports nothing of query time beyond its own models (see t
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 
 OFFLINE_MAX_POINTS = 4
 OFFLINE_REDUCE_MAX_POINTS = 10
+MAX_SCORE = 100.0
+DEFAULT_RESPONSE_TYPE = "multiple paragraphs"
 
 
 class MapRequest(BaseModel):
     question: str
     context: str
     community_ids: list[int] = Field(default_factory=list)
+    max_tokens: int | None = None  # the answer's limit: the output reserve the batcher left room for
+
+
+class MapPoint(BaseModel):
+    description: str = Field(
+        description="One statement that helps answer the question, from the excerpts only"
+    )
+    score: float = Field(description="0-100: how important the point is for answering the question")
+    communities: list[int] = Field(
+        default_factory=list, description="The community ids of the excerpts the point draws on"
+    )
+
+
+def _clean_point(raw: Any) -> dict[str, Any] | None:
+    """The point with its score clamped and its ids made integers, or None when it is unusable."""
+    if isinstance(raw, MapPoint):
+        raw = raw.model_dump()
+    if not isinstance(raw, dict) or not isinstance(raw.get("description"), str):
+        return None
+    description = raw["description"].strip()
+    try:
+        score = float(raw.get("score"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not description or math.isnan(score):
+        return None
+    ids = raw.get("communities") or []
+    ids = [ids] if isinstance(ids, int | str) else ids
+    communities = []
+    for c in ids if isinstance(ids, list) else []:
+        try:
+            communities.append(int(c))
+        except (TypeError, ValueError):
+            continue  # a stray id does not make the point's content wrong
+    return {"description": description, "score": min(MAX_SCORE, max(0.0, score)), "communities": communities}
 
 
 class MapAnswer(BaseModel):
-    answer: str = Field(description="The answer drawn only from the excerpts, citing [Community ID: n]")
-    usefulness: float = Field(ge=0, le=100, description="0-100: how useful the answer is for the question")
+    points: list[MapPoint] = Field(
+        description="The points that answer the question, or an empty list when the excerpts hold nothing relevant"
+    )
+    _dropped: int = PrivateAttr(default=0)
 
-    @field_validator("answer")
+    @property
+    def dropped(self) -> int:
+        """Points of the reply that failed validation and were left out."""
+        return self._dropped
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _trim(cls, v: str) -> str:
-        return v.strip()
+    def _point_by_point(cls, data: Any, handler: Any) -> MapAnswer:
+        if isinstance(data, list):  # a bare list of points is still the answer
+            data = {"points": data}
+        dropped = 0
+        if isinstance(data, dict) and isinstance(data.get("points"), list):
+            cleaned = [_clean_point(p) for p in data["points"]]
+            dropped = sum(p is None for p in cleaned)
+            data = {**data, "points": [p for p in cleaned if p is not None]}
+        answer = handler(data)
+        answer._dropped += dropped
+        return answer
 
-    @model_validator(mode="after")
-    def _answer_when_useful(self) -> MapAnswer:
-        if self.usefulness > 0 and not self.answer:
-            raise ValueError("answer must be non-empty when usefulness > 0")
-        return self
 
-
-class ReduceBlock(BaseModel):
-    answer: str
-    usefulness: float
+class ReducePoint(BaseModel):
+    description: str
+    score: float
     community_ids: list[int]
+    batch: int = 0
 
 
 class ReduceRequest(BaseModel):
     question: str
-    blocks: list[ReduceBlock]
+    points: list[ReducePoint]  # the ones that fit the reduce budget, best first
     context: str
+    response_type: str = DEFAULT_RESPONSE_TYPE
+    max_tokens: int | None = None  # the answer's limit: the reduce's output reserve
 
 
 class ReduceAnswer(BaseModel):
@@ -69,17 +129,48 @@ def map_messages(question: str, context: str) -> list[dict[str, str]]:
     return prompts.GLOBAL_MAP.messages(question=question, context=context)
 
 
-def reduce_messages(question: str, context: str) -> list[dict[str, str]]:
-    return prompts.GLOBAL_REDUCE.messages(question=question, context=context)
+def reduce_messages(
+    question: str, context: str, response_type: str = DEFAULT_RESPONSE_TYPE
+) -> list[dict[str, str]]:
+    return prompts.GLOBAL_REDUCE.messages(question=question, context=context, response_type=response_type)
 
 
 def skeleton_text(messages: list[dict[str, str]]) -> str:
     return "\n".join(m["content"] for m in messages)
 
 
-def reduce_block(block: ReduceBlock) -> str:
-    ids = ", ".join(str(i) for i in block.community_ids)
-    return f"[Usefulness: {block.usefulness:g}; Community IDs: {ids}]\n{block.answer}"
+def reduce_block(point: ReducePoint) -> str:
+    """How one point is shown to the reduce."""
+    ids = ", ".join(str(i) for i in point.community_ids)
+    return f"[Score: {point.score:g}; Community IDs: {ids}]\n{point.description}"
+
+
+_CITATION = re.compile(r"\[(?:Community ID|Communities|Community IDs?):\s*([-\d,\s]+(?:,?\s*\+more)?)\]")
+# Report texts cite their own context rows (`[Data: Entities (3)]`); those ids mean nothing here.
+_DATA_CITATION = re.compile(r"\s*\[Data:[^\]]*\]")
+
+
+def cited_communities(text: str) -> list[int]:
+    """Community ids an answer cites, in order of first citation: `[Community ID: 3]` or
+    `[Communities: 3, 7, +more]`. (`[Data: Reports (1)]` in a report's text names a row of that
+    report's own context, not a community, so it is not read as one.)"""
+    ids: list[int] = []
+    for group in _CITATION.findall(text):
+        ids += [int(x) for x in re.findall(r"-?\d+", group)]
+    return list(dict.fromkeys(ids))
+
+
+def batch_points(answer: MapAnswer, batch_community_ids: list[int]) -> list[MapPoint]:
+    """The answer's points with a score above 0, each citing communities of its batch (module docstring)."""
+    batch = list(dict.fromkeys(batch_community_ids))
+    allowed = set(batch)
+    out = []
+    for p in answer.points:
+        if p.score <= 0:
+            continue
+        ids = [c for c in dict.fromkeys([*p.communities, *cited_communities(p.description)]) if c in allowed]
+        out.append(MapPoint(description=p.description, score=p.score, communities=ids or batch))
+    return out
 
 
 # ---- offline -----------------------------------------------------------------------------------------
@@ -100,7 +191,7 @@ def _sentences_by_community(context: str) -> list[tuple[int, str]]:
             continue
         if not line or line.lower() in _SKIP or line.startswith("#"):
             continue  # markdown headings are report titles, not statements that answer anything
-        body = _LABEL.sub("", line).strip().strip('"')
+        body = _DATA_CITATION.sub("", _LABEL.sub("", line)).strip().strip('"')
         for sentence in _SENTENCE.split(body):
             sentence = sentence.strip()
             if len(sentence.split()) >= 4:
@@ -108,64 +199,62 @@ def _sentences_by_community(context: str) -> list[tuple[int, str]]:
     return out
 
 
-_CITATION = re.compile(r"\[(?:Community ID|Communities|Community IDs?):\s*([-\d,\s]+)\]")
-
-
-def cited_communities(text: str) -> list[int]:
-    """Community ids an answer cites, in order of first citation."""
-    ids: list[int] = []
-    for group in _CITATION.findall(text):
-        ids += [int(x) for x in re.findall(r"-?\d+", group)]
-    return list(dict.fromkeys(ids))
-
-
 def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
-    """The batch's sentences most similar to the question, cited by community; usefulness is the best
-    similarity on the embedding model's usefulness scale (`Calibration.usefulness`)."""
+    """One point per sentence of the batch among the most similar to the question, cited by its
+    community; its score is the similarity on the embedding model's usefulness scale
+    (`Calibration.usefulness`), so unrelated sentences score 0 and are left out."""
     sentences = _sentences_by_community(request.context)
     if not sentences:
-        return MapAnswer(answer="", usefulness=0)
+        return MapAnswer(points=[])
     calibration = embedder.calibration
     vectors = embedder.embed([request.question] + [s for _, s in sentences])
     sims = vectors[1:] @ vectors[0]
-    order = np.argsort(-sims, kind="stable")
-    best = float(sims[order[0]])
-    usefulness = calibration.usefulness(best)
-    if usefulness == 0:
-        return MapAnswer(answer="", usefulness=0)
-    points, seen = [], set()
-    for i in order:
-        if len(points) >= OFFLINE_MAX_POINTS or calibration.usefulness(float(sims[i])) == 0:
+    points: list[MapPoint] = []
+    seen: set[str] = set()
+    for i in np.argsort(-sims, kind="stable"):
+        score = calibration.usefulness(float(sims[i]))
+        if len(points) >= OFFLINE_MAX_POINTS or score == 0:
             break
         community, sentence = sentences[int(i)]
         if sentence.lower() in seen:
             continue
         seen.add(sentence.lower())
-        points.append(f"- {sentence} [Community ID: {community}]")
-    return MapAnswer(answer="\n".join(points), usefulness=usefulness)
+        points.append(MapPoint(description=sentence, score=score, communities=[community]))
+    return MapAnswer(points=points)
+
+
+def _cite(ids: list[int]) -> str:
+    if len(ids) == 1:
+        return f"[Community ID: {ids[0]}]"
+    return f"[Communities: {', '.join(str(i) for i in ids)}]"
 
 
 def offline_reduce(request: ReduceRequest) -> ReduceAnswer:
-    """Merge the map answers' points in usefulness order, de-duplicated, with the communities cited."""
-    points, seen = [], set()
-    for block in request.blocks:
-        for line in block.answer.splitlines():
-            key = re.sub(r"\[Community ID: -?\d+\]", "", line).strip(" -").lower()
-            if key and key not in seen and len(points) < OFFLINE_REDUCE_MAX_POINTS:
-                seen.add(key)
-                points.append(line if line.startswith("- ") else f"- {line}")
-    cited = cited_communities("\n".join(points)) or [c for b in request.blocks for c in b.community_ids]
-    ids = ", ".join(str(i) for i in dict.fromkeys(cited))
+    """The best points (the request's are best first), de-duplicated, each with its communities."""
+    lines, seen = [], set()
+    for p in request.points:
+        key = " ".join(p.description.lower().split())
+        if key and key not in seen and len(lines) < OFFLINE_REDUCE_MAX_POINTS:
+            seen.add(key)
+            lines.append(f"- {p.description} {_cite(p.community_ids)}")
+    ids = ", ".join(str(i) for i in dict.fromkeys(c for p in request.points for c in p.community_ids))
+    batches = len({p.batch for p in request.points})
     text = (
-        f"From {len(request.blocks)} partial answers over the community reports, the most relevant points are:\n"
-        + "\n".join(points)
-        + f"\n\n[Communities: {ids}]"
+        f"From {len(request.points)} points of {batches} partial answers over the community reports, "
+        "the most relevant are:\n" + "\n".join(lines) + f"\n\n[Communities: {ids}]"
     )
     return ReduceAnswer(answer=text)
 
 
 # ---- LLM ---------------------------------------------------------------------------------------------
-async def llm_map(client: Any, request: MapRequest, *, deadline: float | None, cancel: Any) -> MapAnswer:
+async def llm_map(
+    client: Any,
+    request: MapRequest,
+    *,
+    deadline: float | None,
+    cancel: Any,
+    max_tokens: int | None = None,
+) -> MapAnswer:
     prompt = prompts.GLOBAL_MAP
     return await client.complete_json(
         map_messages(request.question, request.context),
@@ -174,29 +263,38 @@ async def llm_map(client: Any, request: MapRequest, *, deadline: float | None, c
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
+        max_tokens=max_tokens,
     )
 
 
 async def llm_reduce(
-    client: Any, request: ReduceRequest, *, deadline: float | None, cancel: Any
+    client: Any,
+    request: ReduceRequest,
+    *,
+    deadline: float | None,
+    cancel: Any,
+    max_tokens: int | None = None,
 ) -> ReduceAnswer:
     prompt = prompts.GLOBAL_REDUCE
     return await client.complete_json(
-        reduce_messages(request.question, request.context),
+        reduce_messages(request.question, request.context, request.response_type),
         ReduceAnswer,
         task=prompt.name,
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
+        max_tokens=max_tokens,
     )
 
 
 __all__ = [
     "MapAnswer",
+    "MapPoint",
     "MapRequest",
     "ReduceAnswer",
-    "ReduceBlock",
+    "ReducePoint",
     "ReduceRequest",
+    "batch_points",
     "llm_map",
     "llm_reduce",
     "offline_map",

@@ -1,4 +1,7 @@
-"""The graph tables local search reads, loaded once per query from one namespace's store."""
+"""The graph tables local search reads, loaded once per query from one namespace's store.
+
+Rows are kept whole (entities, relationships, claims, text units): the answer's context quotes their
+descriptions and cites their `human_readable_id`s."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ class LocalIndex:
     )  # id -> {document_id, start, end, text}
     document_titles: dict[str, str] = field(default_factory=dict)
     reports: dict[int, dict[str, Any]] = field(default_factory=dict)  # community -> {title, summary}
+    relationships: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> row
+    relationships_of: dict[str, list[str]] = field(default_factory=dict)  # entity id -> relationship ids
 
     @property
     def levels(self) -> list[int]:
@@ -45,19 +50,24 @@ class LocalIndex:
 def load_local_index(store: NamespaceStore) -> LocalIndex:
     try:
         entities = {e["id"]: e for e in store.read_table(schema.ENTITIES).to_pylist()}
-        relationships = store.read_table(
-            schema.RELATIONSHIPS, columns=["source_id", "target_id", "weight"]
-        ).to_pylist()
+        relationships = store.read_table(schema.RELATIONSHIPS).to_pylist()
         communities = {c["community"]: c for c in store.read_table(schema.COMMUNITIES).to_pylist()}
     except TableNotFoundError as exc:
         raise TableNotFoundError(
             f"{exc} (local search needs the graph: entities, relationships, communities)"
         ) from None
     neighbours: dict[str, dict[str, float]] = defaultdict(dict)
+    rel_rows: dict[str, dict[str, Any]] = {}
+    rel_of: dict[str, list[str]] = defaultdict(list)
     for r in relationships:
         s, t, w = r["source_id"], r["target_id"], float(r["weight"] or 0.0)
         neighbours[s][t] = neighbours[s].get(t, 0.0) + w
         neighbours[t][s] = neighbours[t].get(s, 0.0) + w
+        key = r.get("id") or f"{s}->{t}"
+        rel_rows[key] = r
+        rel_of[s].append(key)
+        if t != s:
+            rel_of[t].append(key)
     leaf_of: dict[str, int] = {}
     depth: dict[str, int] = {}
     for c in communities.values():
@@ -73,7 +83,8 @@ def load_local_index(store: NamespaceStore) -> LocalIndex:
     units: dict[str, dict[str, Any]] = {}
     if store.has_table(schema.TEXT_UNITS):
         t = store.read_table(
-            schema.TEXT_UNITS, columns=["id", "document_id", "start_char", "end_char", "text"]
+            schema.TEXT_UNITS,
+            columns=["id", "human_readable_id", "document_id", "start_char", "end_char", "text"],
         )
         units = {r["id"]: r for r in t.to_pylist()}
     titles: dict[str, str] = {}
@@ -82,8 +93,18 @@ def load_local_index(store: NamespaceStore) -> LocalIndex:
         titles = dict(zip(d.column("id").to_pylist(), d.column("title").to_pylist(), strict=True))
     reports: dict[int, dict[str, Any]] = {}
     if store.has_table(schema.COMMUNITY_REPORTS):
-        r = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "title", "summary"])
+        r = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "title", "summary", "rank"])
         reports = {row["community"]: row for row in r.to_pylist()}
     return LocalIndex(
-        store, entities, dict(neighbours), communities, leaf_of, dict(claims), units, titles, reports
+        store,
+        entities,
+        dict(neighbours),
+        communities,
+        leaf_of,
+        dict(claims),
+        units,
+        titles,
+        reports,
+        rel_rows,
+        dict(rel_of),
     )

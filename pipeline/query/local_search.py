@@ -1,10 +1,16 @@
-"""Local search: entities matched in the question → graph neighbourhood → ranked communities → evidence
-(chunks and claims cited to document offsets) → an answer that labels summaries and evidence apart.
+"""Local search: entities matched in the question → graph neighbourhood → ranked communities → recalled
+passages → one mixed context within a token budget (`pipeline.query.local_context`: reports, entities,
+relationships, claims, sources, as tables with ids) → an answer that cites the rows it used.
 
 The flow is graphrag-ts's local retrieval (seed-systems-notes §A3); where it differs it fixes a flaw
 noted there: channels ranked by their own scores, aliases used, precomputed entity vectors, a seed
 cap, themes used for the community search, and a selector that falls back to the ranking instead
 of answering from nothing.
+
+Rules: a failed question parse (anything but cancellation or the deadline) degrades to the offline
+parse, and a failed or empty selection to the ranking; either is recorded in `fallbacks` with its
+reason, never raised. The answer's `[Data: ...]` citations are resolved against the context's rows
+(`citations`; those naming no row are kept in `unresolved_citations`).
 """
 
 from __future__ import annotations
@@ -20,11 +26,17 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
-from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.entity_match import EntityMatch, MatchOptions, match_entities
+from pipeline.query.local_context import (
+    ContextShares,
+    build_local_context,
+    describe_context,
+    resolve_citations,
+)
 from pipeline.query.local_index import LocalIndex, load_local_index
 from pipeline.query.local_tasks import CommunitySelection
-from pipeline.query.query_intent import QueryIntent
+from pipeline.query.query_intent import QueryIntent, offline_intent
 from pipeline.query.search import text_search, vector_search
 
 
@@ -45,10 +57,19 @@ class LocalSearchConfig:
     vector_chunk_top_k: int = 12
     keyword_limit: int = 24
     max_keyword_terms: int = 16
-    evidence_limit: int = 40
-    max_claims: int = 20
+    evidence_limit: int = 40  # recalled passages ranked for the context's sources section
     rrf_k: int = 60
     match: MatchOptions = field(default_factory=MatchOptions)
+    # The answer prompt's budget (settings.local_context_max_tokens) and how its sections share it.
+    context_max_tokens: int = 12_000
+    context_shares: ContextShares = field(default_factory=ContextShares)
+    encoding: str = "o200k_base"
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> LocalSearchConfig:
+        """The configured budget and token encoding, with `overrides` (top_k, community_level, ...)."""
+        configured = {"context_max_tokens": settings.local_context_max_tokens, "encoding": settings.encoding}
+        return cls(**{**configured, **overrides})
 
 
 @dataclass
@@ -59,9 +80,14 @@ class LocalSearchResult:
     intent: dict[str, Any] = field(default_factory=dict)
     seeds: list[dict[str, Any]] = field(default_factory=list)
     communities: list[dict[str, Any]] = field(default_factory=list)
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # the sources and claims in the context
     selection: str = ""  # llm | offline | fallback
     reason: str | None = None
+    fallbacks: dict[str, str] = field(default_factory=dict)  # stage (intent, selection) -> why
+    context: dict[str, Any] = field(default_factory=dict)  # budget, prompt_tokens, section_tokens
+    context_rows: list[dict[str, Any]] = field(default_factory=list)  # {section, id, ...what it names}
+    citations: list[dict[str, Any]] = field(default_factory=list)  # the rows the answer cites
+    unresolved_citations: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -171,62 +197,28 @@ def recall_chunks(
     return merged[: cfg.evidence_limit]
 
 
-def gather_evidence(
+def rank_chunks(
     index: LocalIndex, selected: list[int], chunks: list[dict], cfg: LocalSearchConfig
 ) -> list[dict]:
-    """Chunks tied to the selected communities' members first, then other recalled chunks; then members' claims."""
+    """Recalled chunks as evidence items, those tied to the selected communities' members first."""
     members = set().union(*(index.members(c) for c in selected)) if selected else set()
     tied_units = {u for e in members for u in (index.entities.get(e, {}).get("text_unit_ids") or [])}
     ordered = [c for c in chunks if c["id"] in tied_units] + [c for c in chunks if c["id"] not in tied_units]
-    evidence: list[dict] = []
-    for c in ordered[: cfg.evidence_limit]:
-        evidence.append(
-            {
-                "id": c["id"],
-                "kind": "chunk",
-                "text": c["text"],
-                "document_id": c["document_id"],
-                "document_title": c.get("document_title") or index.document_titles.get(c["document_id"]),
-                "start_char": c["start_char"],
-                "end_char": c["end_char"],
-                "score": round(float(c.get("score") or 0.0), 4),
-                "tied_to_community": c["id"] in tied_units,
-                "channel": c["channel"],
-            }
-        )
-    seen: set[str] = set()
-    claims = 0
-    for e in sorted(members):
-        for claim in index.claims_by_entity.get(e, []):
-            if claim["id"] in seen or claims >= cfg.max_claims:
-                continue
-            seen.add(claim["id"])
-            claims += 1
-            unit = index.text_units.get(claim.get("text_unit_id") or "", {})
-            has_span = claim.get("start_char") is not None and claim.get("end_char") is not None
-            evidence.append(
-                {
-                    "id": claim["id"],
-                    "kind": "claim",
-                    "text": (claim.get("source_text") if has_span else None)
-                    or claim.get("description")
-                    or "",
-                    "description": claim.get("description"),
-                    "status": claim.get("status"),
-                    "document_id": claim.get("document_id") or unit.get("document_id"),
-                    "document_title": index.document_titles.get(
-                        claim.get("document_id") or unit.get("document_id") or ""
-                    ),
-                    "start_char": claim["start_char"] if has_span else unit.get("start_char"),
-                    "end_char": claim["end_char"] if has_span else unit.get("end_char"),
-                    "score": None,
-                    "tied_to_community": True,
-                    "channel": "claim",
-                }
-            )
-    for i, ev in enumerate(evidence, start=1):
-        ev["ref"] = f"E{i}"
-    return evidence
+    return [
+        {
+            "id": c["id"],
+            "kind": "chunk",
+            "text": c["text"],
+            "document_id": c["document_id"],
+            "document_title": c.get("document_title") or index.document_titles.get(c["document_id"]),
+            "start_char": c["start_char"],
+            "end_char": c["end_char"],
+            "score": round(float(c.get("score") or 0.0), 4),
+            "tied_to_community": c["id"] in tied_units,
+            "channel": c["channel"],
+        }
+        for c in ordered[: cfg.evidence_limit]
+    ]
 
 
 async def local_search_async(
@@ -262,7 +254,7 @@ async def local_search_async(
 
     try:
         check("query parsing")
-        intent = await engine.query_intent(question, deadline=deadline, cancel=cancel)
+        intent = await _intent(engine, question, result, deadline, cancel)
         result.intent = intent.model_dump()
         check("entity matching")
         query_vector = embedder.embed([question])[0]
@@ -282,21 +274,29 @@ async def local_search_async(
         )
         candidates = [_community_row(index, c, score, seed_ids) for c, score in ranked]
         check("community selection")
-        selection = await _select(engine, embedder, question, candidates, deadline, cancel)
-        chosen = [c for c in candidates if c["id"] in set(selection.selected_community_ids)]
-        result.selection = engine.kind  # metadata: whose selector chose
-        if not chosen:
-            chosen, result.selection = candidates, "fallback"
+        chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
         result.communities = chosen
-        result.evidence = gather_evidence(index, [c["id"] for c in chosen], chunks, cfg)
-        if not result.evidence and not chosen:
+        ranked_chunks = rank_chunks(index, [c["id"] for c in chosen], chunks, cfg)
+        if not ranked_chunks and not chosen and not seeds:
             result.status, result.reason = "no_results", "no entity, community or chunk matched the question"
             result.answer = "The index holds nothing relevant to this question."
         else:
             check("answer")
-            result.answer = await engine.local_answer(
-                question, chosen, result.evidence, embedder, deadline=deadline, cancel=cancel
+            context, result.evidence = build_local_context(
+                index,
+                question,
+                seed_ids,
+                chosen,
+                ranked_chunks,
+                max_tokens=cfg.context_max_tokens,
+                encoding=cfg.encoding,
+                shares=cfg.context_shares,
             )
+            result.context, result.context_rows = describe_context(context)
+            result.answer = await engine.local_answer(
+                question, context, embedder, deadline=deadline, cancel=cancel
+            )
+            result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason = "cancelled", str(exc)
     result.usage = dict(engine.usage.counters())
@@ -304,22 +304,58 @@ async def local_search_async(
     return result
 
 
+async def _intent(
+    engine: Engine,
+    question: str,
+    result: LocalSearchResult,
+    deadline: float | None,
+    cancel: CancelSignal | None,
+) -> QueryIntent:
+    try:
+        return await engine.query_intent(question, deadline=deadline, cancel=cancel)
+    except (LLMCancelledError, LLMTimeoutError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to parse degrades to the offline parse
+        result.fallbacks["intent"] = (
+            f"query parsing failed ({type(exc).__name__}: {exc}); used the offline parse"
+        )
+        return offline_intent(question)
+
+
 async def _select(
     engine: Engine,
     embedder: Embedder,
     question: str,
     candidates: list[dict],
+    result: LocalSearchResult,
     deadline: float | None,
     cancel: CancelSignal | None,
-) -> CommunitySelection:
+) -> list[dict]:
+    """The chosen candidates, or all of them (`selection` "fallback", why in `fallbacks`)."""
+    result.selection = engine.kind  # metadata: whose selector chose
+    if not candidates:
+        return []  # nothing to choose from: no call
+    reason = None
     try:
-        return await engine.select_communities(
+        selection: CommunitySelection | None = await engine.select_communities(
             question, candidates, embedder, deadline=deadline, cancel=cancel
         )
     except (LLMCancelledError, LLMTimeoutError):
         raise
-    except LLMError:
-        return CommunitySelection(selected_community_ids=[])  # invalid selection -> the ranked fallback
+    except Exception as exc:  # noqa: BLE001 - a failed selection falls back to the ranking
+        selection, reason = None, f"community selection failed ({type(exc).__name__}: {exc})"
+    chosen = []
+    if selection is not None:
+        picked = set(selection.selected_community_ids)
+        chosen = [c for c in candidates if c["id"] in picked]
+        if not chosen:
+            offered = [c["id"] for c in candidates]
+            reason = f"the selector chose none of the candidates {offered} (it returned {sorted(picked)})"
+    if chosen:
+        return chosen
+    result.selection = "fallback"
+    result.fallbacks["selection"] = f"{reason}; used the ranking"
+    return candidates
 
 
 def _community_row(index: LocalIndex, community: int, score: float, seeds: list[str]) -> dict[str, Any]:
@@ -354,8 +390,10 @@ def local_search(
     from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or LocalSearchConfig()
-    cfg = LocalSearchConfig(**{**cfg.__dict__, "top_k": top_k, "community_level": community_level})
+    if config is None:
+        cfg = LocalSearchConfig.from_settings(rt.settings, top_k=top_k, community_level=community_level)
+    else:
+        cfg = replace(config, top_k=top_k, community_level=community_level)
     return rt.engine.run_sync(
         local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
     )

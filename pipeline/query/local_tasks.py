@@ -1,11 +1,17 @@
 """The tasks of local search after parsing — community selection and the answer — in their offline and
 LLM forms. The engine picks the form (`Engine.select_communities`, `Engine.local_answer`), so this module
-is part of the engine's contract and imports nothing of query time (see tests/test_layout.py)."""
+is part of the engine's contract and imports nothing of query time (see tests/test_layout.py).
+
+Both answer forms read the same `LocalContext` (built by `pipeline.query.local_context`) and cite its
+rows the same way, `[Data: Entities (3, 7); Relationships (12); Sources (4)]`, so one parser resolves
+the citations of either. The answer prompt is rendered here only (`answer_messages`), and the context
+builder measures the budget on that same rendering.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -14,15 +20,47 @@ from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 
 OFFLINE_ANSWER_SENTENCES = 5
-OFFLINE_ANSWER_EVIDENCE = 12
+OFFLINE_ANSWER_ROWS = 12  # per section: the best-ranked rows carry the answer (see offline_answer)
+
+Section = Literal["reports", "entities", "relationships", "claims", "sources"]
+SECTIONS: tuple[Section, ...] = ("reports", "entities", "relationships", "claims", "sources")
+# The name a section has in the context and in citations (GraphRAG's).
+LABELS: dict[Section, str] = {
+    "reports": "Reports",
+    "entities": "Entities",
+    "relationships": "Relationships",
+    "claims": "Claims",
+    "sources": "Sources",
+}
 
 
 class CommunitySelection(BaseModel):
     selected_community_ids: list[int] = Field(description="Ids of the communities relevant to the question")
 
 
-class LocalAnswer(BaseModel):
-    answer: str
+class ContextRow(BaseModel):
+    """One row of the answer's context: the short id the model sees and cites, and what it stands for."""
+
+    section: Section
+    id: int  # the table's human_readable_id (reports: the community number), unique within the section
+    text: str  # the row's prose (summary, description, passage): what the offline answer quotes
+    ref: dict[str, Any]  # what the id resolves to: entity/relationship/claim/text-unit id, offsets, ...
+
+
+class LocalContext(BaseModel):
+    """The mixed context of one local answer, within its token budget."""
+
+    text: str  # the sections as the model reads them
+    rows: list[ContextRow]
+    budget: int  # tokens the whole answer prompt may take
+    prompt_tokens: int  # tokens the answer prompt (system + user) takes with this context
+    section_tokens: dict[str, int] = Field(default_factory=dict)
+
+    def row(self, section: Section, row_id: int) -> ContextRow | None:
+        return next((r for r in self.rows if r.section == section and r.id == row_id), None)
+
+    def of(self, section: Section) -> list[ContextRow]:
+        return [r for r in self.rows if r.section == section]
 
 
 def candidates_text(candidates: list[dict[str, Any]]) -> str:
@@ -58,61 +96,64 @@ def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Em
     return CommunitySelection(selected_community_ids=keep)
 
 
-def answer_context(summaries: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> tuple[str, str]:
-    s = "\n".join(
-        f"[Community {c['id']}] {c['title']}: {' '.join((c.get('summary') or '').split())}" for c in summaries
-    )
-    e = "\n".join(f"[{ev['ref']}] ({ev['kind']}) {' '.join(ev['text'].split())}" for ev in evidence)
-    return s or "(none)", e or "(none)"
+def answer_messages(question: str, context_text: str) -> list[dict[str, str]]:
+    """The answer prompt as sent: the context builder measures its budget on exactly this."""
+    return prompts.LOCAL_ANSWER.messages(question=question, context=context_text or "(no data)")
 
 
 async def llm_answer(
     client: Any,
     question: str,
-    summaries: list[dict[str, Any]],
-    evidence: list[dict[str, Any]],
+    context: LocalContext,
     *,
     deadline: float | None,
     cancel: Any,
+    max_tokens: int | None = None,
 ) -> str:
     prompt = prompts.LOCAL_ANSWER
-    s, e = answer_context(summaries, evidence)
     return await client.complete_text(
-        prompt.messages(question=question, summaries=s, evidence=e),
+        answer_messages(question, context.text),
         task=prompt.name,
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
+        max_tokens=max_tokens,
     )
+
+
+def citation(section: Section, ids: list[int]) -> str:
+    return f"[Data: {LABELS[section]} ({', '.join(str(i) for i in ids)})]"
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def offline_answer(
-    question: str, summaries: list[dict[str, Any]], evidence: list[dict[str, Any]], embedder: Embedder
-) -> str:
-    """The evidence sentences closest to the question, each cited by its evidence id."""
-    sentences: list[tuple[str, str]] = []
-    # The best-ranked evidence carries the answer; embedding every sentence of all 40 items would
-    # cost seconds per question on a CPU for little gain.
-    for ev in evidence[:OFFLINE_ANSWER_EVIDENCE]:
-        for s in _SENTENCE.split(" ".join(ev["text"].split())):
-            if len(s.split()) >= 4:
-                sentences.append((ev["ref"], s.strip()))
+def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> str:
+    """The context's sentences closest to the question, each cited to its row as the LLM answer is.
+
+    Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked
+    relationships, entities and claims (the builder put those touching the matched entities first);
+    embedding every sentence of the whole context would cost seconds per question on a CPU."""
+    sentences: list[tuple[Section, int, str]] = []
+    for section in ("relationships", "entities", "claims", "sources"):
+        for row in context.of(section)[:OFFLINE_ANSWER_ROWS]:
+            for s in _SENTENCE.split(" ".join(row.text.split())):
+                if len(s.split()) >= 4:
+                    sentences.append((section, row.id, s.strip()))
     if not sentences:
         return "The index holds no evidence for this question."
-    vectors = embedder.embed([question] + [s for _, s in sentences])
+    vectors = embedder.embed([question] + [s for *_, s in sentences])
     order = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")
     picked, seen = [], set()
     for i in order:
-        ref, s = sentences[int(i)]
+        section, row_id, s = sentences[int(i)]
         if s.lower() not in seen:
             seen.add(s.lower())
-            picked.append(f"{s} [{ref}]")
+            picked.append(f"{s} {citation(section, [row_id])}")
         if len(picked) >= OFFLINE_ANSWER_SENTENCES:
             break
     intro = ""
-    if summaries:
-        intro = "Relevant topics: " + "; ".join(c["title"] for c in summaries[:3]) + ".\n"
+    if reports := context.of("reports")[:3]:
+        titles = "; ".join(r.ref.get("title") or "" for r in reports)
+        intro = f"Relevant topics: {titles} {citation('reports', [r.id for r in reports])}.\n"
     return intro + "\n".join(f"- {p}" for p in picked)

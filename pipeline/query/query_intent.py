@@ -33,9 +33,13 @@ _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 
 class QueryIntent(BaseModel):
-    entities: list[str] = Field(default_factory=list, description="Named things the question is about")
-    keywords: list[str] = Field(default_factory=list, description="Other significant words or phrases")
-    themes: list[str] = Field(default_factory=list, description="Broader topics the question touches")
+    """Every field is required: a reply that leaves one out (a cut-off or careless one) fails validation
+    and is repaired or replaced by the offline intent, instead of passing as "the question names nothing".
+    An empty list is an answer; a missing one is not."""
+
+    entities: list[str] = Field(description="Named things the question is about")
+    keywords: list[str] = Field(description="Other significant words or phrases")
+    themes: list[str] = Field(description="Broader topics the question touches")
 
     @field_validator("entities", "keywords", "themes")
     @classmethod

@@ -2,6 +2,8 @@
 
 Each function is one asset's work: the global batches, the map answers, the reduced answers, and the
 local answers, each read from and written to the namespace's store so its rows can be inspected.
+A map answer is one row per batch and question (its status, attempts and error belong to the batch),
+with the batch's scored points in a `points` column.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pipeline.query.global_search import (
     reduce_map_results,
     run_map,
 )
+from pipeline.query.global_tasks import MapPoint
 from pipeline.query.local_search import LocalSearchConfig, local_search_async
 
 Log = Callable[[str], None]
@@ -57,7 +60,7 @@ def write_global_batches(store: NamespaceStore, questions: list[str], config: Gl
 def write_global_map_answers(
     store: NamespaceStore, engine: Engine, embedder: Embedder, config: GlobalSearchConfig, log: Log = print
 ) -> pa.Table:
-    """One map answer per saved batch, from the batches table."""
+    """One map answer (a row with its points) per saved batch, from the batches table."""
     tasks = GlobalTasks(engine, embedder)
     by_question: dict[str, list[Batch]] = {}
     for r in store.read_table(schema.QUERY_GLOBAL_BATCHES).to_pylist():
@@ -74,8 +77,9 @@ def write_global_map_answers(
                 "batch": m.batch,
                 "community_ids": m.community_ids,
                 "status": m.status,
-                "usefulness": m.usefulness,
-                "answer": m.answer,
+                "points": [p.model_dump() for p in m.points],
+                "top_score": m.top_score,
+                "dropped_points": m.dropped_points,
                 "attempts": m.attempts,
                 "error": m.error,
             }
@@ -98,13 +102,13 @@ def write_global_answers(
     for r in store.read_table(schema.QUERY_GLOBAL_MAP_ANSWERS).to_pylist():
         maps.setdefault(r["question"], []).append(
             MapResult(
-                r["batch"],
-                r["community_ids"],
-                r["status"],
-                r["answer"],
-                r["usefulness"],
-                r["attempts"],
-                r["error"],
+                batch=r["batch"],
+                community_ids=r["community_ids"],
+                status=r["status"],
+                points=[MapPoint(**p) for p in r["points"] or []],
+                attempts=r["attempts"],
+                error=r["error"],
+                dropped_points=r["dropped_points"] or 0,
             )
         )
     rows, md = [], []
@@ -119,7 +123,7 @@ def write_global_answers(
                 "answer": res.answer,
                 "reason": res.reason,
                 "cited_communities": res.cited_communities,
-                "map_answers_used": len(res.map_answers),
+                "points_used": len(res.points),
                 "failed_batches": len(res.failed_batches),
                 "batches": res.batches,
             }

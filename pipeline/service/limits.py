@@ -149,9 +149,11 @@ def bound_result(kind: str, result: dict[str, Any], bounds: OutputBounds) -> tup
     # Lists of items whose texts can be long: each is capped in count and in text length.
     for field, text_keys in (
         ("evidence", ("text", "description")),
-        ("map_answers", ("answer",)),
+        ("points", ("description",)),
         ("communities", ("summary",)),
         ("hits", ("text", "content")),
+        ("context_rows", ()),  # local: what each context id names (no long texts, but many rows)
+        ("citations", ()),
     ):
         items = out.get(field)
         if not isinstance(items, list):

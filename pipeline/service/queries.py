@@ -216,8 +216,8 @@ class QueryService:
         from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
 
         engine = self.new_engine()
-        config = GlobalSearchConfig(
-            level=req.level, seed=0 if req.seed is None else req.seed, encoding=self.settings.encoding
+        config = GlobalSearchConfig.from_settings(
+            self.settings, level=req.level, seed=0 if req.seed is None else req.seed
         )
         tasks = GlobalTasks(engine, self.embedder)
         coro = global_search_async(store, req.question, tasks, config, deadline, cancel)
@@ -229,7 +229,9 @@ class QueryService:
         from pipeline.query.local_search import LocalSearchConfig, local_search_async
 
         engine = self.new_engine()
-        config = LocalSearchConfig(top_k=req.top_k, community_level=req.community_level)
+        config = LocalSearchConfig.from_settings(
+            self.settings, top_k=req.top_k, community_level=req.community_level
+        )
         coro = local_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
         return engine.run_sync(coro).to_dict()
 

@@ -8,7 +8,11 @@
   and an empty description. Resolution then folds it into the typed entity of the same name, if any.
 - A failed first call fails the unit (no records, a failure row); a failed gleaning round keeps the
   earlier rounds (status "partial") and also leaves a failure row. Completed calls are cached by the
-  LLM client, so a re-run pays only for the calls that failed.
+  LLM client, so a re-run pays only for the calls that failed. A reply cut off at `max_tokens` is a
+  failed call (`LLMTruncatedError`, after the client's one retry with a larger limit), never records.
+- Records are validated one by one (see `models.py`): the ones that fail are dropped and counted in
+  `dropped_records`; an entity of a type not requested becomes GENERIC_TYPE, counted in
+  `retyped_entities`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pipeline.ops.extraction.models import (
     RawEntity,
     RawRelationship,
     UnitExtraction,
+    map_entity_type,
 )
 
 
@@ -57,10 +62,12 @@ class LLMExtractionConfig:
 
 def llm_identity(model: str, options: ExtractionOptions) -> ExtractorIdentity:
     """Not reusable: the LLM cache answers every call made before, and a failed unit is asked again.
-    The config names the model and the prompts' settings; a mismatch costs cache lookups, never paid calls."""
+    The config names the model, the prompts' version and their settings: a shard part made under other
+    prompts is extracted again (a mismatch costs cache lookups, never paid calls)."""
     config = json.dumps(
         {
             "method": "llm",
+            "version": LLMExtractionConfig.from_options(options).version,
             "model": model,
             "entity_types": list(options.entity_types),
             "max_gleanings": options.max_gleanings,
@@ -79,7 +86,10 @@ def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str
         else prompts.EXTRACT_GRAPH_NO_CLAIMS
     )
     return prompts.EXTRACT_GRAPH.messages(
-        entity_types=", ".join(config.entity_types), claim_instruction=claim_instruction, input_text=text
+        entity_types=", ".join(config.entity_types),
+        claim_instruction=claim_instruction,
+        example=prompts.extraction_example(claims=config.extract_claims),
+        input_text=text,
     )
 
 
@@ -91,8 +101,10 @@ async def extract_unit_llm(
     document_id: str,
     start_char: int,
     config: LLMExtractionConfig,
+    max_tokens: int | None = None,
 ) -> tuple[UnitExtraction, ExtractionFailure | None]:
-    """Records of one unit and the failure that stopped it early, if any. Never raises LLMError."""
+    """Records of one unit and the failure that stopped it early, if any. Never raises LLMError.
+    `max_tokens` is each call's output limit (None: the client's default)."""
     from pipeline.llm import LLMError  # the LLM layer is only needed on this path
 
     result = UnitExtraction(text_unit_id, document_id, "llm", config.version, rounds=0)
@@ -105,25 +117,30 @@ async def extract_unit_llm(
             messages = [*messages, {"role": "user", "content": prompt.user}]
         try:
             out = await client.complete_json(
-                messages, ExtractionOut, task=prompt.name, prompt_version=config.version
+                messages,
+                ExtractionOut,
+                task=prompt.name,
+                prompt_version=config.version,
+                max_tokens=max_tokens,
             )
         except LLMError as exc:
             failure = ExtractionFailure(text_unit_id, document_id, round_no, type(exc).__name__, str(exc))
             result.status = "failed" if round_no == 0 else "partial"
             break
         result.rounds = round_no + 1
-        added = _add_round(result, out, round_no, text, start_char, seen)
+        added = _add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
         if not config.extract_claims:
             result.claims = []
         if round_no > 0 and not added:
             break
-        messages = [*messages, {"role": "assistant", "content": out.model_dump_json()}]
+        answer = out.model_dump_json(exclude={"dropped"})
+        messages = [*messages, {"role": "assistant", "content": answer}]
     _apply_endpoint_rule(result)
     return result, failure
 
 
 async def extract_request_llm(
-    client: Any, request: ExtractionRequest
+    client: Any, request: ExtractionRequest, *, max_tokens: int | None = None
 ) -> tuple[UnitExtraction, ExtractionFailure | None]:
     """`extract_unit_llm` for an engine's extraction request."""
     return await extract_unit_llm(
@@ -133,6 +150,7 @@ async def extract_request_llm(
         document_id=request.document_id,
         start_char=request.start_char,
         config=LLMExtractionConfig.from_options(request.options),
+        max_tokens=max_tokens,
     )
 
 
@@ -143,14 +161,21 @@ def _add_round(
     text: str,
     start_char: int,
     seen: set[tuple[str, ...]],
+    entity_types: tuple[str, ...],
 ) -> int:
     """Append the round's records that earlier rounds did not already give; how many were new."""
     added = 0
+    result.dropped_records += len(out.dropped)
     for e in out.entities:
-        key = ("e", normalize_name(e.name), e.type.lower())
+        entity_type = map_entity_type(e.type, entity_types)
+        key = ("e", normalize_name(e.name), entity_type or GENERIC_TYPE)
         if key[1] and key not in seen:
             seen.add(key)
-            result.entities.append(RawEntity(e.name, e.type.strip().lower(), e.description, round=round_no))
+            if entity_type is None:
+                result.retyped_entities += 1
+            result.entities.append(
+                RawEntity(e.name, entity_type or GENERIC_TYPE, e.description, round=round_no)
+            )
             added += 1
     for r in out.relationships:
         key = ("r", *sorted((normalize_name(r.source), normalize_name(r.target))))

@@ -1,18 +1,71 @@
 """The extraction task: what an engine is asked (`ExtractionRequest`), the LLM's validated JSON, and the raw
-per-text-unit records both extractors emit."""
+per-text-unit records both extractors emit.
+
+Validation of the LLM's JSON, record by record:
+- the three lists are required: a reply without them is no answer (e.g. a fragment of a cut-off one);
+- a record that fails validation is dropped and its reason kept (`ExtractionOut.dropped`); the rest of
+  the unit stays. A reply whose every record failed is invalid as a whole (the client asks for a repair);
+- where the intent is clear a value is fixed, not dropped: a strength outside 1-10 is clamped, a claim
+  status spelled otherwise ("true", "Suspected", "alleged") is normalised, names are stripped;
+- entity types are mapped onto the requested ones (`map_entity_type`); the extractor turns any other
+  type into GENERIC_TYPE and counts it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 # The type of an entity whose type no rule or model could name. It means "unknown", not a type of its
 # own: resolution folds such mentions into the typed entity of the same name (see pipeline.ops.resolution).
 GENERIC_TYPE = "unknown"
 
 ClaimStatus = Literal["TRUE", "FALSE", "SUSPECTED"]
+# Spellings of a claim status whose meaning is clear, beyond the upper-cased three.
+_STATUS_WORDS = {
+    "TRUE": ("true", "yes", "confirmed", "verified", "correct", "fact", "factual"),
+    "FALSE": ("false", "no", "refuted", "denied", "incorrect", "untrue", "disproven", "debunked"),
+    "SUSPECTED": (
+        "suspected",
+        "suspect",
+        "alleged",
+        "allegedly",
+        "unverified",
+        "unconfirmed",
+        "possible",
+        "possibly",
+        "likely",
+        "probable",
+        "probably",
+        "claimed",
+        "rumoured",
+        "rumored",
+    ),
+}
+CLAIM_STATUSES = {word: status for status, words in _STATUS_WORDS.items() for word in words}
+# Entity type names a model uses for a requested type; each applies only when its target was requested.
+TYPE_SYNONYMS = {
+    "organisation": "organization",
+    "org": "organization",
+    "company": "organization",
+    "institution": "organization",
+    "agency": "organization",
+    "people": "person",
+    "individual": "person",
+    "character": "person",
+    "human": "person",
+    "location": "geo",
+    "place": "geo",
+    "city": "geo",
+    "country": "geo",
+    "region": "geo",
+    "gpe": "geo",
+    "geography": "geo",
+    "geographic location": "geo",
+}
 
 
 # ---- the request (one text unit) ---------------------------------------------------------------------
@@ -81,6 +134,24 @@ class RelationshipOut(BaseModel):
     description: str = Field(description="Why the source and target entities are related")
     strength: int = Field(ge=1, le=10, description="Strength of the relationship, 1 (weak) to 10 (strong)")
 
+    @field_validator("source", "target", "description")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return v.strip()
+
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _clamp(cls, v: object) -> object:
+        """A number outside 1-10 (or a numeric string, or a fraction) still says weak or strong."""
+        if isinstance(v, str):
+            try:
+                v = float(v.strip())
+            except ValueError:
+                return v
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:  # v == v: not NaN
+            return int(min(max(round(v), 1), 10))
+        return v
+
 
 class ClaimOut(BaseModel):
     subject: str = Field(min_length=1, description="Entity the claim is about")
@@ -92,18 +163,80 @@ class ClaimOut(BaseModel):
     description: str = Field(description="The claim and the evidence for it")
     source_text: str = Field(description="Verbatim quote from the text that supports the claim")
 
+    @field_validator("subject", "claim_type")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return v.strip()
+
     @field_validator("status", mode="before")
     @classmethod
-    def _upper(cls, v: object) -> object:
-        return v.strip().upper() if isinstance(v, str) else v
+    def _normalise(cls, v: object) -> object:
+        if isinstance(v, bool):
+            return "TRUE" if v else "FALSE"
+        if isinstance(v, str):
+            return CLAIM_STATUSES.get(v.strip().strip(".").lower(), v.strip().upper())
+        return v
+
+
+_RECORDS: dict[str, type[BaseModel]] = {
+    "entities": EntityOut,
+    "relationships": RelationshipOut,
+    "claims": ClaimOut,
+}
 
 
 class ExtractionOut(BaseModel):
-    """One extraction reply (the first round or a gleaning round)."""
+    """One extraction reply (the first round or a gleaning round), validated record by record."""
 
-    entities: list[EntityOut] = Field(default_factory=list)
-    relationships: list[RelationshipOut] = Field(default_factory=list)
-    claims: list[ClaimOut] = Field(default_factory=list)
+    entities: list[EntityOut]
+    relationships: list[RelationshipOut]
+    claims: list[ClaimOut]
+    # Why each dropped record failed. Not in the schema the model sees; kept in the cached reply so
+    # that a re-run counts the same drops.
+    dropped: SkipJsonSchema[list[str]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_invalid_records(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        dropped = [str(d) for d in out.get("dropped") or []]
+        kept_any = False
+        for key, record in _RECORDS.items():
+            items = out.get(key)
+            if not isinstance(items, list):
+                continue  # missing or not a list: the field's own error says so
+            kept = []
+            for i, item in enumerate(items):
+                try:
+                    kept.append(record.model_validate(item))
+                except ValidationError as exc:
+                    dropped.append(f"{key}[{i}]: {_reason(exc)}")
+            kept_any = kept_any or bool(kept)
+            out[key] = kept
+        if dropped and not kept_any and not data.get("dropped"):
+            raise ValueError(f"every record is invalid: {'; '.join(dropped[:5])}")
+        out["dropped"] = dropped
+        return out
+
+
+def _reason(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(record)'}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
+
+
+def map_entity_type(raw: str, allowed: tuple[str, ...]) -> str | None:
+    """The requested type (lower case) that `raw` names, or None when it names none of them."""
+    wanted = {t.strip().lower() for t in allowed}
+    name = " ".join(raw.replace("_", " ").replace("-", " ").lower().split())
+    singular = name[:-1] if name.endswith("s") else name
+    for candidate in (name, singular, TYPE_SYNONYMS.get(name), TYPE_SYNONYMS.get(singular)):
+        if candidate in wanted:
+            return candidate
+    return None
 
 
 # ---- raw records, one set per text unit (the `extracted_graph` table) ------------------------------
@@ -156,6 +289,8 @@ class UnitExtraction:
     status: str = "ok"  # "ok" | "partial" (a gleaning round failed) | "failed" (nothing extracted)
     rounds: int = 1
     n_sentences: int = 0
+    dropped_records: int = 0  # LLM records that failed validation, across rounds
+    retyped_entities: int = 0  # LLM entities of a type not requested, stored as GENERIC_TYPE
     entities: list[RawEntity] = field(default_factory=list)
     relationships: list[RawRelationship] = field(default_factory=list)
     claims: list[RawClaim] = field(default_factory=list)

@@ -41,6 +41,8 @@ class ExtractionRun:
             "failed_text_units": sum(1 for u in self.units if u.status == "failed"),
             "partial_text_units": sum(1 for u in self.units if u.status == "partial"),
             "gleaning_rounds_used": sum(max(u.rounds - 1, 0) for u in self.units),
+            "dropped_records": sum(u.dropped_records for u in self.units),
+            "retyped_entities": sum(u.retyped_entities for u in self.units),
         }
 
 

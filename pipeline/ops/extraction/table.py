@@ -39,6 +39,9 @@ def from_table(table: pa.Table) -> list[UnitExtraction]:
                 status=row["status"],
                 rounds=row["rounds"],
                 n_sentences=row["n_sentences"] or 0,
+                # absent from tables written before records were validated one by one
+                dropped_records=row.get("dropped_records") or 0,
+                retyped_entities=row.get("retyped_entities") or 0,
                 entities=[RawEntity(**e) for e in row["entities"] or []],
                 relationships=[RawRelationship(**r) for r in row["relationships"] or []],
                 claims=[RawClaim(**c) for c in row["claims"] or []],

@@ -6,6 +6,10 @@ the others get a budgeted context (`context.py`) and go to the engine in one bat
 engine could not produce (the LLM client already retried the call and repaired invalid JSON once)
 becomes a `failed_reports` row instead of being skipped silently, and its parent is written from raw
 rows for that child. A failed community has no stored report, so the next run asks again.
+
+Every report's `[Data: ...]` citations are checked against its context (`citations.py`), whichever
+engine wrote it: a cited id the context lacks is removed and counted (`citations_stripped`), and the
+ids that remain are stored resolved to their rows (`data_refs`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import pyarrow as pa
 from pipeline.core import schema, tables
 from pipeline.engine.base import Engine
 from pipeline.llm.errors import LLMError
+from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
@@ -49,6 +54,7 @@ class ReportsRun:
     generated: int = 0
     reused: int = 0
     substituted: int = 0  # reports (generated or reused) written partly from sub-community reports
+    citations_stripped: int = 0  # cited ids of generated reports that named no row of their context
     per_level: dict[int, dict[str, int]] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -122,11 +128,16 @@ def build_reports(
             community_of_fp[fp] = n
             if fp in prev_by_fp:
                 old = prev_by_fp[fp]
-                subs = [community_of_fp.get(prev_fp_of.get(k, ""), -1) for k in old["sub_reports"] or []]
+                # Children are stored by community number, which may have changed since: follow their
+                # fingerprints to today's numbers.
+                renumber = {
+                    k: community_of_fp.get(prev_fp_of.get(k, ""), -1) for k in old["sub_reports"] or []
+                }
                 report_of[n] = {
                     **_structure(c, fp),
                     **{k: old[k] for k in (*_CONTENT, "method", "model", "context_tokens")},
-                    "sub_reports": [s for s in subs if s >= 0],
+                    "sub_reports": [s for s in renumber.values() if s >= 0],
+                    "data_refs": _renumber_refs(old.get("data_refs"), renumber),
                 }
                 stats["reused"] += 1
                 stats["substituted"] += bool(report_of[n]["sub_reports"])
@@ -167,6 +178,9 @@ def build_reports(
                 stats["failed"] += 1
                 continue
             ctx = request.context
+            checked = check_citations(outcome, ctx)
+            outcome = checked.report
+            stats["citations_stripped"] += checked.stripped
             report_of[c["community"]] = {
                 **_structure(c, fp),
                 "title": outcome.title,
@@ -180,6 +194,7 @@ def build_reports(
                 "model": run.model,
                 "context_tokens": ctx.tokens,
                 "sub_reports": [s.community for s in ctx.sub_reports],
+                "data_refs": json.dumps(checked.refs(context_ids(ctx)), sort_keys=True),
             }
             stats["generated"] += 1
             stats["substituted"] += bool(ctx.sub_reports)
@@ -191,10 +206,21 @@ def build_reports(
         run.generated += s.get("generated", 0)
         run.reused += s.get("reused", 0)
         run.substituted += s.get("substituted", 0)
+        run.citations_stripped += s.get("citations_stripped", 0)
     ordered = [report_of[n] for n in sorted(report_of)]
     run.reports = tables.to_table(ordered, schema.COMMUNITY_REPORTS_SCHEMA)
     run.duration_s = round(time.monotonic() - started, 3)
     return run
+
+
+def _renumber_refs(data_refs: str | None, renumber: dict[int, int]) -> str | None:
+    """A reused report's `data_refs` with its sub-reports' community numbers brought up to date."""
+    if not data_refs:
+        return data_refs
+    refs = json.loads(data_refs)
+    if "Reports" in refs:
+        refs["Reports"] = {i: renumber.get(c, -1) for i, c in refs["Reports"].items()}
+    return json.dumps(refs, sort_keys=True)
 
 
 def _structure(c: dict[str, Any], fingerprint: str) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 The context is three tables, as in GraphRAG: the member entities, the claims about them and the
 relationships inside the community, rendered as `|`-separated rows under `-----Entities-----` style
-headers.
+headers (plus a table of sub-community reports when they stand in for raw rows). Each row starts
+with a short id, 1, 2, ... per table in the order shown, that the report cites as
+`[Data: Entities (3)]` (`citations.py`); ids are local to the context so that they do not change
+when unrelated parts of the graph do.
 
 - When the whole raw context fits the budget, all of it is used.
 - Otherwise, when the community has children with reports, those reports are substituted for the
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from pipeline.core.tokens import count_tokens
+from pipeline.ops.reports.citations import strip_citations
 from pipeline.ops.reports.models import (
     ContextClaim,
     ContextEntity,
@@ -36,10 +40,13 @@ from pipeline.ops.reports.models import (
     SubReport,
 )
 
-REPORTS_HEADER = "-----Sub-community reports-----\ntitle|report"
-ENTITIES_HEADER = "-----Entities-----\nentity|type|description|degree"
-CLAIMS_HEADER = "-----Claims-----\nentity|object|type|status|start_date|end_date|description"
-RELATIONSHIPS_HEADER = "-----Relationships-----\nsource|target|description|weight|combined_degree"
+REPORTS_HEADER = "-----Sub-community reports-----\nid|title|report"
+ENTITIES_HEADER = "-----Entities-----\nid|entity|type|description|degree"
+CLAIMS_HEADER = "-----Claims-----\nid|entity|object|type|status|start_date|end_date|description"
+RELATIONSHIPS_HEADER = "-----Relationships-----\nid|source|target|description|weight|combined_degree"
+# Rows are costed before they are numbered: with a 3-digit id, at least as many tokens as any id takes
+# below 1,000 rows (the exact count of the rendered text has the last word, see `_finish`).
+_ID_ESTIMATE = 999
 CLAIMS_PER_ENTITY = 3  # with its entity; the rest wait for the last pass so edges are not crowded out
 TOP_ENTITIES = 5
 
@@ -67,7 +74,12 @@ def relationship_line(r: ContextRelationship) -> str:
 
 
 def report_line(s: SubReport) -> str:
-    return f"{_cell(s.title)}|{_cell(s.full_content)}"
+    return f"{_cell(s.title)}|{_cell(strip_citations(s.full_content))}"
+
+
+def numbered(i: int, line: str) -> str:
+    """A context row with its short id."""
+    return f"{i}|{line}"
 
 
 class GraphData:
@@ -138,6 +150,9 @@ class GraphData:
     def count(self, text: str) -> int:
         return count_tokens(text + "\n", self.encoding)
 
+    def count_row(self, line: str) -> int:
+        return self.count(numbered(_ID_ESTIMATE, line))
+
     def tokens(self, item: ContextEntity | ContextRelationship | ContextClaim) -> int:
         key = (type(item).__name__, item.id)
         if key not in self._tokens:
@@ -147,7 +162,7 @@ class GraphData:
                 line = claim_line(item)
             else:
                 line = relationship_line(item)
-            self._tokens[key] = self.count(line)
+            self._tokens[key] = self.count_row(line)
         return self._tokens[key]
 
 
@@ -216,7 +231,7 @@ def build_context(
     context.sub_reports = [c.report for c in reports]
     room = budget - graph.header_tokens
     if reports:
-        room -= graph.reports_header_tokens + sum(graph.count(report_line(c.report)) for c in reports)
+        room -= graph.reports_header_tokens + sum(graph.count_row(report_line(c.report)) for c in reports)
     picked = _fill(graph, pool, room)
     _finish(graph, context, picked, budget)
     return context
@@ -230,7 +245,7 @@ def _substitute(graph: GraphData, pool: _Pool, children: Sequence[ChildInfo], bu
     report_cost = 0
     for child in ordered:
         used.append(child)
-        report_cost += graph.count(report_line(child.report))
+        report_cost += graph.count_row(report_line(child.report))
         # Children are disjoint, so their raw rows can be taken off the rest one child at a time.
         rest -= sum(graph.tokens(pool.entities[m]) for m in child.members if m in pool.entities)
         rest -= sum(graph.tokens(c) for m in child.members for c in pool.claims_of.get(m, []))
@@ -239,7 +254,7 @@ def _substitute(graph: GraphData, pool: _Pool, children: Sequence[ChildInfo], bu
             return used
     kept, cost = [], 0
     for child in used:
-        t = graph.count(report_line(child.report))
+        t = graph.count_row(report_line(child.report))
         if cost + t <= room:
             kept.append(child)
             cost += t
@@ -293,15 +308,16 @@ def render(
     claims: Sequence[ContextClaim],
     relationships: Sequence[ContextRelationship],
 ) -> str:
+    """The tables as the model reads them, each row numbered from 1 (its short id)."""
     parts = []
-    if sub_reports:
-        parts.append("\n".join([REPORTS_HEADER, *(report_line(s) for s in sub_reports)]))
-    if entities:
-        parts.append("\n".join([ENTITIES_HEADER, *(entity_line(e) for e in entities)]))
-    if claims:
-        parts.append("\n".join([CLAIMS_HEADER, *(claim_line(c) for c in claims)]))
-    if relationships:
-        parts.append("\n".join([RELATIONSHIPS_HEADER, *(relationship_line(r) for r in relationships)]))
+    for header, lines in (
+        (REPORTS_HEADER, [report_line(s) for s in sub_reports]),
+        (ENTITIES_HEADER, [entity_line(e) for e in entities]),
+        (CLAIMS_HEADER, [claim_line(c) for c in claims]),
+        (RELATIONSHIPS_HEADER, [relationship_line(r) for r in relationships]),
+    ):
+        if lines:
+            parts.append("\n".join([header, *(numbered(i, line) for i, line in enumerate(lines, 1))]))
     return "\n\n".join(parts) + "\n"
 
 

@@ -2,8 +2,9 @@
 
 `CommunityReportResponse` is GraphRAG's report JSON and also the schema the LLM must answer in.
 The context keeps both forms: structured rows for the offline engine and the rendered `text` the LLM
-reads. Rows carry names, never row numbers, so a context (and a reused report) does not change when
-other parts of the graph are renumbered.
+reads. Rows carry names and short ids local to the context (1, 2, ... per table, in the order of the
+lists below), never the graph's row numbers, so a context (and a reused report, with its citations)
+does not change when other parts of the graph are renumbered.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from pydantic import BaseModel, Field
 
 class Finding(BaseModel):
     summary: str = Field(description="A one-line summary of the insight")
-    explanation: str = Field(description="A few sentences explaining the insight, using only the given data")
+    explanation: str = Field(
+        description="A few sentences explaining the insight, using only the given data, citing the rows "
+        "they rest on as [Data: Entities (ids); Relationships (ids); Claims (ids); Reports (ids)]"
+    )
 
 
 class CommunityReportResponse(BaseModel):

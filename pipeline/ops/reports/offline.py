@@ -7,6 +7,9 @@
   informative lengths.
 - Findings: the sub-community reports (largest first), the strongest relationships (by weight), then
   claims about the most connected entities; entity descriptions when there is nothing else.
+- Citations: each finding, and the summary, cites the context rows its text comes from, as the LLM's
+  reports do (`[Data: Relationships (2); Entities (1, 4)]`, short ids of `context.render`): the
+  sub-report, the relationship and its two ends, the claim and its subject, or the entity.
 - Rank (0-10): grows with size and total degree, saturating: 10 * s / (s + 6) with
   s = log2(1 + size) + log2(1 + total degree) / 2. It depends only on the community itself, so a
   reused report's rank stays correct.
@@ -19,10 +22,11 @@ import re
 from collections.abc import Sequence
 
 from pipeline.ops.extraction.text import split_sentences
+from pipeline.ops.reports.citations import format_citation, strip_citations
 from pipeline.ops.reports.models import CommunityReportResponse, Finding, ReportContext
 
 # Part of every offline report's fingerprint: bump it whenever the output below changes.
-OFFLINE_REPORT_VERSION = "offline-report-v2"
+OFFLINE_REPORT_VERSION = "offline-report-v3"
 SUMMARY_SENTENCES = 4
 SUMMARY_MAX_WORDS = 140
 EXPLANATION_MAX_WORDS = 80
@@ -93,6 +97,20 @@ def _central_names(context: ReportContext) -> dict[str, float]:
     return {n: w for n, w in weights.items() if n.strip()}
 
 
+class _Ids:
+    """The short ids of the context's rows (their position in each table, from 1)."""
+
+    def __init__(self, context: ReportContext) -> None:
+        self.report = {s.community: i for i, s in enumerate(context.sub_reports, 1)}
+        self.entity = {e.id: i for i, e in enumerate(context.entities, 1)}
+        self.entity_by_name = {e.title: i for i, e in enumerate(context.entities, 1)}
+        self.relationship = {r.id: i for i, r in enumerate(context.relationships, 1)}
+        self.claim = {c.id: i for i, c in enumerate(context.claims, 1)}
+
+    def names(self, *titles: str | None) -> list[int]:
+        return [self.entity_by_name[t] for t in titles if t in self.entity_by_name]
+
+
 def _summary(context: ReportContext) -> str:
     key = _join_names(context.top_entities[:3])
     lines = [f"A community of {context.size} entities around {key}." if key else ""]
@@ -101,13 +119,18 @@ def _summary(context: ReportContext) -> str:
         lines.append(f"Its largest parts: {_join_names(parts)}.")
     names = _central_names(context)
     patterns = {n: re.compile(r"(?<!\w)" + re.escape(n) + r"(?!\w)") for n in names}
-    texts = [s.summary for s in context.sub_reports]
-    texts += [e.description for e in sorted(context.entities, key=lambda e: -e.degree)[:CENTRAL_ENTITIES]]
+    ids = _Ids(context)
+    # Each text with the row it comes from: (table, short id).
+    texts = [(strip_citations(s.summary), ("Reports", ids.report[s.community])) for s in context.sub_reports]
+    central = sorted(context.entities, key=lambda e: -e.degree)[:CENTRAL_ENTITIES]
+    texts += [(e.description, ("Entities", ids.entity[e.id])) for e in central]
     ranked_edges = sorted(context.relationships, key=lambda r: (-r.combined_degree, -r.weight, r.id))
-    texts += [r.description for r in ranked_edges[:CENTRAL_ENTITIES]]
-    scored: list[tuple[float, int, str]] = []
+    texts += [
+        (r.description, ("Relationships", ids.relationship[r.id])) for r in ranked_edges[:CENTRAL_ENTITIES]
+    ]
+    scored: list[tuple[float, int, str, tuple[str, int]]] = []
     seen: set[str] = set()
-    for text in texts:
+    for text, source in texts:
         for sentence in _sentences(text):
             n_words = len(sentence.split())
             norm = " ".join(sentence.casefold().split()[:_NEAR_DUPLICATE_WORDS])
@@ -121,38 +144,53 @@ def _summary(context: ReportContext) -> str:
             score = sum(w for n, w in names.items() if patterns[n].search(sentence))
             if _INFORMATIVE_WORDS[0] <= n_words <= _INFORMATIVE_WORDS[1]:
                 score += 0.5
-            scored.append((-score, len(scored), sentence))
+            scored.append((-score, len(scored), sentence, source))
     used = sum(len(line.split()) for line in lines)
     chosen = 0
-    for _, _, sentence in sorted(scored):
+    cited: dict[str, list[int]] = {}
+    for _, _, sentence, (table, row) in sorted(scored):
         n = len(sentence.split())
         if chosen >= SUMMARY_SENTENCES:
             break
         if used + n > SUMMARY_MAX_WORDS:
             continue
         lines.append(sentence)
+        cited.setdefault(table, []).append(row)
         used += n
         chosen += 1
+    lines.append(format_citation({t: sorted(rows) for t, rows in cited.items()}))
     return " ".join(line for line in lines if line)
 
 
 def _without_template(summary: str) -> str:
     """A sub-report's summary without our own opening lines (the finding's title already says them)."""
+    summary = strip_citations(summary)
     kept = [x for x in _sentences(summary) if not x.startswith(_TEMPLATE_OPENINGS)]
     return " ".join(kept) or summary
 
 
+def _cited(text: str, **cited: list[int]) -> str:
+    return f"{text} {format_citation(cited)}".strip()
+
+
 def _findings(context: ReportContext) -> list[Finding]:
+    ids = _Ids(context)
     findings = [
-        Finding(summary=s.title, explanation=_shorten(_without_template(s.summary)))
+        Finding(
+            summary=s.title,
+            explanation=_cited(_shorten(_without_template(s.summary)), Reports=[ids.report[s.community]]),
+        )
         for s in context.sub_reports[:SUB_REPORT_FINDINGS]
     ]
     strongest = sorted(context.relationships, key=lambda r: (-r.weight, -r.combined_degree, r.id))
     for r in strongest[:RELATIONSHIP_FINDINGS]:
         if r.description.strip():
-            findings.append(
-                Finding(summary=f"{r.source} and {r.target}", explanation=_shorten(r.description))
+            explanation = _cited(
+                _shorten(r.description),
+                Entities=ids.names(r.source, r.target),
+                Relationships=[ids.relationship[r.id]],
             )
+            findings.append(Finding(summary=f"{r.source} and {r.target}", explanation=explanation))
     degree = {e.title: e.degree for e in context.entities}
     claims = sorted(
         context.claims, key=lambda c: (-degree.get(c.subject, 0), c.status.upper() != "TRUE", c.id)
@@ -162,13 +200,17 @@ def _findings(context: ReportContext) -> list[Finding]:
         status = f"Status: {c.status}" + (f", {when}" if when else "") + "."
         first = _sentences(c.description)
         headline = _words(first[0] if first else c.description, 12)
-        findings.append(
-            Finding(summary=f"{c.subject}: {headline}", explanation=f"{_shorten(c.description)} {status}")
+        explanation = _cited(
+            f"{_shorten(c.description)} {status}",
+            Entities=ids.names(c.subject, c.object),
+            Claims=[ids.claim[c.id]],
         )
+        findings.append(Finding(summary=f"{c.subject}: {headline}", explanation=explanation))
     if len(findings) < 2:
         for e in sorted(context.entities, key=lambda e: (-e.degree, e.title))[:3]:
             if e.description.strip():
-                findings.append(Finding(summary=f"{e.title} ({e.type})", explanation=_shorten(e.description)))
+                explanation = _cited(_shorten(e.description), Entities=[ids.entity[e.id]])
+                findings.append(Finding(summary=f"{e.title} ({e.type})", explanation=explanation))
     if not findings:
         names = _join_names(context.top_entities) or "its members"
         findings.append(

@@ -1,0 +1,271 @@
+"""Local search through the LLM client over real HTTP, against a scripted OpenAI-compatible server (the
+fault proxy answering itself): the question parse, the community selection and the cited answer; their
+failures; and the answer prompt, as the server receives it, measured against the token budget on the
+sample book (samples/demo, indexed offline)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipeline import prompts
+from pipeline.caches.sqlite_llm import LLMCache
+from pipeline.core import schema
+from pipeline.core.tokens import count_tokens
+from pipeline.engine.llm import LLMEngine
+from pipeline.io.store import NamespaceStore
+from pipeline.llm import LLMClient
+from pipeline.llm.retry import Backoff
+from pipeline.query.local_search import LocalSearchConfig, local_search, local_search_async
+from pipeline.query.query_intent import offline_intent
+from pipeline.settings import Settings
+from tests.support.fault_proxy import FaultProxy
+from tests.test_local_search import build_tiny_index
+
+REPO = Path(__file__).resolve().parent.parent
+QUESTION = "How is Scrooge related to Bob Cratchit?"
+TASKS = {
+    "intent": prompts.LOCAL_QUERY_INTENT.system,
+    "select": prompts.LOCAL_SELECT_COMMUNITIES.system,
+    "answer": prompts.LOCAL_ANSWER.system,
+}
+
+
+def table(user: str, label: str) -> list[list[str]]:
+    """The rows (cells split on "|") of one section of the answer prompt's data tables."""
+    match = re.search(rf"-----{label}-----\n[^\n]*\n((?:[^\n]+\n?)*)", user)
+    return [line.split("|") for line in match.group(1).splitlines()] if match else []
+
+
+def cited_answer(user: str) -> str:
+    """An answer as a model writes it: facts cited to the first rows of the context, and one id it made up."""
+    entities = [r[0] for r in table(user, "Entities")[:2]]
+    relationship = table(user, "Relationships")[0][0]
+    source = table(user, "Sources")[0][0]
+    return (
+        f"Bob Cratchit is Scrooge's clerk [Data: Entities ({', '.join(entities)}); "
+        f"Relationships ({relationship}); Sources ({source})]. He is poorly paid [Data: Entities (99999)]."
+    )
+
+
+class ScriptedModel:
+    """Replies by task (told apart by the system prompt) and keeps every request it was sent."""
+
+    def __init__(
+        self,
+        intent: dict | None = None,
+        select: Callable[[list[int]], list[int]] = lambda offered: offered[:1],
+        answer: Callable[[str], str] = cited_answer,
+    ) -> None:
+        self.intent = intent or {"entities": ["Scrooge", "Bob Cratchit"], "keywords": ["clerk"], "themes": []}
+        self.select = select
+        self.answer = answer
+        self.requests: dict[str, list[dict]] = defaultdict(list)
+
+    def __call__(self, request: dict) -> str:
+        system, user = request["messages"][0]["content"], request["messages"][1]["content"]
+        task = next(t for t, s in TASKS.items() if system.startswith(s))
+        self.requests[task].append(request)
+        if task == "intent":
+            return json.dumps(self.intent)
+        if task == "select":
+            offered = [int(i) for i in re.findall(r"^(\d+): ", user, re.MULTILINE)]
+            return json.dumps({"selected_community_ids": self.select(offered)})
+        return self.answer(user)
+
+    def answer_prompt(self) -> str:
+        (request,) = self.requests["answer"]
+        return "\n".join(m["content"] for m in request["messages"])
+
+
+def engine_for(base_url: str, tmp_path: Path) -> LLMEngine:
+    client = LLMClient(
+        model="scripted",
+        api_key="test-key",
+        base_url=base_url,
+        timeout_s=120,
+        max_retries=0,  # one HTTP attempt per call: a scripted 500 is a failed call
+        cache=LLMCache(tmp_path / "llm.sqlite"),
+        backoff=Backoff(initial_s=0.01, max_s=0.05),
+    )
+    return LLMEngine(client)
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    from pipeline.caches.sqlite_embedding import EmbeddingCache
+    from pipeline.embeddings.cached import CachedEmbedder
+    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+
+    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, embedder):
+    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
+    build_tiny_index(store, embedder)
+    return store
+
+
+def run(store, model: ScriptedModel, embedder, tmp_path, *faults: str, cancel=None, hold=None):
+    with FaultProxy(None, responder=model) as proxy:
+        proxy.script(*faults)
+        engine = engine_for(proxy.base_url, tmp_path)
+        coro = local_search_async(store, QUESTION, engine, embedder, LocalSearchConfig(), cancel=cancel)
+        if hold is None:
+            return asyncio.run(coro)
+        return hold(proxy, coro)
+
+
+def test_scripted_model_parses_selects_and_answers_with_citations_that_resolve(tiny, embedder, tmp_path):
+    model = ScriptedModel(select=lambda offered: [4] if 4 in offered else [])
+    result = run(tiny, model, embedder, tmp_path)
+    assert result.status == "completed" and result.fallbacks == {}
+    assert result.intent == model.intent and result.selection == "llm"
+    assert [c["id"] for c in result.communities] == [4]
+    assert {len(model.requests[t]) for t in TASKS} == {1}
+    # The prompt the server received is the one the context was measured on, within the budget.
+    prompt = model.answer_prompt()
+    assert count_tokens(prompt) == result.context["prompt_tokens"] <= result.context["budget"] == 12_000
+    entity_ids = set(tiny.read_table(schema.ENTITIES).column("id").to_pylist())
+    hrids = set(tiny.read_table(schema.RELATIONSHIPS).column("human_readable_id").to_pylist())
+    by_section = defaultdict(list)
+    for c in result.citations:
+        by_section[c["section"]].append(c)
+    assert len(by_section["entities"]) == 2 and {c["entity_id"] for c in by_section["entities"]} <= entity_ids
+    assert by_section["relationships"][0]["id"] in hrids
+    (source,) = by_section["sources"]
+    assert source["document_id"] and source["end_char"] > source["start_char"]
+    assert result.unresolved_citations == ["Entities (99999)"]
+
+
+def test_an_intent_call_that_fails_degrades_to_the_offline_parse_and_says_why(tiny, embedder, tmp_path):
+    model = ScriptedModel()
+    result = run(tiny, model, embedder, tmp_path, "500")
+    assert result.status == "completed" and result.answer
+    assert result.intent == offline_intent(QUESTION).model_dump()
+    assert "LLMCallError" in result.fallbacks["intent"] and "offline" in result.fallbacks["intent"]
+    assert model.requests["intent"] == []  # the 500 never reached the model
+
+
+def test_an_intent_reply_missing_a_required_field_degrades_to_the_offline_parse(tiny, embedder, tmp_path):
+    model = ScriptedModel(intent={"entities": ["Scrooge"]})  # keywords and themes left out, every time
+    result = run(tiny, model, embedder, tmp_path)
+    assert result.status == "completed"
+    assert len(model.requests["intent"]) == 2  # the reply and its one repair
+    assert "LLMValidationError" in result.fallbacks["intent"]
+    assert result.intent == offline_intent(QUESTION).model_dump()
+
+
+@pytest.mark.parametrize(
+    ("select", "faults", "why"),
+    [
+        (lambda offered: [], ("ok",), "chose none of the candidates"),
+        (lambda offered: [max(offered) + 100], ("ok",), "chose none of the candidates"),
+        (lambda offered: offered, ("ok", "500"), "community selection failed (LLMCallError"),
+    ],
+    ids=["empty", "unknown-ids", "http-500"],
+)
+def test_an_empty_or_failed_selection_falls_back_to_the_ranking_and_says_why(
+    tiny, embedder, tmp_path, select, faults, why
+):
+    model = ScriptedModel(select=select)
+    result = run(tiny, model, embedder, tmp_path, *faults)
+    assert result.status == "completed" and result.selection == "fallback"
+    assert why in result.fallbacks["selection"] and "ranking" in result.fallbacks["selection"]
+    assert "intent" not in result.fallbacks
+    assert len(result.communities) > 1  # the whole ranking
+    assert result.context["section_rows"]["reports"] == len(result.communities)
+
+
+def test_a_cancelled_intent_call_cancels_the_search_instead_of_falling_back(tiny, embedder, tmp_path):
+    model = ScriptedModel()
+    cancel = threading.Event()
+
+    def cancel_while_held(proxy, coro):
+        held = proxy.hold(from_nth=1)
+        out: dict = {}
+        worker = threading.Thread(target=lambda: out.setdefault("result", asyncio.run(coro)))
+        worker.start()
+        held.wait_held(1)
+        cancel.set()
+        held.release()
+        worker.join()
+        return out["result"]
+
+    result = run(tiny, model, embedder, tmp_path, cancel=cancel, hold=cancel_while_held)
+    assert result.status == "cancelled" and result.fallbacks == {}
+    assert model.requests["answer"] == []
+
+
+# ---- the sample book --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sample_book(tmp_path_factory, dagster_instance):
+    """samples/demo indexed offline through the Dagster job, as `make demo` does."""
+    from assets.launch import run_index
+
+    storage = tmp_path_factory.mktemp("storage")
+    old = os.environ.get("PIPELINE_STORAGE_ROOT")
+    os.environ["PIPELINE_STORAGE_ROOT"] = str(storage)
+    try:
+        result = run_index("demo", input_dir=str(REPO / "samples" / "demo"), instance=dagster_instance)
+    finally:
+        if old is None:
+            os.environ.pop("PIPELINE_STORAGE_ROOT", None)
+        else:
+            os.environ["PIPELINE_STORAGE_ROOT"] = old
+    assert result.success, result.failures
+    return storage
+
+
+@pytest.mark.parametrize("budget", [12_000, 6_000])
+def test_on_the_sample_book_the_answer_prompt_fills_its_budget_with_entity_and_relationship_rows(
+    sample_book, budget, tmp_path, monkeypatch
+):
+    from pipeline.runtime import cached_embedder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    model = ScriptedModel()
+    with FaultProxy(None, responder=model) as proxy:
+        settings = Settings(
+            storage_root=sample_book,
+            cache_dir=str(tmp_path / "cache"),  # the LLM cache: fresh, so every call reaches the server
+            llm_provider="openai",
+            llm_base_url=proxy.base_url,
+            llm_max_retries=0,
+            local_context_max_tokens=budget,
+        )
+        embedder = cached_embedder(Settings(storage_root=sample_book))  # the index's own vectors
+        result = local_search("demo", QUESTION, settings=settings, embedder=embedder)
+    assert result.status == "completed" and result.fallbacks == {}, result.fallbacks
+    prompt = model.answer_prompt()
+    tokens = count_tokens(prompt)
+    assert 0.95 * budget <= tokens <= budget, tokens
+    assert result.context["prompt_tokens"] == tokens and result.context["budget"] == budget
+    store = NamespaceStore(sample_book, "demo")
+    user = model.requests["answer"][0]["messages"][1]["content"]
+    entity_rows, relationship_rows = table(user, "Entities"), table(user, "Relationships")
+    assert entity_rows and relationship_rows
+    entities = {e["human_readable_id"]: e for e in store.read_table(schema.ENTITIES).to_pylist()}
+    relationships = {r["human_readable_id"]: r for r in store.read_table(schema.RELATIONSHIPS).to_pylist()}
+    for row in entity_rows:
+        assert entities[int(row[0])]["title"] == row[1]
+    for row in relationship_rows:
+        assert (relationships[int(row[0])]["source"], relationships[int(row[0])]["target"]) == (
+            row[1],
+            row[2],
+        )
+    # The matched entities lead the entities table, and the answer's citations resolve to rows.
+    titles = [row[1] for row in entity_rows]
+    matched = [s["title"] for s in result.seeds if s["title"] in titles]
+    assert {"Scrooge", "Bob Cratchit"} <= set(matched) and titles[: len(matched)] == matched
+    assert {c["section"] for c in result.citations} == {"entities", "relationships", "sources"}
+    assert result.unresolved_citations == ["Entities (99999)"]
