@@ -106,7 +106,7 @@ def test_the_local_model_writes_a_report_that_validates(llm_server: LlamaServer,
     g.community(0, 0, ["Marie Curie", "Pierre Curie", "Paris"])
     with TightGrammarProxy(llm_server.base_url) as proxy:
         settings = _settings(
-            tmp_path, proxy.base_url, llm_max_tokens=450, llm_timeout_s=300, report_max_words=120
+            tmp_path, proxy.base_url, llm_report_max_tokens=450, llm_timeout_s=300, report_max_words=120
         )
         run = _build(g, settings)
     assert run.failures == [], run.failures[0].reason if run.failures else ""
