@@ -146,27 +146,12 @@ def test_offline_reports_on_christmas_carol_cite_only_rows_of_their_context(caro
 
 @pytest.fixture(scope="module")
 def carol_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pa.Table]:
-    from pipeline.engine.offline import OfflineEngine
-    from pipeline.index.claims import index_claims
-    from pipeline.index.communities import index_communities
-    from pipeline.index.entities_and_relationships import index_entities
-    from pipeline.index.extracted_graph import index_extracted_graph
-    from pipeline.io.store import NamespaceStore
-    from pipeline.ops.chunking import chunk_documents_table
-    from pipeline.ops.ingest import documents_table, read_documents
     from tests.conftest import shared_data
+    from tests.support.offline_graph import offline_graph
 
-    root = tmp_path_factory.mktemp("carol_citations")
-    settings = Settings(storage_root=root)
-    store = NamespaceStore(root, "carol")
-    docs = documents_table(read_documents(shared_data("christmas_carol")).documents)
-    units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
-    store.write_table(schema.DOCUMENTS, docs)
-    store.write_table(schema.TEXT_UNITS, units)
-    index_extracted_graph(store, settings, OfflineEngine())
-    index_entities(store, settings, OfflineEngine())
-    index_claims(store)
-    index_communities(store, settings)
+    store = offline_graph(
+        tmp_path_factory.mktemp("carol_citations"), "carol", shared_data("christmas_carol")
+    ).store
     return {
         "communities": store.read_table(schema.COMMUNITIES),
         "entities": store.read_table(schema.ENTITIES),

@@ -12,21 +12,14 @@ import pytest
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.engine.offline import OfflineEngine
-from pipeline.index.claims import index_claims
-from pipeline.index.communities import index_communities
 from pipeline.index.community_reports import index_community_reports
-from pipeline.index.entities_and_relationships import index_entities
-from pipeline.index.extracted_graph import index_extracted_graph
-from pipeline.io.store import NamespaceStore
-from pipeline.ops.chunking import chunk_documents_table
-from pipeline.ops.ingest import documents_table, read_documents
 from pipeline.ops.reports.build import build_reports
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import report_fingerprint
 from pipeline.ops.reports.models import CommunityReportResponse, SubReport
-from pipeline.settings import Settings
 from tests.conftest import shared_data
 from tests.support.graph_tables import Graph, two_group_graph
+from tests.support.offline_graph import offline_graph
 
 GRAPHRAG_COLUMNS = [
     "id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
@@ -224,16 +217,8 @@ def test_an_isolated_entity_still_gets_a_report():
 def carol(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Offline graph of the book through the pipeline functions the assets call, then the reports."""
     root = tmp_path_factory.mktemp("carol")
-    settings = Settings(storage_root=root)
-    store = NamespaceStore(root, "carol")
-    docs = documents_table(read_documents(shared_data("christmas_carol")).documents)
-    units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
-    store.write_table(schema.DOCUMENTS, docs)
-    store.write_table(schema.TEXT_UNITS, units)
-    index_extracted_graph(store, settings, OfflineEngine())
-    index_entities(store, settings, OfflineEngine())
-    index_claims(store)
-    index_communities(store, settings)
+    ctx = offline_graph(root, "carol", shared_data("christmas_carol"))
+    settings, store = ctx.settings, ctx.store
     first = index_community_reports(store, settings, OfflineEngine())
     again = index_community_reports(store, settings, OfflineEngine())  # reads the table just written
     return {"store": store, "first": first, "again": again, "root": root}

@@ -1,0 +1,30 @@
+"""A namespace's offline graph (documents -> communities) built by the indexing runners themselves,
+for tests of the stages after it: the same code the assets run, no hand-assembled chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.engine.offline import OfflineEngine
+from pipeline.index import (
+    claims,
+    communities,
+    documents,
+    entities_and_relationships,
+    extracted_graph,
+    text_units,
+)
+from pipeline.index.context import IndexContext
+from pipeline.settings import Settings
+
+
+def offline_graph(root: Path, namespace: str, folder: Path) -> IndexContext:
+    """Index `folder` as `namespace` under `root` up to communities; the context of the stages after."""
+    ctx = IndexContext.build(namespace, Settings(storage_root=root), engine=OfflineEngine())
+    documents.run(ctx, folder)
+    text_units.run(ctx)
+    extracted_graph.run(ctx)
+    entities_and_relationships.run(ctx)
+    claims.run(ctx)
+    communities.run(ctx)
+    return ctx
