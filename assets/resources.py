@@ -10,9 +10,8 @@ from typing import Any
 from dagster import ConfigurableResource
 
 from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.runtime import cached_embedder, make_engine
+from pipeline.runtime import cached_embedder
 from pipeline.settings import Settings, load_settings
 
 # The Dagster concurrency pool of every asset that calls the model: the instance's `concurrency: pools:`
@@ -35,11 +34,6 @@ class PipelineSettingsResource(ConfigurableResource):
 
     def store(self, namespace: str) -> NamespaceStore:
         return NamespaceStore.from_settings(self.get_settings(), namespace)
-
-    def engine(self, spent_usd: float = 0.0) -> Engine:
-        """A fresh engine (its usage counts belong to one step); `spent_usd`: the run's LLM spend before
-        this step, which `llm_budget_usd` counts."""
-        return make_engine(self.get_settings(), spent_usd=spent_usd)
 
 
 class EmbedderResource(ConfigurableResource):

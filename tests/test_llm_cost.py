@@ -31,15 +31,7 @@ from assets.cli import main as cli_main
 from assets.launch import run_index
 from pipeline.core import schema
 from pipeline.engine.base import Summary
-from pipeline.index import (
-    claims,
-    communities,
-    community_reports,
-    documents,
-    entities_and_relationships,
-    extracted_graph,
-    text_units,
-)
+from pipeline.index import community_reports
 from pipeline.index.context import IndexContext
 from pipeline.index.estimate import estimate_index
 from pipeline.io.store import NamespaceStore
@@ -56,6 +48,7 @@ from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.support.cost_model import ModelLikeModel, UsageProxy
 from tests.support.env import scoped_env
+from tests.support.graph_stages import run_graph_stages
 
 BOOK = REPO_ROOT / "samples" / "demo" / "a_christmas_carol.txt"
 MODEL = "gpt-4o-mini"  # priced in pipeline.llm.usage: the budget has something to count
@@ -84,13 +77,7 @@ def _env(storage: Path, base_url: str, **more: str) -> dict[str, str]:
 
 def _index_llm_stages(namespace: str, settings: Settings, folder: Path) -> IndexContext:
     """The stages that call the model, and those they need, in the order of a run (no embeddings)."""
-    ctx = IndexContext.build(namespace, settings)
-    documents.run(ctx, folder)
-    text_units.run(ctx)
-    extracted_graph.run(ctx)
-    entities_and_relationships.run(ctx)
-    claims.run(ctx)
-    communities.run(ctx)
+    ctx = run_graph_stages(IndexContext.build(namespace, settings), folder)
     community_reports.run(ctx)
     return ctx
 

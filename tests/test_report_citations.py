@@ -147,7 +147,7 @@ def test_offline_reports_on_christmas_carol_cite_only_rows_of_their_context(caro
 @pytest.fixture(scope="module")
 def carol_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pa.Table]:
     from tests.conftest import shared_data
-    from tests.support.offline_graph import offline_graph
+    from tests.support.graph_stages import offline_graph
 
     store = offline_graph(
         tmp_path_factory.mktemp("carol_citations"), "carol", shared_data("christmas_carol")

@@ -18,8 +18,8 @@ from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import report_fingerprint
 from pipeline.ops.reports.models import CommunityReportResponse, SubReport
 from tests.conftest import shared_data
+from tests.support.graph_stages import offline_graph
 from tests.support.graph_tables import Graph, two_group_graph
-from tests.support.offline_graph import offline_graph
 
 GRAPHRAG_COLUMNS = [
     "id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",

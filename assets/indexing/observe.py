@@ -28,6 +28,8 @@ from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Json, Markdown, PathValue, StageReport
+from pipeline.runtime import make_engine
+from pipeline.settings import Settings
 
 
 def index_context(
@@ -41,7 +43,7 @@ def index_context(
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
-        engine=step_engine(context, pipeline_settings),
+        engine=step_engine(context, settings),
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
     )
@@ -60,10 +62,11 @@ def run_llm_spend(context: AssetExecutionContext) -> float:
     return spent
 
 
-def step_engine(context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource) -> Engine:
-    """This step's engine, its LLM budget (if one is set) counting what the run spent before it."""
-    budgeted = pipeline_settings.get_settings().llm_budget_usd is not None
-    return pipeline_settings.engine(spent_usd=run_llm_spend(context) if budgeted else 0.0)
+def step_engine(context: AssetExecutionContext, settings: Settings) -> Engine:
+    """This step's engine, its LLM budget (if one is set) counting what the run spent before it; the
+    event log is read only when a budget is set."""
+    budgeted = settings.llm_budget_usd is not None
+    return make_engine(settings, spent_usd=run_llm_spend(context) if budgeted else 0.0)
 
 
 def _value(value: Any) -> Any:

@@ -111,7 +111,7 @@ def global_map_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = step_engine(context, pipeline_settings)
+    engine = step_engine(context, pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
     table = write_global_map_answers(
         store,
@@ -150,7 +150,7 @@ def global_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = step_engine(context, pipeline_settings)
+    engine = step_engine(context, pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
     answers = write_global_answers(
         store, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
@@ -183,7 +183,7 @@ def local_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = step_engine(context, pipeline_settings)
+    engine = step_engine(context, pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
     cfg = LocalSearchConfig.from_settings(

@@ -1,4 +1,4 @@
-"""A namespace's offline graph (documents -> communities) built by the indexing runners themselves,
+"""A namespace's graph (documents -> communities) built by the indexing runners themselves,
 for tests of the stages after it: the same code the assets run, no hand-assembled chain."""
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from pipeline.index.context import IndexContext
 from pipeline.settings import Settings
 
 
-def offline_graph(root: Path, namespace: str, folder: Path) -> IndexContext:
-    """Index `folder` as `namespace` under `root` up to communities; the context of the stages after."""
-    ctx = IndexContext.build(namespace, Settings(storage_root=root), engine=OfflineEngine())
+def run_graph_stages(ctx: IndexContext, folder: Path) -> IndexContext:
+    """Index `folder` into `ctx`'s namespace up to communities, with `ctx`'s engine (no embeddings)."""
     documents.run(ctx, folder)
     text_units.run(ctx)
     extracted_graph.run(ctx)
@@ -28,3 +27,10 @@ def offline_graph(root: Path, namespace: str, folder: Path) -> IndexContext:
     claims.run(ctx)
     communities.run(ctx)
     return ctx
+
+
+def offline_graph(root: Path, namespace: str, folder: Path) -> IndexContext:
+    """Index `folder` as `namespace` under `root` up to communities, offline."""
+    return run_graph_stages(
+        IndexContext.build(namespace, Settings(storage_root=root), engine=OfflineEngine()), folder
+    )
