@@ -8,6 +8,7 @@ it writes with `check_stored_table` / `check_lance_table` against the registry b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -224,19 +225,26 @@ def _has_struct(type_: pa.DataType) -> bool:
     return False
 
 
+@functools.cache
+def _struct_fields(type_: pa.DataType) -> tuple[list[str], frozenset[str], list[pa.Field]]:
+    """(field names, as a set, the fields holding structs) of a struct type: every row checks them, so
+    they are worked out once per type."""
+    fields = [type_.field(i) for i in range(type_.num_fields)]
+    names = [f.name for f in fields]
+    return names, frozenset(names), [f for f in fields if _has_struct(f.type)]
+
+
 def _check_value(value: Any, type_: pa.DataType, label: str, path: str) -> None:
     if value is None:
         return
     if pa.types.is_struct(type_):
         if not isinstance(value, Mapping):
             return  # not a dict: Arrow's conversion reports the wrong type itself
-        fields = [type_.field(i) for i in range(type_.num_fields)]
-        names = [f.name for f in fields]
-        if value.keys() != set(names):
+        names, name_set, nested = _struct_fields(type_)
+        if value.keys() != name_set:
             raise _difference(value.keys(), names, label, f" {path}")
-        for f in fields:
-            if _has_struct(f.type):
-                _check_value(value[f.name], f.type, label, f"{path}.{f.name}")
+        for f in nested:
+            _check_value(value[f.name], f.type, label, f"{path}.{f.name}")
     elif _has_struct(type_):
         for i, item in enumerate(value):
             _check_value(item, type_.value_type, label, f"{path}[{i}]")
