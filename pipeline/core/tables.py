@@ -120,12 +120,6 @@ def registered_schema(name: str) -> pa.Schema | None:
     return TABLE_SCHEMAS.get(shard_base(name) or name)
 
 
-def registered_lance_schema(name: str, dim: int) -> pa.Schema | None:
-    """The schema of the LanceDB table `name` with `dim`-dimensional vectors, or None."""
-    make = LANCE_SCHEMAS.get(name)
-    return make(dim) if make is not None else None
-
-
 def vector_dimension(schema: pa.Schema) -> int | None:
     """The size of a schema's fixed-size `vector` column, or None when it has none."""
     if "vector" not in schema.names:
