@@ -61,19 +61,30 @@ class CachedEmbedder:
         return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
 
     def embed_with_pieces(
-        self, texts: Sequence[str], progress: ProgressFn | None = None
+        self,
+        texts: Sequence[str],
+        progress: ProgressFn | None = None,
+        headers: Sequence[str | None] | None = None,
     ) -> tuple[np.ndarray, list[Piece]]:
         """One vector per text plus the pieces it was built from.
 
         A text longer than the model window is embedded in overlapping pieces; its vector is the
         re-normalised mean of theirs (GraphRAG's rule for over-long texts). The pieces themselves are
         returned so that a search can match a sentence inside a long chunk instead of its diluted mean.
+        `headers[i]`, when given, is embedded on a line before each piece of text i (a piece's offsets
+        and text stay those of the text alone).
         """
+        if headers is not None and len(headers) != len(texts):
+            raise ValueError(f"{len(headers)} headers for {len(texts)} texts")
         pieces: list[Piece] = []
         for i, text in enumerate(texts):
             for start, end in self.embedder.split(text):
                 pieces.append(Piece(i, start, end, text[start:end]))
-        vectors = self._embed_exact([p.text for p in pieces], progress)
+        embedded = [
+            f"{headers[p.owner]}\n{p.text}" if headers is not None and headers[p.owner] else p.text
+            for p in pieces
+        ]
+        vectors = self._embed_exact(embedded, progress)
         for piece, vector in zip(pieces, vectors, strict=True):
             piece.vector = vector
         if len(pieces) == len(texts):

@@ -16,7 +16,8 @@ def run(ctx: IndexContext, shard: int, shards: int) -> StageReport:
     units = shard_units(ctx.store.read_table(schema.TEXT_UNITS), shard, shards)
     cached = ctx.embedder
     ctx.log(f"embedding {units.num_rows} text units of shard {shard}/{shards} of {ctx.namespace!r}")
-    stats = embed_text_units(units, cached, progress=ctx.progress("embedded new text units"))
+    docs = ctx.store.read_table(schema.DOCUMENTS, columns=["id", "title"])
+    stats = embed_text_units(units, docs, cached, progress=ctx.progress("embedded new text units"))
     return StageReport(
         rows=stats.rows,
         metadata={

@@ -8,7 +8,6 @@ query), and the fused list is capped.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,36 +40,69 @@ class EntityMatch:
     channels: dict[str, float] = field(default_factory=dict)  # channel -> that channel's own score
 
 
-def _contains(haystack: str, needle: str) -> bool:
-    return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack) is not None
+@dataclass(frozen=True)
+class NameLookup:
+    """Entity ids by normalised name and by normalised alias, built once per loaded index: matching a
+    question is then a dictionary lookup per word n-gram instead of a regex per entity (10,000
+    entities took 1 s a question that way)."""
 
+    names: dict[str, tuple[str, ...]]
+    aliases: dict[str, tuple[str, ...]]
+    longest: int  # words in the longest key
+    keys: tuple[str, ...] = ()  # the distinct names, for fuzzy matching
 
-def exact_channel(question: str, entities: dict[str, dict[str, Any]]) -> list[tuple[str, float]]:
-    """Entities whose name occurs in the question on word boundaries; longer names rank first."""
-    q = normalize_name(question)
-    hits = []
-    for eid, e in entities.items():
-        key = e.get("name_key") or normalize_name(e["title"])
-        if len(key) >= 2 and key not in STOPWORDS and _contains(q, key):
-            hits.append((eid, float(len(key))))
-    return sorted(hits, key=lambda h: -h[1])
-
-
-def alias_channel(question: str, entities: dict[str, dict[str, Any]]) -> list[tuple[str, float]]:
-    q = normalize_name(question)
-    hits = []
-    for eid, e in entities.items():
-        best = max(
-            (
-                len(k)
-                for a in e.get("aliases") or []
-                if (k := normalize_name(a)) and len(k) >= 2 and _contains(q, k)
-            ),
-            default=0,
+    @classmethod
+    def build(cls, entities: dict[str, dict[str, Any]]) -> NameLookup:
+        names: dict[str, list[str]] = {}
+        aliases: dict[str, list[str]] = {}
+        for eid, e in entities.items():
+            key = e.get("name_key") or normalize_name(e["title"])
+            names.setdefault(key, []).append(eid)
+            for alias in e.get("aliases") or []:
+                if k := normalize_name(alias):
+                    aliases.setdefault(k, []).append(eid)
+        longest = max((len(k.split()) for k in [*names, *aliases]), default=0)
+        return cls(
+            {k: tuple(v) for k, v in names.items()},
+            {k: tuple(v) for k, v in aliases.items()},
+            longest,
+            tuple(names),
         )
-        if best:
-            hits.append((eid, float(best)))
-    return sorted(hits, key=lambda h: -h[1])
+
+    def grams(self, question: str) -> list[str]:
+        """The normalised question's word n-grams up to the longest key: exactly the strings that occur
+        in it on word boundaries (normalisation leaves single spaces between words)."""
+        words = normalize_name(question).split()
+        return [
+            " ".join(words[i : i + n])
+            for n in range(1, min(self.longest, len(words)) + 1)
+            for i in range(len(words) - n + 1)
+        ]
+
+
+def _lookup_channel(keys: dict[str, tuple[str, ...]], grams: list[str]) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for gram in grams:
+        if len(gram) < 2 or gram in STOPWORDS:
+            continue
+        for eid in keys.get(gram, ()):
+            best[eid] = max(best.get(eid, 0.0), float(len(gram)))
+    return sorted(best.items(), key=lambda h: (-h[1], h[0]))
+
+
+def exact_channel(
+    question: str, entities: dict[str, dict[str, Any]], lookup: NameLookup | None = None
+) -> list[tuple[str, float]]:
+    """Entities whose name occurs in the question on word boundaries; longer names rank first."""
+    lookup = lookup or NameLookup.build(entities)
+    return _lookup_channel(lookup.names, lookup.grams(question))
+
+
+def alias_channel(
+    question: str, entities: dict[str, dict[str, Any]], lookup: NameLookup | None = None
+) -> list[tuple[str, float]]:
+    lookup = lookup or NameLookup.build(entities)
+    return _lookup_channel(lookup.aliases, lookup.grams(question))
 
 
 def _phrases(question: str, intent: QueryIntent, max_len: int = 4) -> list[str]:
@@ -80,20 +112,31 @@ def _phrases(question: str, intent: QueryIntent, max_len: int = 4) -> list[str]:
     return [g for g in grams if len(g) >= 4 and g not in STOPWORDS]
 
 
+FUZZY_PER_PHRASE = 5  # names kept per question phrase: a phrase is one name, misspelt at most a few ways
+
+
 def fuzzy_channel(
-    question: str, intent: QueryIntent, entities: dict[str, dict[str, Any]], threshold: float
+    question: str,
+    intent: QueryIntent,
+    entities: dict[str, dict[str, Any]],
+    threshold: float,
+    lookup: NameLookup | None = None,
 ) -> list[tuple[str, float]]:
-    """Names within `threshold` (rapidfuzz ratio) of a phrase of the question: typos, plurals, spellings."""
-    ids = list(entities)
-    names = [entities[i].get("name_key") or normalize_name(entities[i]["title"]) for i in ids]
+    """Names within `threshold` (rapidfuzz ratio) of a phrase of the question: typos, plurals, spellings.
+    All phrases against all names in one rapidfuzz matrix (C, with the cutoff pruning) instead of one
+    Python-level scan per phrase."""
+    lookup = lookup or NameLookup.build(entities)
+    phrases = sorted(_phrases(question, intent))
+    if not phrases or not lookup.keys:
+        return []
+    scores = process.cdist(phrases, lookup.keys, scorer=fuzz.ratio, score_cutoff=threshold, workers=1)
     best: dict[str, float] = {}
-    for phrase in _phrases(question, intent):
-        for _, score, idx in process.extract(
-            phrase, names, scorer=fuzz.ratio, limit=5, score_cutoff=threshold
-        ):
-            eid = ids[idx]
-            best[eid] = max(best.get(eid, 0.0), float(score))
-    return sorted(best.items(), key=lambda h: -h[1])
+    for row in scores:
+        hits = np.flatnonzero(row)
+        for idx in hits[np.lexsort((hits, -row[hits]))][:FUZZY_PER_PHRASE]:
+            for eid in lookup.names[lookup.keys[idx]]:
+                best[eid] = max(best.get(eid, 0.0), float(row[idx]))
+    return sorted(best.items(), key=lambda h: (-h[1], h[0]))
 
 
 def semantic_channel(
@@ -121,16 +164,18 @@ def match_entities(
     store: NamespaceStore,
     query_vector: np.ndarray | None,
     options: MatchOptions = MatchOptions(),
+    lookup: NameLookup | None = None,
 ) -> list[EntityMatch]:
     """Seed entities, best first: the four channels fused with RRF, capped, plus exact intent matches."""
     if query_vector is not None and options.semantic_threshold is None:
         raise ValueError(
             "a query vector needs options.semantic_threshold (the embedder's calibration.entity)"
         )
+    lookup = lookup or NameLookup.build(entities)
     channels = {
-        "exact": exact_channel(question, entities),
-        "alias": alias_channel(question, entities),
-        "fuzzy": fuzzy_channel(question, intent, entities, options.fuzzy_threshold),
+        "exact": exact_channel(question, entities, lookup),
+        "alias": alias_channel(question, entities, lookup),
+        "fuzzy": fuzzy_channel(question, intent, entities, options.fuzzy_threshold, lookup),
         "semantic": (
             semantic_channel(store, query_vector, options.semantic_threshold, options.semantic_top_k)
             if query_vector is not None
@@ -144,12 +189,9 @@ def match_entities(
         own = {name: s for name, hits in channels.items() for e, s in hits if e == eid}
         matches.append(EntityMatch(eid, entities[eid]["title"], score, own))
     # Entities the parsed intent names exactly are seeds even if the cap cut them.
-    by_key: dict[str, list[str]] = {}
-    for eid, e in entities.items():
-        by_key.setdefault(e.get("name_key") or normalize_name(e["title"]), []).append(eid)
     have = {m.id for m in matches}
     for name in intent.entities:
-        for eid in by_key.get(normalize_name(name), []):
+        for eid in lookup.names.get(normalize_name(name), ()):
             if eid not in have:
                 have.add(eid)
                 matches.append(EntityMatch(eid, entities[eid]["title"], 0.0, {"intent": 1.0}))

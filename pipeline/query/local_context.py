@@ -30,6 +30,7 @@ the budget whenever there is material for it. Nothing is cut mid-row.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -60,6 +61,12 @@ class ContextShares:
         values = [getattr(self, f.name) for f in fields(self)]
         if any(v < 0 for v in values) or sum(values) > 1.0 + 1e-9:
             raise ValueError(f"context shares must be >= 0 and sum to at most 1, got {values}")
+
+
+# A section stops looking for a shorter row that still fits after this many rows in a row did not:
+# what is left of its allowance is then crumbs, and counting the tokens of every remaining row (a
+# generic entity brings thousands of relationships) cost 0.2 s a question on MuSiQue.
+MAX_MISSES = 32
 
 
 @dataclass
@@ -140,18 +147,49 @@ def rank_relationships(index: LocalIndex, seeds: list[str], entities: list[str])
     return sorted(found, key=key)
 
 
+class _Rows:
+    """A section's candidates, built as they are first iterated: the context fills each section in
+    rank order and stops early, so the tail of a long ranking (thousands of relationships of a generic
+    entity) is never turned into rows."""
+
+    def __init__(self, rows: Iterator[_Candidate]) -> None:
+        self._source = rows
+        self._built: list[_Candidate] = []
+
+    def __iter__(self) -> Iterator[_Candidate]:
+        i = 0
+        while True:
+            if i == len(self._built):
+                nxt = next(self._source, None)
+                if nxt is None:
+                    return
+                self._built.append(nxt)
+            yield self._built[i]
+            i += 1
+
+
 def _candidates(
     index: LocalIndex, seeds: list[str], communities: list[dict], chunks: list[dict]
-) -> dict[Section, list[_Candidate]]:
-    out: dict[Section, list[_Candidate]] = {s: [] for s in SECTIONS}
+) -> dict[Section, _Rows]:
+    entities = rank_entities(index, seeds, communities)
+    return {
+        "reports": _Rows(_report_rows(communities)),
+        "entities": _Rows(_entity_rows(index, entities)),
+        "relationships": _Rows(_relationship_rows(index, seeds, entities)),
+        "claims": _Rows(_claim_rows(index, entities)),
+        "sources": _Rows(_source_rows(index, chunks)),
+    }
+
+
+def _report_rows(communities: list[dict]) -> Iterator[_Candidate]:
     for rank, c in enumerate(communities):
         summary = c.get("summary") or ""
         ref = {"community": c["id"], "title": c.get("title"), "level": c.get("level")}
-        out["reports"].append(
-            _Candidate("reports", int(c["id"]), [_cell(c.get("title")), _cell(summary)], summary, ref, rank)
-        )
+        yield _Candidate("reports", int(c["id"]), [_cell(c.get("title")), _cell(summary)], summary, ref, rank)
+
+
+def _entity_rows(index: LocalIndex, entities: list[str]) -> Iterator[_Candidate]:
     ids = _Ids()
-    entities = rank_entities(index, seeds, communities)
     for rank, e in enumerate(entities):
         row = index.entities[e]
         degree = row.get("degree")
@@ -159,7 +197,10 @@ def _candidates(
         cells = [_cell(row["title"]), _cell(row.get("type")), _cell(row.get("description")), str(degree)]
         ref = {"entity_id": e, "title": row["title"]}
         sid = ids.take(row.get("human_readable_id"))
-        out["entities"].append(_Candidate("entities", sid, cells, row.get("description") or "", ref, rank))
+        yield _Candidate("entities", sid, cells, row.get("description") or "", ref, rank)
+
+
+def _relationship_rows(index: LocalIndex, seeds: list[str], entities: list[str]) -> Iterator[_Candidate]:
     ids = _Ids()
     for rank, rid in enumerate(rank_relationships(index, seeds, entities)):
         r = index.relationships[rid]
@@ -169,9 +210,10 @@ def _candidates(
         cells = [_cell(source), _cell(target), _cell(r.get("description")), f"{weight:g}"]
         ref = {"relationship_id": r.get("id") or rid, "source": source, "target": target}
         sid = ids.take(r.get("human_readable_id"))
-        out["relationships"].append(
-            _Candidate("relationships", sid, cells, r.get("description") or "", ref, rank)
-        )
+        yield _Candidate("relationships", sid, cells, r.get("description") or "", ref, rank)
+
+
+def _claim_rows(index: LocalIndex, entities: list[str]) -> Iterator[_Candidate]:
     ids = _Ids()
     seen: set[str] = set()
     for e in entities:
@@ -192,18 +234,16 @@ def _candidates(
             ]
             sid = ids.take(claim.get("human_readable_id"))
             ref = {"claim_id": claim["id"], **_span(ev)}
-            out["claims"].append(
-                _Candidate("claims", sid, cells, claim.get("description") or "", ref, len(out["claims"]), ev)
-            )
+            yield _Candidate("claims", sid, cells, claim.get("description") or "", ref, len(seen) - 1, ev)
+
+
+def _source_rows(index: LocalIndex, chunks: list[dict]) -> Iterator[_Candidate]:
     ids = _Ids()
     for rank, chunk in enumerate(chunks):
         unit = index.text_units.get(chunk["id"], {})
         sid = ids.take(unit.get("human_readable_id"))
         ref = {"text_unit_id": chunk["id"], **_span(chunk)}
-        out["sources"].append(
-            _Candidate("sources", sid, [_cell(chunk["text"])], chunk["text"], ref, rank, chunk)
-        )
-    return out
+        yield _Candidate("sources", sid, [_cell(chunk["text"])], chunk["text"], ref, rank, chunk)
 
 
 def _span(ev: dict[str, Any]) -> dict[str, Any]:
@@ -263,11 +303,13 @@ def build_local_context(
     order: list[_Candidate] = []  # in the order they went in, to take the last ones out if need be
 
     def fill(section: Section, allowance: float) -> float:
-        spent = 0.0
+        spent, misses = 0.0, 0
         taken = {id(c) for c in chosen[section]}
         for c in candidates[section]:
             if id(c) in taken:
                 continue
+            if misses >= MAX_MISSES:
+                break
             if not c.tokens:
                 c.tokens = count_tokens(c.line() + "\n", encoding)
             header = 0 if chosen[section] else _header_tokens(section, encoding)
@@ -275,6 +317,9 @@ def build_local_context(
                 spent += c.tokens + header
                 chosen[section].append(c)
                 order.append(c)
+                misses = 0
+            else:
+                misses += 1
         return spent
 
     carry, spent = 0.0, 0.0

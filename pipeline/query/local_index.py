@@ -1,4 +1,5 @@
-"""The graph tables local search reads, loaded once per query from one namespace's store.
+"""The graph tables local search reads, loaded once per process and namespace and reloaded when one of
+them is rewritten (`index_cache`).
 
 Rows are kept whole (entities, relationships, claims, text units): the answer's context quotes their
 descriptions and cites their `human_readable_id`s."""
@@ -11,6 +12,18 @@ from typing import Any
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.query.entity_match import NameLookup
+from pipeline.query.index_cache import cached_index, table_versions
+
+PARQUET_INPUTS = (
+    schema.ENTITIES,
+    schema.RELATIONSHIPS,
+    schema.COMMUNITIES,
+    schema.COVARIATES,
+    schema.TEXT_UNITS,
+    schema.DOCUMENTS,
+    schema.COMMUNITY_REPORTS,
+)
 
 
 @dataclass
@@ -28,6 +41,7 @@ class LocalIndex:
     reports: dict[int, dict[str, Any]] = field(default_factory=dict)  # community -> {title, summary}
     relationships: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> row
     relationships_of: dict[str, list[str]] = field(default_factory=dict)  # entity id -> relationship ids
+    names: NameLookup | None = None  # entity ids by name and alias, for the question's exact matches
 
     @property
     def levels(self) -> list[int]:
@@ -48,6 +62,12 @@ class LocalIndex:
 
 
 def load_local_index(store: NamespaceStore) -> LocalIndex:
+    """This namespace's graph tables, read again only when one of them changed."""
+    versions = table_versions(store, PARQUET_INPUTS)
+    return cached_index(store, "local", versions, lambda: build_local_index(store))
+
+
+def build_local_index(store: NamespaceStore) -> LocalIndex:
     try:
         entities = {e["id"]: e for e in store.read_table(schema.ENTITIES).to_pylist()}
         relationships = store.read_table(schema.RELATIONSHIPS).to_pylist()
@@ -107,4 +127,5 @@ def load_local_index(store: NamespaceStore) -> LocalIndex:
         reports,
         rel_rows,
         dict(rel_of),
+        NameLookup.build(entities),
     )

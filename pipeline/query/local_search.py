@@ -1,5 +1,5 @@
-"""Local search: entities matched in the question → graph neighbourhood → ranked communities → recalled
-passages → one mixed context within a token budget (`pipeline.query.local_context`: reports, entities,
+"""Local search: entities matched in the question → graph neighbourhood → ranked communities → passages
+ranked by dense, BM25 and graph signals (`pipeline.query.passage_rank`) → one mixed context within a token budget (`pipeline.query.local_context`: reports, entities,
 relationships, claims, sources, as tables with ids) → an answer that cites the rows it used.
 
 The flow is graphrag-ts's local retrieval (seed-systems-notes §A3); where it differs it fixes a flaw
@@ -27,7 +27,7 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.entity_match import EntityMatch, MatchOptions, match_entities
+from pipeline.query.entity_match import MatchOptions, match_entities
 from pipeline.query.local_context import (
     ContextShares,
     build_local_context,
@@ -36,8 +36,9 @@ from pipeline.query.local_context import (
 )
 from pipeline.query.local_index import LocalIndex, load_local_index
 from pipeline.query.local_tasks import CommunitySelection
+from pipeline.query.passage_index import load_passage_index
+from pipeline.query.passage_rank import PassageRankOptions, RankedPassage, rank_passages
 from pipeline.query.query_intent import QueryIntent, offline_intent
-from pipeline.query.search import text_search, vector_search
 
 
 class LocalSearchError(ValueError):
@@ -54,10 +55,8 @@ class LocalSearchConfig:
     community_level: int | None = None
     max_hops: int = 2
     report_top_k: int = 8
-    vector_chunk_top_k: int = 12
-    keyword_limit: int = 24
-    max_keyword_terms: int = 16
-    evidence_limit: int = 40  # recalled passages ranked for the context's sources section
+    evidence_limit: int = 40  # ranked passages offered to the context's sources section
+    passages: PassageRankOptions = field(default_factory=PassageRankOptions)
     rrf_k: int = 60
     match: MatchOptions = field(default_factory=MatchOptions)
     # The answer prompt's budget (settings.local_context_max_tokens) and how its sections share it.
@@ -81,6 +80,7 @@ class LocalSearchResult:
     seeds: list[dict[str, Any]] = field(default_factory=list)
     communities: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)  # the sources and claims in the context
+    passages: list[dict[str, Any]] = field(default_factory=list)  # every ranked passage: id, score, signals
     selection: str = ""  # llm | offline | fallback
     reason: str | None = None
     fallbacks: dict[str, str] = field(default_factory=dict)  # stage (intent, selection) -> why
@@ -90,6 +90,7 @@ class LocalSearchResult:
     unresolved_citations: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds it took
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,60 +166,35 @@ def rank_communities(
     return [(int(c), s) for c, s in reciprocal_rank_fusion(lists, k=rrf_k)][:top_k]
 
 
-def keyword_terms(intent: QueryIntent, seeds: list[EntityMatch], cap: int) -> list[str]:
-    ordered = [
-        *intent.entities,
-        *(m.title for m in seeds if {"exact", "alias"} & set(m.channels)),
-        *intent.keywords,
-        *(m.title for m in seeds),
-    ]
-    return list(dict.fromkeys(t.strip() for t in ordered if t and t.strip()))[:cap]
-
-
-def recall_chunks(
-    store: NamespaceStore, embedder: Embedder, question: str, terms: list[str], cfg: LocalSearchConfig
+def evidence_chunks(
+    index: LocalIndex, selected: list[int], passages: list[RankedPassage], limit: int
 ) -> list[dict]:
-    """Vector hits first, then keyword hits by matched-term count and length; deduplicated, capped."""
-    vector_hits = vector_search(store, embedder, question, k=cfg.vector_chunk_top_k)
-    counts: dict[str, int] = {}
-    rows: dict[str, dict] = {}
-    for term in terms:
-        for hit in text_search(store, term, k=cfg.keyword_limit):
-            counts[hit["id"]] = counts.get(hit["id"], 0) + 1
-            rows.setdefault(hit["id"], hit)
-    keyword_hits = sorted(rows.values(), key=lambda h: (-counts[h["id"]], -len(h["text"])))[
-        : cfg.keyword_limit
-    ]
-    merged, seen = [], set()
-    for hit, channel in [*((h, "vector") for h in vector_hits), *((h, "keyword") for h in keyword_hits)]:
-        if hit["id"] not in seen:
-            seen.add(hit["id"])
-            merged.append({**hit, "channel": channel, "matched_terms": counts.get(hit["id"], 0)})
-    return merged[: cfg.evidence_limit]
-
-
-def rank_chunks(
-    index: LocalIndex, selected: list[int], chunks: list[dict], cfg: LocalSearchConfig
-) -> list[dict]:
-    """Recalled chunks as evidence items, those tied to the selected communities' members first."""
+    """The best `limit` ranked passages as evidence items, in rank order, each marked with whether an
+    entity of a selected community mentions it."""
     members = set().union(*(index.members(c) for c in selected)) if selected else set()
     tied_units = {u for e in members for u in (index.entities.get(e, {}).get("text_unit_ids") or [])}
-    ordered = [c for c in chunks if c["id"] in tied_units] + [c for c in chunks if c["id"] not in tied_units]
-    return [
-        {
-            "id": c["id"],
-            "kind": "chunk",
-            "text": c["text"],
-            "document_id": c["document_id"],
-            "document_title": c.get("document_title") or index.document_titles.get(c["document_id"]),
-            "start_char": c["start_char"],
-            "end_char": c["end_char"],
-            "score": round(float(c.get("score") or 0.0), 4),
-            "tied_to_community": c["id"] in tied_units,
-            "channel": c["channel"],
-        }
-        for c in ordered[: cfg.evidence_limit]
-    ]
+    out = []
+    for p in passages:
+        unit = index.text_units.get(p.id)
+        if unit is None:  # the passage index and the graph tables are read apart: mid re-index
+            continue
+        out.append(
+            {
+                "id": p.id,
+                "kind": "chunk",
+                "text": unit["text"],
+                "document_id": unit["document_id"],
+                "document_title": index.document_titles.get(unit["document_id"]),
+                "start_char": unit["start_char"],
+                "end_char": unit["end_char"],
+                "score": round(p.score, 6),
+                "signals": p.ranks,
+                "tied_to_community": p.id in tied_units,
+            }
+        )
+        if len(out) >= limit:
+            break
+    return out
 
 
 async def local_search_async(
@@ -236,6 +212,8 @@ async def local_search_async(
     level = cfg.community_level
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
         raise LocalSearchError(f"community level must be a non-negative integer, got {level!r}")
+    clock = {"stage": "index load", "at": started}
+    timings: dict[str, float] = {}
     index = load_local_index(store)
     if level is not None and level not in index.levels:
         raise LocalSearchError(
@@ -247,6 +225,9 @@ async def local_search_async(
         match = replace(match, semantic_threshold=embedder.calibration.entity)
 
     def check(stage: str) -> None:
+        now = time.monotonic()
+        timings[clock["stage"]] = round(1000 * (now - clock["at"]), 1)
+        clock["stage"], clock["at"] = stage, now
         if is_cancelled(cancel):
             raise _Stopped(f"cancelled before {stage}")
         if deadline is not None and time.monotonic() >= deadline:
@@ -257,9 +238,8 @@ async def local_search_async(
         intent = await _intent(engine, question, result, deadline, cancel)
         result.intent = intent.model_dump()
         check("entity matching")
-        query_vector = embedder.embed([question])[0]
-        theme_vector = embedder.embed([" ".join([question, *intent.themes])])[0]
-        seeds = match_entities(question, intent, index.entities, store, query_vector, match)
+        query_vector, theme_vector = embedder.embed([question, " ".join([question, *intent.themes])])
+        seeds = match_entities(question, intent, index.entities, store, query_vector, match, index.names)
         result.seeds = [
             {"id": m.id, "title": m.title, "score": round(m.score, 6), "channels": m.channels} for m in seeds
         ]
@@ -268,20 +248,21 @@ async def local_search_async(
         topology = topology_candidates(index, expand(index, seed_ids, cfg.max_hops), level)
         semantic = semantic_candidates(index, theme_vector, level, cfg.report_top_k)
         ranked = rank_communities(index, seed_ids, topology, semantic, cfg.top_k, cfg.rrf_k)
-        check("recall")
-        chunks = recall_chunks(
-            store, embedder, question, keyword_terms(intent, seeds, cfg.max_keyword_terms), cfg
+        check("passage ranking")
+        passages = rank_passages(
+            store, load_passage_index(store), question, query_vector, seed_ids, cfg.passages
         )
+        result.passages = [{"id": p.id, "score": round(p.score, 6), "signals": p.ranks} for p in passages]
         candidates = [_community_row(index, c, score, seed_ids) for c, score in ranked]
         check("community selection")
         chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
         result.communities = chosen
-        ranked_chunks = rank_chunks(index, [c["id"] for c in chosen], chunks, cfg)
+        ranked_chunks = evidence_chunks(index, [c["id"] for c in chosen], passages, cfg.evidence_limit)
         if not ranked_chunks and not chosen and not seeds:
             result.status, result.reason = "no_results", "no entity, community or chunk matched the question"
             result.answer = "The index holds nothing relevant to this question."
         else:
-            check("answer")
+            check("context")
             context, result.evidence = build_local_context(
                 index,
                 question,
@@ -293,12 +274,15 @@ async def local_search_async(
                 shares=cfg.context_shares,
             )
             result.context, result.context_rows = describe_context(context)
+            check("answer")
             result.answer = await engine.local_answer(
                 question, context, embedder, deadline=deadline, cancel=cancel
             )
             result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason = "cancelled", str(exc)
+    timings[clock["stage"]] = round(1000 * (time.monotonic() - clock["at"]), 1)
+    result.timings_ms = timings
     result.usage = dict(engine.usage.counters())
     result.duration_s = round(time.monotonic() - started, 3)
     return result
