@@ -106,3 +106,19 @@ def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):  # noq
     chunks = [e["id"] for e in result.evidence if e["kind"] == "chunk"]
     assert chunks == sorted(chunks, key=ranked.index)
     assert all(e["signals"] for e in result.evidence if e["kind"] == "chunk")
+
+
+def test_cache_keeps_the_most_recently_used_namespaces(tmp_path, monkeypatch):
+    from pipeline.query import index_cache
+
+    monkeypatch.setattr(index_cache, "MAX_ENTRIES", 2)
+    stores = [NamespaceStore(tmp_path, name) for name in ("ns_a", "ns_b", "ns_c")]
+    built: list[str] = []
+
+    def load(store: NamespaceStore) -> str:
+        return index_cache.cached_index(store, "test", (1,), lambda: built.append(store.namespace) or "x")
+
+    for store in (*stores[:2], stores[0], stores[2], stores[0], stores[1]):
+        load(store)
+    # ns_b was the least recently used when ns_c came in, so only it was built twice.
+    assert built == ["ns_a", "ns_b", "ns_c", "ns_b"]
