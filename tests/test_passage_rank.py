@@ -82,6 +82,8 @@ def test_fusion_records_each_signals_rank_and_ablations_change_the_lists(tiny, e
     assert set(fused[0].ranks) == {"dense", "bm25", "ppr"}
     only_dense = rank_passages(tiny, index, question, vector, [], PassageRankOptions(signals=("dense",)))
     assert all(set(p.ranks) == {"dense"} for p in only_dense)
+    # The tiny namespace has no chunk graph: the walk signal ranks nothing instead of failing.
+    assert rank_passages(tiny, index, question, vector, [], PassageRankOptions(signals=("walk",))) == []
     with pytest.raises(ValueError, match="passage signals"):
         PassageRankOptions(signals=("dense", "colbert"))
 

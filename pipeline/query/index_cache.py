@@ -28,15 +28,12 @@ _building: dict[tuple[str, str], threading.Lock] = {}
 
 
 def table_versions(
-    store: NamespaceStore, parquet: Iterable[str] = (), lance: Iterable[str] = ()
+    store: NamespaceStore, parquet: Iterable[str] = (), lance: Iterable[str] = (), files: Iterable[str] = ()
 ) -> tuple[Any, ...]:
-    """A key that changes whenever one of these tables is rewritten (absent tables count as None)."""
+    """A key that changes whenever one of these tables or files is rewritten (absent ones count as None)."""
     key: list[Any] = []
-    for name in parquet:
-        file = f"{name}.parquet"
-        key.append(
-            (name, store.file_modified(file), store.file_size(file)) if store.has_table(name) else None
-        )
+    for file in [*(f"{name}.parquet" for name in parquet), *files]:
+        key.append((file, store.file_modified(file), store.file_size(file)) if store.has_file(file) else None)
     for name in lance:
         key.append((name, store.open_lance_table(name).version) if store.has_lance_table(name) else None)
     return tuple(key)
@@ -65,9 +62,3 @@ def cached_index(store: NamespaceStore, kind: str, versions: tuple[Any, ...], bu
             while len(_entries) > MAX_ENTRIES:
                 _entries.popitem(last=False)
         return value
-
-
-def clear() -> None:
-    """Forget every cached structure (tests that rewrite tables in place within one second use this)."""
-    with _lock:
-        _entries.clear()

@@ -250,9 +250,12 @@ async def local_search_async(
         ranked = rank_communities(index, seed_ids, topology, semantic, cfg.top_k, cfg.rrf_k)
         check("passage ranking")
         passages = rank_passages(
-            store, load_passage_index(store), question, query_vector, seed_ids, cfg.passages
+            store, load_passage_index(store, index), question, query_vector, seed_ids, cfg.passages
         )
-        result.passages = [{"id": p.id, "score": round(p.score, 6), "signals": p.ranks} for p in passages]
+        result.passages = [
+            {"id": p.id, "score": round(p.score, 6), "signals": p.ranks}
+            for p in passages[: cfg.passages.depth]
+        ]
         candidates = [_community_row(index, c, score, seed_ids) for c, score in ranked]
         check("community selection")
         chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)

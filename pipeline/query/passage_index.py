@@ -14,15 +14,17 @@ Built once per process from the index tables and kept while they are unchanged (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
+from pipeline.query import local_index
 from pipeline.query.index_cache import cached_index, table_versions
+from pipeline.query.local_index import LocalIndex, load_local_index
 
-PARQUET_INPUTS = (schema.TEXT_UNITS, schema.DOCUMENTS, schema.ENTITIES, schema.RELATIONSHIPS)
 LANCE_INPUTS = (schema.LANCE_TEXT_UNITS, schema.LANCE_TEXT_UNIT_PIECES)
 
 
@@ -47,10 +49,16 @@ class PassageIndex:
         return len(self.entity_position)
 
 
-def load_passage_index(store: NamespaceStore) -> PassageIndex:
-    """This namespace's passage index, rebuilt only when one of its input tables changed."""
-    versions = table_versions(store, PARQUET_INPUTS, LANCE_INPUTS)
-    return cached_index(store, "passages", versions, lambda: build_passage_index(store, versions))
+def load_passage_index(store: NamespaceStore, graph: LocalIndex | None = None) -> PassageIndex:
+    """This namespace's passage index, rebuilt only when one of its input tables changed. Its rows and
+    graph come from the loaded graph tables (`graph`, else `load_local_index`), not a second read."""
+    versions = table_versions(store, local_index.PARQUET_INPUTS, LANCE_INPUTS)
+    return cached_index(
+        store,
+        "passages",
+        versions,
+        lambda: build_passage_index(store, graph or load_local_index(store), versions),
+    )
 
 
 def _vectors(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeList column
@@ -60,21 +68,24 @@ def _vectors(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeList co
     return np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(flat), -1)
 
 
-def tokenize(texts: list[str]):  # noqa: ANN201 - bm25s.tokenization.Tokenized
-    import bm25s
+@cache
+def _stemmer():  # noqa: ANN202 - Stemmer.Stemmer
     import Stemmer
 
-    return bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False)
+    return Stemmer.Stemmer("english")
 
 
-def build_passage_index(store: NamespaceStore, versions: tuple = ()) -> PassageIndex:
+def tokenize(texts: list[str]):  # noqa: ANN201 - bm25s.tokenization.Tokenized
+    import bm25s  # imported when a query first needs it: the CLI's other commands do not pay for it
+
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+
+
+def build_passage_index(store: NamespaceStore, graph: LocalIndex, versions: tuple = ()) -> PassageIndex:
     import bm25s
 
-    units = store.read_table(schema.TEXT_UNITS, columns=["id", "document_id", "text"]).to_pylist()
-    titles: dict[str, str] = {}
-    if store.has_table(schema.DOCUMENTS):
-        docs = store.read_table(schema.DOCUMENTS, columns=["id", "title"])
-        titles = dict(zip(docs.column("id").to_pylist(), docs.column("title").to_pylist(), strict=True))
+    units = list(graph.text_units.values())
+    titles = graph.document_titles
     unit_ids = [u["id"] for u in units]
     position = {u: i for i, u in enumerate(unit_ids)}
 
@@ -96,16 +107,8 @@ def build_passage_index(store: NamespaceStore, versions: tuple = ()) -> PassageI
         corpus = [f"{titles.get(u['document_id']) or ''}\n{u['text']}" for u in units]
         bm25.index(tokenize(corpus), show_progress=False)
 
-    entities = (
-        store.read_table(schema.ENTITIES, columns=["id", "text_unit_ids"]).to_pylist()
-        if store.has_table(schema.ENTITIES)
-        else []
-    )
-    relationships = (
-        store.read_table(schema.RELATIONSHIPS, columns=["source_id", "target_id", "weight"]).to_pylist()
-        if store.has_table(schema.RELATIONSHIPS)
-        else []
-    )
+    entities = list(graph.entities.values())
+    relationships = graph.relationships.values()
     entity_position = {e["id"]: i for i, e in enumerate(entities)}
     n_e, n_u = len(entities), len(units)
     rows: list[int] = []

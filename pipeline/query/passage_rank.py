@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
+from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
+from pipeline.query.index_cache import cached_index, table_versions
 from pipeline.query.passage_index import PassageIndex, tokenize
 
 SIGNALS = ("dense", "bm25", "ppr", "walk")
@@ -107,14 +110,9 @@ def ppr_scores(
 
 def walk_ranking(store: NamespaceStore, index: PassageIndex, query_vector: np.ndarray, k: int) -> list[int]:
     """Units by the chunk graph's personalized PageRank from the nearest chunks; [] without a graph."""
-    from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
-    from pipeline.core import schema
-    from pipeline.query.index_cache import cached_index
-
-    if not store.has_file(schema.CHUNK_GRAPH_SNAPSHOT):
+    versions = table_versions(store, files=[schema.CHUNK_GRAPH_SNAPSHOT])
+    if versions == (None,):
         return []
-    name = schema.CHUNK_GRAPH_SNAPSHOT
-    versions = ((store.file_modified(name), store.file_size(name)),)
     graph = cached_index(store, "chunk_graph", versions, lambda: load_namespace_chunk_graph(store))
     hits = graph.query(query_vector, top_k=k, method="ppr")
     return [index.position[h.id] for h in hits if h.id in index.position]
