@@ -156,7 +156,11 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_provider == "local":
         from pipeline.embeddings.minilm import LocalMiniLMEmbedder  # torch loads only when asked for
 
-        return LocalMiniLMEmbedder(device=settings.embedding_device, batch_size=settings.embedding_batch_size)
+        return LocalMiniLMEmbedder(
+            device=settings.embedding_device,
+            batch_size=settings.embedding_batch_size,
+            quantize=settings.embedding_quantize,
+        )
     if settings.embedding_provider == "openai":
         from pipeline.embeddings.openai import OpenAIEmbedder
 
@@ -173,6 +177,7 @@ def shared_embedder(settings: Settings) -> Embedder:
         settings.embedding_base_url,
         settings.embedding_device,
         settings.embedding_batch_size,
+        settings.embedding_quantize,
     )
     with _models_lock:
         if key not in _models:
@@ -182,9 +187,7 @@ def shared_embedder(settings: Settings) -> Embedder:
 
 def cached_embedder(settings: Settings) -> CachedEmbedder:
     """The shared embedder behind the persistent embedding cache."""
-    return CachedEmbedder(
-        shared_embedder(settings), open_embedding_cache(settings), batch_size=settings.embedding_batch_size
-    )
+    return CachedEmbedder(shared_embedder(settings), open_embedding_cache(settings))
 
 
 # ---- what a query needs ----------------------------------------------------------------------------

