@@ -67,6 +67,12 @@ class Settings(BaseSettings):
         "s3://bucket/prefix URI (kept as a str) on any S3-compatible endpoint",
     )
     input_root: Path = Field(default=Path("data/input"), description="Documents, one folder per namespace")
+    lance_keep_versions: int = Field(
+        default=4,
+        ge=1,
+        description="Versions of each LanceDB table kept after a replace (older ones are deleted); 4 keeps "
+        "the previous complete version, so a reader mid-query keeps its files",
+    )
     # An s3:// storage root: the endpoint and keys. Unset keys fall back to the standard AWS variables here,
     # and to the AWS SDK's own chain (profile, instance role) when those are unset too.
     s3_endpoint_url: str | None = Field(
@@ -127,6 +133,20 @@ class Settings(BaseSettings):
     embedding_api_key_env: str = "OPENAI_API_KEY"
     embedding_batch_size: int = Field(default=64, ge=1)
     embedding_device: str = "cpu"
+    entity_vector_description_words: int = Field(
+        default=0,
+        ge=0,
+        le=200,
+        description="Words of an entity's description embedded after its title (0: the title alone). "
+        "More lets entity vector search find an entity by what it is, at the cost of embedding longer "
+        "texts (on MuSiQue's 10,800 entities: 22 s as titles, 64 s with 12 words, 130 s with 40)",
+    )
+    embedding_quantize: Literal["none", "int8"] = Field(
+        default="none",
+        description="local provider: 'int8' runs MiniLM's linear layers as int8 (torch dynamic "
+        "quantization, made at load from the shipped weights): faster on CPU, slightly different "
+        "vectors, its own cache entries",
+    )
     # openai embedding provider: same shape as the llm_* knobs, plus token budgets (tiktoken counts)
     embedding_concurrency: int = Field(default=4, ge=1)
     embedding_timeout_s: float = Field(default=60.0, gt=0)

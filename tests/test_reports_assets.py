@@ -25,7 +25,7 @@ from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.core import schema
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-from pipeline.index.report_embeddings import entity_text
+from pipeline.index.report_embeddings import entity_text, report_text
 from pipeline.io.store import NamespaceStore
 from pipeline.query.search import text_search, vector_search
 from tests.support.env import scoped_env
@@ -124,7 +124,7 @@ def _searches(store: NamespaceStore, embedder: CachedEmbedder) -> dict[str, list
             store, embedder, "discovery of polonium and radium", k=2, table=reports
         ),
         "report_text": text_search(store, "Lovelace", k=2, table=reports),
-        "entity_vector": vector_search(store, embedder, "founder of the Red Cross", k=3, table=entities),
+        "entity_vector": vector_search(store, embedder, "Henri Dunan", k=3, table=entities),
         "entity_text_title": text_search(store, "Nightingale", k=2, table=entities),
         "entity_text_description": text_search(store, "polonium", k=5, table=entities),
         "entity_title_index_only": store.open_lance_table(entities)
@@ -151,6 +151,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator
         query_cache = EmbeddingCache(tmp_path_factory.mktemp("query_cache") / "q.sqlite")
         embedder = CachedEmbedder(LocalMiniLMEmbedder(), query_cache)
         out["searches"] = _searches(store, embedder)
+        with scoped_env(PIPELINE_ENTITY_VECTOR_DESCRIPTION_WORDS="12"):
+            out["described"] = _materialize(dagster_instance, ["report_embeddings"])
+        out["described_search"] = vector_search(
+            store, embedder, "founder of the Red Cross", k=3, table=schema.LANCE_ENTITIES
+        )
         with NumberedReportProxy() as proxy:
             with scoped_env(**_llm_env(proxy.base_url)):
                 out["llm1"] = _materialize(dagster_instance, REPORT_ASSETS)
@@ -196,7 +201,8 @@ def test_reports_are_searchable_by_vector_and_full_text(runs):
 
 def test_entities_are_searchable_by_vector_and_full_text_on_title_and_description(runs):
     s = runs["searches"]
-    assert "Henry Dunant" in [h["title"] for h in s["entity_vector"]]
+    # by default an entity's vector is its title's: a misspelt name finds it
+    assert s["entity_vector"][0]["title"] == "Henry Dunant"
     assert s["entity_text_title"][0]["title"] == "Florence Nightingale"
     assert [h["title"] for h in s["entity_title_index_only"]] == ["Florence Nightingale"]
     assert s["fts_indexes"] == {
@@ -207,6 +213,16 @@ def test_entities_are_searchable_by_vector_and_full_text_on_title_and_descriptio
     found = [h["title"] for h in s["entity_text_description"]]
     assert found and all("polonium" in h["description"].lower() for h in s["entity_text_description"])
     assert {"id", "title", "type", "description", "aliases"} <= set(s["entity_vector"][0])
+
+
+def test_description_words_in_entity_vectors_are_a_setting_and_change_every_vector(runs):
+    meta = runs["described"]["report_embeddings"]
+    n = runs["entities1"].num_rows  # the graph as it was then (a document is edited later)
+    # a different rule for the entity texts: no vector is carried over; the reports' rule is unchanged
+    assert meta["entities_rows_embedded"] == n and meta["entities_vectors_kept"] == 0
+    assert meta["reports_rows_embedded"] == 0
+    # with the start of its description in its vector, an entity is found by what it is
+    assert "Henry Dunant" in [h["title"] for h in runs["described_search"]]
 
 
 def test_llm_reports_are_requested_once_per_community(runs):
@@ -239,8 +255,8 @@ def test_rematerializing_after_one_document_changes_regenerates_only_changed_fin
 
 def test_only_changed_rows_are_embedded_again(runs):
     emb = runs["llm2"]["report_embeddings"]
-    old_reports = {(r["id"], r["full_content"]) for r in runs["reports1"].to_pylist()}
-    new_reports = [(r["id"], r["full_content"]) for r in runs["reports2"].to_pylist()]
+    old_reports = {(r["id"], report_text(r["title"], r["summary"])) for r in runs["reports1"].to_pylist()}
+    new_reports = [(r["id"], report_text(r["title"], r["summary"])) for r in runs["reports2"].to_pylist()]
     assert emb["reports_rows_embedded"] == sum(key not in old_reports for key in new_reports) > 0
     assert emb["reports_vectors_kept"] == emb["reports_rows"] - emb["reports_rows_embedded"] > 0
     assert emb["reports_rows_embedded"] == runs["llm2"]["community_reports"]["generated"]

@@ -37,8 +37,9 @@ def community_reports(
     group_name=GROUP,
     deps=[community_reports, AssetKey("entities")],
     description=(
-        "LanceDB tables `community_reports` (vector of full_content) and `entities` (vector of "
-        "'title: description'), with full-text indexes; only changed rows are embedded again."
+        "LanceDB tables `community_reports` (vector of the title and the summary's first 40 words) and "
+        "`entities` (vector of the title), with full-text "
+        "indexes; only rows whose embedded text changed are embedded again."
     ),
     kinds={"lancedb"},
     check_specs=[AssetCheckSpec("every_row_has_vector", asset="report_embeddings")],

@@ -290,9 +290,9 @@ FAILED_REPORTS_SCHEMA = pa.schema(
 )
 
 
-def lance_community_reports_schema(dim: int, model_id: str) -> pa.Schema:
-    # The embedding model rides in the schema metadata: vectors are only carried over from a table
-    # written by the same model.
+def lance_community_reports_schema(dim: int, model_id: str, vector_text: str = "") -> pa.Schema:
+    # The embedding model and the rule that made the embedded text ride in the schema metadata:
+    # vectors are only carried over from a table written by the same model under the same rule.
     return pa.schema(
         [
             ("id", pa.string()),
@@ -302,13 +302,13 @@ def lance_community_reports_schema(dim: int, model_id: str) -> pa.Schema:
             ("summary", pa.string()),
             ("full_content", pa.string()),
             ("rank", pa.float64()),
-            ("vector", pa.list_(pa.float32(), dim)),  # of full_content, as GraphRAG
+            ("vector", pa.list_(pa.float32(), dim)),  # of title + summary (report_embeddings.report_text)
         ],
-        metadata={"embedding_model": model_id},
+        metadata={"embedding_model": model_id, "vector_text": vector_text},
     )
 
 
-def lance_entities_schema(dim: int, model_id: str) -> pa.Schema:
+def lance_entities_schema(dim: int, model_id: str, vector_text: str = "") -> pa.Schema:
     return pa.schema(
         [
             ("id", pa.string()),
@@ -316,9 +316,9 @@ def lance_entities_schema(dim: int, model_id: str) -> pa.Schema:
             ("type", pa.string()),
             ("description", pa.string()),
             ("aliases", pa.list_(pa.string())),
-            ("vector", pa.list_(pa.float32(), dim)),  # of "title: description", as GraphRAG
+            ("vector", pa.list_(pa.float32(), dim)),  # of the title (report_embeddings.entity_text)
         ],
-        metadata={"embedding_model": model_id},
+        metadata={"embedding_model": model_id, "vector_text": vector_text},
     )
 
 

@@ -23,7 +23,7 @@ class Calibration:
     - `related`: two texts this similar are about the same thing (chunk-graph edges).
     - `relevant`: a passage or report this similar to a question is worth showing (local-search floor).
     - `useless` / `useful`: the offline usefulness scale maps cosine `useless` to 0 and `useful` to 100.
-    - `entity`: a question this similar to an entity's "title: description" vector is about that entity
+    - `entity`: a question this similar to an entity's vector (of its title) is about that entity
       (local search's semantic entity channel).
     """
 

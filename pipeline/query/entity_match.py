@@ -26,7 +26,7 @@ class MatchOptions:
     rrf_k: int = 60
     max_seeds: int = 10
     fuzzy_threshold: float = 88.0  # rapidfuzz ratio, 0-100
-    # Cosine of the question and "title: description"; None: the embedder's `calibration.entity`
+    # Cosine of the question and the entity's vector (of its title); None: the embedder's `calibration.entity`
     # (local search fills it in).
     semantic_threshold: float | None = None
     semantic_top_k: int = 20
@@ -142,7 +142,7 @@ def fuzzy_channel(
 def semantic_channel(
     store: NamespaceStore, query_vector: np.ndarray, threshold: float, top_k: int
 ) -> list[tuple[str, float]]:
-    """Nearest entity vectors ("title: description") in LanceDB above `threshold` cosine."""
+    """Nearest entity vectors (of their titles) in LanceDB above `threshold` cosine."""
     if not store.has_lance_table(schema.LANCE_ENTITIES):
         return []
     rows = (
