@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from pipeline.settings import Settings
 
 LANCE_DIR = "lancedb"
+# Versions of each LanceDB table kept after a replace. A replace commits once for the rows and once per
+# full-text index (3 commits for `entities`), so 4 keeps the previous complete version of every table:
+# a reader that opened it before the replace finishes its query on files that still exist.
+KEEP_VERSIONS = 4
 
 
 class TableNotFoundError(LookupError):
@@ -50,14 +54,22 @@ class NamespaceStore:
     `storage_root` is a StorageRoot, or a local path / s3:// URI (an S3 one then takes its endpoint and
     keys from the PIPELINE_S3_* settings); `from_settings` uses the given settings instead."""
 
-    def __init__(self, storage_root: str | os.PathLike[str] | StorageRoot, namespace: str) -> None:
+    def __init__(
+        self,
+        storage_root: str | os.PathLike[str] | StorageRoot,
+        namespace: str,
+        keep_versions: int = KEEP_VERSIONS,
+    ) -> None:
+        if keep_versions < 1:
+            raise ValueError(f"keep_versions must be at least 1, got {keep_versions}")
         self.namespace = validate_namespace(namespace)
         self.storage = storage_root if isinstance(storage_root, StorageRoot) else StorageRoot(storage_root)
+        self.keep_versions = keep_versions
         self._db: Any = None
 
     @classmethod
     def from_settings(cls, settings: Settings, namespace: str) -> NamespaceStore:
-        return cls(StorageRoot.from_settings(settings), namespace)
+        return cls(StorageRoot.from_settings(settings), namespace, settings.lance_keep_versions)
 
     def __repr__(self) -> str:
         return f"NamespaceStore({self.storage.uri()!r}, {self.namespace!r})"
@@ -212,6 +224,7 @@ class NamespaceStore:
         for column in fts_columns:
             if data.num_rows:
                 table.create_index(column, config=FTS(), replace=True)
+        prune_versions(table, self.keep_versions)
         return table
 
     # ---- Status --------------------------------------------------------------------------
@@ -231,3 +244,20 @@ class NamespaceStore:
                     ts = ts.astimezone(dt.UTC)
                 infos.append(TableInfo(name, "lancedb", tbl.count_rows(), ts))
         return infos
+
+
+def prune_versions(table: Any, keep: int) -> None:
+    """Delete the files of all but the table's `keep` newest versions, and compact it.
+
+    LanceDB deletes versions older than an age, not beyond a count, and reads its clock a moment after
+    this one: the age chosen puts the cut halfway between the newest version to delete and the oldest
+    to keep, so that moment would have to exceed half their distance to cost a version to keep."""
+    versions = sorted(table.list_versions(), key=lambda v: v["version"])
+    if len(versions) <= keep:
+        return
+    newest_gone, oldest_kept = versions[-keep - 1]["timestamp"], versions[-keep]["timestamp"]
+    cut = newest_gone + (oldest_kept - newest_gone) / 2
+    now = dt.datetime.now(cut.tzinfo) if cut.tzinfo else dt.datetime.now()
+    # optimize() also compacts small data files and folds unindexed rows into the indexes, all in
+    # LanceDB's own code (cleanup_old_versions alone needs the separate pylance package).
+    table.optimize(cleanup_older_than=max(now - cut, dt.timedelta(0)))
