@@ -40,7 +40,9 @@ class BuildOptions:
     mode: Mode = "auto"
     # Measured on 2 cores: exact 20 s vs approximate 40 s at 50k nodes, about even at 100k.
     exact_max_nodes: int = 100_000
-    block_size: int = 2048
+    # Measured on 2 cores (bench_chunk_graph data): 512 builds 5,000 nodes in 0.12 s against 0.16 s with
+    # 2048 tiles, and is within 5% of the best at 1,000 and 20,000.
+    block_size: int = 512
     neighbors: int = 64  # approximate: nearest neighbours asked for per node (the degree cap)
     nprobes: int = 20  # approximate: IVF partitions searched per node
     query_batch: int = 2048  # approximate: query vectors per LanceDB search call
@@ -104,7 +106,7 @@ def _decide(
     return rows[keep], cols[keep], np.clip(weights[keep], -1.0, 1.0).astype(np.float32)
 
 
-def exact_edges(vectors: np.ndarray, threshold: float, block_size: int = 2048) -> Edges:
+def exact_edges(vectors: np.ndarray, threshold: float, block_size: int = 512) -> Edges:
     """Every pair with cosine > threshold, by tiles of the upper triangle of X X^T."""
     unit, norms = unit_rows(vectors)
     n = len(unit)
@@ -116,7 +118,9 @@ def exact_edges(vectors: np.ndarray, threshold: float, block_size: int = 2048) -
             mask = tile > threshold - _MARGIN
             if j0 == i0:
                 mask = np.triu(mask, k=1)  # each pair once, never a node with itself
-            r, c = np.nonzero(mask)
+            # 1-D nonzero on the flat mask, then row and column: ten times faster than 2-D nonzero,
+            # which was a third of the build.
+            r, c = np.divmod(np.flatnonzero(mask), mask.shape[1])
             if len(r):
                 rows, cols = r.astype(np.int64) + i0, c.astype(np.int64) + j0
                 parts.append(_decide(vectors, norms, rows, cols, tile[r, c], threshold))

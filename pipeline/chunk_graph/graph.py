@@ -114,11 +114,11 @@ class ChunkGraph:
         id_array = pa.array(ids, pa.string()) if not isinstance(ids, pa.Array) else ids.cast(pa.string())
         if id_array.null_count or len(pc.unique(id_array)) != n:
             raise ChunkGraphError("node ids must be unique non-null strings")
+        # One encoder for all rows: json.dumps with an option builds a new encoder per call, which was
+        # a third of a 1,000-node build.
+        encode = json.JSONEncoder(ensure_ascii=False).encode
         try:
-            meta_json = [
-                json.dumps(dict(m), ensure_ascii=False)
-                for m in (metadata if metadata is not None else [{}] * n)
-            ]
+            meta_json = ["{}"] * n if metadata is None else [encode(dict(m)) for m in metadata]
         except (TypeError, ValueError) as exc:
             raise ChunkGraphError(f"node metadata must be JSON objects: {exc}") from exc
         edges = find_edges(matrix, opts, workdir=workdir)
