@@ -68,10 +68,10 @@ class Settings(BaseSettings):
     )
     input_root: Path = Field(default=Path("data/input"), description="Documents, one folder per namespace")
     lance_keep_versions: int = Field(
-        default=4,
+        default=2,
         ge=1,
-        description="Versions of each LanceDB table kept after a replace (older ones are deleted); 4 keeps "
-        "the previous complete version, so a reader mid-query keeps its files",
+        description="Newest versions of each LanceDB table kept after a replace, besides the version the "
+        "replace started from (always kept, so a query that opened it finishes); older files are deleted",
     )
     # An s3:// storage root: the endpoint and keys. Unset keys fall back to the standard AWS variables here,
     # and to the AWS SDK's own chain (profile, instance role) when those are unset too.

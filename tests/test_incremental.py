@@ -104,7 +104,9 @@ def cycle(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
             store.read_table(schema.COMMUNITY_REPORTS).column("fingerprint").to_pylist()
         )
 
-    with scoped_env(PIPELINE_STORAGE_ROOT=str(storage)):
+    # Every version is kept, so that test_every_lance_version_written_by_a_reindex_is_complete can open
+    # each one (pruning is tested in test_lance_versions.py).
+    with scoped_env(PIPELINE_STORAGE_ROOT=str(storage), PIPELINE_LANCE_KEEP_VERSIONS="100000"):
         step("initial")
         (folder / ADDED[0]).write_text(ADDED[1], encoding="utf-8")
         step("add")

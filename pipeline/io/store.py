@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
     from pipeline.settings import Settings
 
 LANCE_DIR = "lancedb"
-# Versions of each LanceDB table kept after a replace. A replace commits once for the rows and once per
-# full-text index (3 commits for `entities`), so 4 keeps the previous complete version of every table:
-# a reader that opened it before the replace finishes its query on files that still exist.
-KEEP_VERSIONS = 4
+# Newest versions of each LanceDB table kept after a replace, besides the version the replace started
+# from, which is always kept: a reader that opened the table before the replace (or mid-way, at one
+# of its commits) finishes its query on files that still exist.
+KEEP_VERSIONS = 2
 
 
 class TableNotFoundError(LookupError):
@@ -196,6 +197,11 @@ class NamespaceStore:
         a further commit. An overwrite would publish a version with no full-text index first, where
         full-text queries fail until the index lands, so it is kept for new tables and schema changes.
 
+        Rows equal to the table's own (same schema, same rows by id) and indexes already there are
+        left alone: no commit, so re-running an unchanged index adds nothing to disk. After a write,
+        versions older than both the one it started from and the newest `keep_versions` are deleted
+        (`prune_versions`).
+
         A table registered in `pipeline.core.tables.LANCE_SCHEMAS` must have exactly its columns and
         types, for the dimension of its vectors: SchemaError otherwise, before anything is written."""
         from lancedb.index import FTS
@@ -204,6 +210,7 @@ class NamespaceStore:
 
         db = self.lancedb()
         table = db.open_table(name) if self.has_lance_table(name) else None
+        started_from = table.version if table is not None else None
         ids = data.column("id") if "id" in data.column_names else None
         in_place = (
             table is not None
@@ -212,19 +219,22 @@ class NamespaceStore:
             and pc.count_distinct(ids).as_py() == data.num_rows
         )
         if in_place:
-            (
-                table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete()
-                .execute(data)
-            )
+            changed, removed = _difference(table.to_arrow(), data)
+            indexed = _indexed(table) >= {c for c in fts_columns if data.num_rows}
+            if not changed.num_rows and not removed and indexed:
+                return table  # a re-index of unchanged input: no new version, nothing more on disk
+            # Only the rows that differ are written, in one commit: unchanged rows keep their files,
+            # so a version costs what changed, and the previous version shares the rest.
+            merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+            if removed:
+                merge = merge.when_not_matched_by_source_delete(_id_in(removed))
+            merge.execute(changed)
         else:
             table = db.create_table(name, data, mode="overwrite")
         for column in fts_columns:
             if data.num_rows:
                 table.create_index(column, config=FTS(), replace=True)
-        prune_versions(table, self.keep_versions)
+        prune_versions(table, self.keep_versions, started_from)
         return table
 
     # ---- Status --------------------------------------------------------------------------
@@ -246,17 +256,68 @@ class NamespaceStore:
         return infos
 
 
-def prune_versions(table: Any, keep: int) -> None:
-    """Delete the files of all but the table's `keep` newest versions, and compact it.
+def _indexed(table: Any) -> set[str]:
+    return {column for index in table.list_indices() for column in index.columns}
 
-    LanceDB deletes versions older than an age, not beyond a count, and reads its clock a moment after
+
+def _id_in(ids: list[str]) -> str:
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    return f"id IN ({quoted})"
+
+
+def _column_equal(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Row by row: are the two columns' values equal (two nulls being equal)."""
+    kind = a.type
+    if pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type) and not a.null_count:
+        if b.null_count:
+            return np.asarray([u == v for u, v in zip(a.to_pylist(), b.to_pylist(), strict=True)], dtype=bool)
+        width = kind.list_size
+        x = a.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+        y = b.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+        return (x == y).all(axis=1)
+    if pa.types.is_primitive(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        equal = pc.fill_null(pc.equal(a, b), False)
+        return np.asarray(pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))), dtype=bool)
+    return np.asarray([u == v for u, v in zip(a.to_pylist(), b.to_pylist(), strict=True)], dtype=bool)
+
+
+def _difference(current: pa.Table, data: pa.Table) -> tuple[pa.Table, list[str]]:
+    """The rows of `data` that `current` lacks or holds otherwise, and the ids of `current` that
+    `data` lacks (same schema, ids unique in both)."""
+    position = {row_id: i for i, row_id in enumerate(current.column("id").to_pylist())}
+    new_ids = data.column("id").to_pylist()
+    pos = np.asarray([position.get(row_id, -1) for row_id in new_ids], dtype=np.int64)
+    present = np.flatnonzero(pos >= 0)
+    same = np.zeros(len(new_ids), dtype=bool)
+    if len(present):
+        ours = data.take(pa.array(present))
+        theirs = current.take(pa.array(pos[present]))
+        equal = np.ones(len(present), dtype=bool)
+        for name in data.column_names:
+            equal &= _column_equal(ours.column(name), theirs.column(name))
+        same[present] = equal
+    kept = set(new_ids)
+    removed = [row_id for row_id in position if row_id not in kept]
+    return data.filter(pa.array(~same)), removed
+
+
+def prune_versions(table: Any, keep: int, started_from: int | None = None) -> None:
+    """Delete the files of every version older than both the newest `keep` and `started_from`, and
+    compact the table.
+
+    LanceDB deletes versions older than an age, not by number, and reads its clock a moment after
     this one: the age chosen puts the cut halfway between the newest version to delete and the oldest
     to keep, so that moment would have to exceed half their distance to cost a version to keep."""
     versions = sorted(table.list_versions(), key=lambda v: v["version"])
-    if len(versions) <= keep:
+    oldest_kept = len(versions) - keep
+    if started_from is not None:
+        oldest_kept = min(
+            oldest_kept, next((i for i, v in enumerate(versions) if v["version"] >= started_from), 0)
+        )
+    if oldest_kept <= 0:
         return
-    newest_gone, oldest_kept = versions[-keep - 1]["timestamp"], versions[-keep]["timestamp"]
-    cut = newest_gone + (oldest_kept - newest_gone) / 2
+    newest_gone, first_kept = versions[oldest_kept - 1]["timestamp"], versions[oldest_kept]["timestamp"]
+    cut = newest_gone + (first_kept - newest_gone) / 2
     now = dt.datetime.now(cut.tzinfo) if cut.tzinfo else dt.datetime.now()
     # optimize() also compacts small data files and folds unindexed rows into the indexes, all in
     # LanceDB's own code (cleanup_old_versions alone needs the separate pylance package).
