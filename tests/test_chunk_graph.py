@@ -83,6 +83,22 @@ def test_approximate_mode_is_reported_and_finds_the_exact_edges():
     assert len(approx_edges) >= 0.95 * len(exact_edges)
 
 
+def test_approximate_mode_keeps_each_nodes_heaviest_edges_up_to_the_cap():
+    vectors = _clustered(1200, dim=48, cluster=40)
+    exact = _graph(vectors, mode="exact")
+    capped = _graph(vectors, mode="approximate", neighbors=3, nprobes=6)
+    weight = {(a, b): w for a in exact.ids for b, w in exact.neighbors(a).items()}
+    heaviest = {a: sorted(exact.neighbors(a), key=lambda b: (-weight[(a, b)], b))[:3] for a in exact.ids}
+    kept = _edge_set(capped)
+    assert kept and kept <= _edge_set(exact)
+    # an edge stays only if it is among the 3 heaviest of one of its ends (ties aside, by weight)
+    for a, b in kept:
+        top_a = [weight[(a, x)] for x in heaviest[a]]
+        top_b = [weight[(b, x)] for x in heaviest[b]]
+        assert weight[(a, b)] >= min(top_a) or weight[(a, b)] >= min(top_b)
+    assert max(capped.degrees()) < max(exact.degrees())
+
+
 def test_build_rejects_bad_input_with_clear_errors():
     v = np.eye(3, dtype=np.float32)
     with pytest.raises(ChunkGraphError, match="same length"):

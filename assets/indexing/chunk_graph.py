@@ -17,12 +17,12 @@ class ChunkGraphConfig(Config):
     """An edge joins two chunks whose cosine is strictly above this; default: the embedding model's
     calibrated `related` level (0.7 for MiniLM, Mastra's default)."""
     mode: Literal["auto", "exact", "approximate"] = "auto"
-    """auto: exact (all pairs, blocked) up to exact_max_nodes chunks, approximate (LanceDB ANN) above."""
-    exact_max_nodes: int = 100_000
+    """auto: exact (all pairs, blocked) up to exact_max_nodes chunks, approximate (partitioned) above."""
+    exact_max_nodes: int = 50_000
     neighbors: int = 64
-    """Approximate mode: nearest neighbours asked for per chunk (caps the degree)."""
+    """Approximate mode: the heaviest edges a chunk keeps (caps the degree)."""
     nprobes: int = 20
-    """Approximate mode: IVF partitions searched per chunk."""
+    """Approximate mode: partitions each partition of chunks is compared with."""
     force: bool = False
     """Rebuild even when the inputs match the saved snapshot's fingerprint."""
 

@@ -85,12 +85,10 @@ class ChunkGraph:
         vectors: np.ndarray | Sequence[Sequence[float]],
         threshold: float = 0.7,
         mode: Mode = "auto",
-        *,
-        workdir: str | None = None,
         **options: Any,
     ) -> ChunkGraph:
         """Build the graph. ``options`` are the other fields of ``BuildOptions`` (exact_max_nodes,
-        block_size, neighbors, nprobes, query_batch); ``build_info`` reports the mode chosen."""
+        block_size, neighbors, nprobes); ``build_info`` reports the mode chosen."""
         started = time.perf_counter()
         opts = BuildOptions(threshold=threshold, mode=mode, **options)
         matrix = np.asarray(vectors, dtype=np.float32)
@@ -121,7 +119,7 @@ class ChunkGraph:
             meta_json = ["{}"] * n if metadata is None else [encode(dict(m)) for m in metadata]
         except (TypeError, ValueError) as exc:
             raise ChunkGraphError(f"node metadata must be JSON objects: {exc}") from exc
-        edges = find_edges(matrix, opts, workdir=workdir)
+        edges = find_edges(matrix, opts)
         adjacency = Adjacency.from_pairs(n, edges.rows, edges.cols, edges.weights, symmetric=True)
         info = {
             "mode": edges.mode,

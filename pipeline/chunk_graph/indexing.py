@@ -118,7 +118,6 @@ def build_namespace_chunk_graph(
         block_size=options.block_size,
         neighbors=options.neighbors,
         nprobes=options.nprobes,
-        query_batch=options.query_batch,
     )
     graph.build_info["fingerprint"] = fingerprint
     size = store.write_bytes(schema.CHUNK_GRAPH_SNAPSHOT, graph.serialize())
