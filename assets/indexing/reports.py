@@ -37,7 +37,7 @@ def community_reports(
     group_name=GROUP,
     deps=[community_reports, AssetKey("entities")],
     description=(
-        "LanceDB tables `community_reports` (vector of the title and the summary's first 40 words) and "
+        "LanceDB tables `community_reports` (vector of the title and the summary's first 24 words) and "
         "`entities` (vector of the title), with full-text "
         "indexes; only rows whose embedded text changed are embedded again."
     ),
