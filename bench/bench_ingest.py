@@ -62,7 +62,7 @@ def main() -> None:
         out["ingest_errors"] = len(result.errors)
 
         t = time.perf_counter()
-        units, docs = chunk_documents_table(docs, args.chunk_size, args.chunk_overlap, "o200k_base")
+        units, docs, _ = chunk_documents_table(docs, args.chunk_size, args.chunk_overlap, "o200k_base")
         store.write_table("text_units", units)
         out["chunk_s"] = round(time.perf_counter() - t, 3)
         out["text_units"] = units.num_rows

@@ -54,7 +54,9 @@ def build(input_dir: Path, work: Path, namespace: str) -> tuple[NamespaceStore, 
     timings: dict[str, float] = {}
     t = time.perf_counter()
     docs = documents_table(read_documents(input_dir).documents)
-    units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
+    units, docs, _ = chunk_documents_table(
+        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
+    )
     store.write_table(schema.DOCUMENTS, docs)
     store.write_table(schema.TEXT_UNITS, units)
     timings["ingest_and_chunk_s"] = time.perf_counter() - t

@@ -68,6 +68,17 @@ def test_both_namespaces_materialize_all_three_assets(indexed):
         assert {s.asset for s in result.steps} >= {"documents", "text_units", "text_unit_embeddings"}
 
 
+def test_the_ebook_licence_is_kept_in_documents_but_reaches_no_text_unit(indexed):
+    store = NamespaceStore(indexed["storage"], "carol")
+    (doc,) = [d for d in store.read_table(schema.DOCUMENTS).to_pylist() if d["title"].endswith("24022.txt")]
+    assert "Project Gutenberg Literary Archive Foundation" in doc["text"]  # the document is intact
+    units = [u for u in store.read_table(schema.TEXT_UNITS).to_pylist() if u["document_id"] == doc["id"]]
+    assert units and not any("Project Gutenberg" in u["text"] for u in units)
+    meta = _step(indexed["results"]["carol"], "text_units")
+    left_out = len(doc["text"]) - (max(u["end_char"] for u in units) - min(u["start_char"] for u in units))
+    assert meta["boilerplate_chars"] == left_out > 10_000 and meta["documents_with_boilerplate"] == 1
+
+
 def test_bad_files_are_reported_with_reasons_and_good_ones_indexed(indexed):
     store = NamespaceStore(indexed["storage"], "mixed")
     errors = {r["source_path"]: r for r in store.read_table(schema.INGEST_ERRORS).to_pylist()}

@@ -172,7 +172,9 @@ def _text_units(
     folder = Path(input_dir) if input_dir else Path(settings.input_root) / store.namespace
     if folder.is_dir():
         docs = documents_table(read_documents(folder, ingest_options(settings)).documents)
-        units, _ = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
+        units, _, _ = chunk_documents_table(
+            docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
+        )
         n = docs.num_rows
         return units, f"{n} document{'' if n == 1 else 's'} in {folder}, chunked as the run will"
     if store.has_table(schema.TEXT_UNITS):

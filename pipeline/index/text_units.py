@@ -1,6 +1,9 @@
 """text_units: token-window chunks of each document with exact character offsets (GraphRAG text_units).
 
 Rules, in order:
+0. Only a document's content is chunked: an e-book's header and licence (`pipeline.ops.boilerplate`)
+   stay in `documents` but reach no unit, hence no extraction, community or answer. The run reports
+   the characters each document lost to them.
 1. Each document is cut into windows of `chunk_size` tokens overlapping by `chunk_overlap`, counted
    with the configured encoding; a unit keeps its document id and character offsets.
 2. A unit's id is a hash of (document id, offsets): an unchanged document keeps its unit ids, so
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.index.context import IndexContext
-from pipeline.index.report import StageReport, Stopwatch
+from pipeline.index.report import Json, StageReport, Stopwatch
 from pipeline.ops.chunking import chunk_documents_table
 from pipeline.ops.incremental import unit_delta
 
@@ -22,7 +25,9 @@ def run(ctx: IndexContext) -> StageReport:
     settings, store = ctx.settings, ctx.store
     docs = store.read_table(schema.DOCUMENTS)
     previous = store.read_table(schema.TEXT_UNITS, ["id"]) if store.has_table(schema.TEXT_UNITS) else None
-    units, docs = chunk_documents_table(docs, settings.chunk_size, settings.chunk_overlap, settings.encoding)
+    units, docs, outside = chunk_documents_table(
+        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
+    )
     store.write_table(schema.TEXT_UNITS, units)
     store.write_table(schema.DOCUMENTS, docs)  # documents gain text_unit_ids
     n_tokens = units.column("n_tokens").to_pylist()
@@ -38,6 +43,9 @@ def run(ctx: IndexContext) -> StageReport:
             "chunk_size": settings.chunk_size,
             "chunk_overlap": settings.chunk_overlap,
             "encoding": settings.encoding,
+            "boilerplate_chars": sum(outside.values()),
+            "documents_with_boilerplate": len(outside),
+            "boilerplate_chars_by_document": Json(outside),
         },
         duration_s=clock.seconds(),
     )

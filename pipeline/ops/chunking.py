@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.core.tokens import get_encoding
+from pipeline.ops.boilerplate import content_span
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,21 @@ def chunk_text(
     chunk_size: int = 1200,
     chunk_overlap: int = 100,
     encoding: str = "o200k_base",
+    span: tuple[int, int] | None = None,
 ) -> list[TextUnit]:
-    """Split one document into overlapping token windows with character offsets."""
+    """Split one document (only `text[span[0]:span[1]]` if given) into overlapping token windows with
+    character offsets into the whole text."""
     if chunk_overlap >= chunk_size:
         raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
     if not text:
         return []
+    # Offsets stay those of the whole document: the content span is cut out of it, chunked, and its
+    # start added back.
+    whole, offset = text, 0
+    if span is not None:
+        offset, text = span[0], text[span[0] : span[1]]
+        if not text:
+            return []
     enc = get_encoding(encoding)
     tokens = enc.encode(text, disallowed_special=())
     token_bytes = enc.decode_tokens_bytes(tokens)
@@ -68,14 +78,14 @@ def chunk_text(
     while True:
         end = min(start + chunk_size, n)
         # floor the start and ceil the end to whole characters
-        start_char = int(np.searchsorted(char_starts, byte_edges[start], side="right") - 1)
-        end_char = int(np.searchsorted(char_starts, byte_edges[end], side="left"))
+        start_char = offset + int(np.searchsorted(char_starts, byte_edges[start], side="right") - 1)
+        end_char = offset + int(np.searchsorted(char_starts, byte_edges[end], side="left"))
         units.append(
             TextUnit(
                 id=text_unit_id(document_id, start_char, end_char),
                 document_id=document_id,
                 chunk_index=len(units),
-                text=text[start_char:end_char],
+                text=whole[start_char:end_char],
                 start_char=start_char,
                 end_char=end_char,
                 n_tokens=end - start,
@@ -99,7 +109,9 @@ def chunk_documents(
 
 
 def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encoding: str):
-    """(text_units table, documents table with text_unit_ids filled) from a `documents` table."""
+    """(text_units table, documents table with text_unit_ids filled, {document id: characters left out as
+    e-book header or licence}) from a `documents` table. Only each document's content span is chunked
+    (`pipeline.ops.boilerplate`)."""
     import pyarrow as pa
 
     from pipeline.core.schema import TEXT_UNITS_SCHEMA
@@ -109,8 +121,12 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     texts = documents.column("text").to_pylist()
     rows: list[dict] = []
     per_doc: list[list[str]] = []
+    outside: dict[str, int] = {}
     for doc_id, text in zip(ids, texts, strict=True):
-        units = chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding)
+        span = content_span(text)
+        if span.removed:
+            outside[doc_id] = span.outside(len(text))
+        units = chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, (span.start, span.end))
         per_doc.append([u.id for u in units])
         for u in units:
             rows.append(
@@ -131,7 +147,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     text_units = to_table(rows, TEXT_UNITS_SCHEMA)
     col = documents.schema.get_field_index("text_unit_ids")
     documents = documents.set_column(col, "text_unit_ids", pa.array(per_doc, type=pa.list_(pa.string())))
-    return text_units, documents
+    return text_units, documents, outside
 
 
 def offset_mismatches(documents, text_units) -> list[str]:
