@@ -93,7 +93,7 @@ def main() -> None:
         docs = _timed(stages, "ingest", ingest)
 
         def chunk():  # noqa: ANN202
-            units, linked = chunk_documents_table(
+            units, linked, _ = chunk_documents_table(
                 docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
             )
             store.write_table(schema.TEXT_UNITS, units)

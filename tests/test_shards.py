@@ -30,7 +30,7 @@ def _store(root: Path, n_docs: int = 24) -> NamespaceStore:
             f"{a} Abbot met {b} Brandt in Lisbon for meeting {i}. {b} Brandt thanked {a} Abbot.\n"
         )
     docs = documents_table(read_documents(folder).documents)
-    units, docs = chunk_documents_table(docs, 1200, 100, "o200k_base")
+    units, docs, _ = chunk_documents_table(docs, 1200, 100, "o200k_base")
     store = NamespaceStore(root / "storage", "shards")
     store.write_table(schema.DOCUMENTS, docs)
     store.write_table(schema.TEXT_UNITS, units)
