@@ -174,35 +174,28 @@ def approximate_edges(
     k = max(1, int(math.sqrt(n)))
     centroids = _spherical_kmeans(unit, k, seed)
     assign = np.concatenate([np.argmax(unit[i : i + 8192] @ centroids.T, axis=1) for i in range(0, n, 8192)])
+    # Rows sorted by partition once: each partition is then a slice (a view), not a gathered copy per pair.
     order = np.argsort(assign, kind="stable")
+    grouped = unit[order]
     bounds = np.searchsorted(assign[order], np.arange(k + 1))
-    members = [order[bounds[a] : bounds[a + 1]] for a in range(k)]
     probes = min(nprobes, k)
     nearest = np.argsort(-(centroids @ centroids.T), axis=1, kind="stable")[:, :probes]
     pairs = sorted({(min(a, int(b)), max(a, int(b))) for a in range(k) for b in nearest[a]})
     cut = np.float32(threshold - _MARGIN)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for a, b in pairs:
-        left, right = members[a], members[b]
-        if not len(left) or not len(right):
+        (a0, a1), (b0, b1) = bounds[a : a + 2], bounds[b : b + 2]
+        if a0 == a1 or b0 == b1:
             continue
-        tile = unit[left] @ unit[right].T
+        tile = grouped[a0:a1] @ grouped[b0:b1].T
         mask = tile > cut
         if a == b:
             mask = np.triu(mask, k=1)
         r, c = np.divmod(np.flatnonzero(mask), mask.shape[1])
         if len(r):
-            first, second = left[r], right[c]
-            parts.append(
-                _decide(
-                    vectors,
-                    norms,
-                    np.minimum(first, second),
-                    np.maximum(first, second),
-                    tile[r, c],
-                    threshold,
-                )
-            )
+            first, second = order[r + a0], order[c + b0]
+            lo, hi = np.minimum(first, second), np.maximum(first, second)
+            parts.append(_decide(vectors, norms, lo, hi, tile[r, c], threshold))
     rows, cols, weights = _concat(parts)
     keep = _cap_degree(rows, cols, weights, n, neighbors)
     params = {"neighbors": neighbors, "nprobes": probes, "partitions": k, "index": "IVF_FLAT"}

@@ -61,12 +61,9 @@ class LanceIndexStats:
 # full-text indexed and reaches local search through the passages that mention it);
 # `entity_description_words` adds the start of the description, for vector search by what an entity is.
 REPORT_SUMMARY_WORDS = 24
-
-
-def report_vector_text() -> str:
-    """The name of the rule that makes report texts, kept in the table's schema metadata: a vector is
-    carried over only from a table whose texts were made by the same rule."""
-    return f"title+summary[:{REPORT_SUMMARY_WORDS} words]/1"
+# The names of the rules that make the embedded texts, kept in each table's schema metadata: a vector is
+# carried over only from a table whose texts were made by the same rule.
+REPORT_VECTOR_TEXT = f"title+summary[:{REPORT_SUMMARY_WORDS} words]/1"
 
 
 def entity_vector_text(description_words: int = 0) -> str:
@@ -172,7 +169,7 @@ def index_report_embeddings(
         contents,
         embedder,
         lambda r: report_text(r["title"], r["summary"]),
-        report_vector_text(),
+        REPORT_VECTOR_TEXT,
         progress,
     )
     report_table = tables.to_table(
@@ -186,7 +183,7 @@ def index_report_embeddings(
             "rank": reports.column("rank"),
             "vector": schema.vector_array(vectors, dim),
         },
-        schema.lance_community_reports_schema(dim, model_id, report_vector_text()),
+        schema.lance_community_reports_schema(dim, model_id, REPORT_VECTOR_TEXT),
     )
     store.replace_lance_table(schema.LANCE_COMMUNITY_REPORTS, report_table, fts_columns=("full_content",))
 

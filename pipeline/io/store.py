@@ -16,7 +16,7 @@ import datetime as dt
 import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,15 +26,13 @@ import pyarrow.parquet as pq
 from pipeline.core.namespace import validate_namespace
 from pipeline.core.tables import check_lance_table, check_stored_table
 from pipeline.io.storage import Location, StorageRoot
-
-if TYPE_CHECKING:
-    from pipeline.settings import Settings
+from pipeline.settings import Settings
 
 LANCE_DIR = "lancedb"
 # Newest versions of each LanceDB table kept after a replace, besides the version the replace started
 # from, which is always kept: a reader that opened the table before the replace (or mid-way, at one
-# of its commits) finishes its query on files that still exist.
-KEEP_VERSIONS = 2
+# of its commits) finishes its query on files that still exist. The default is the setting's.
+KEEP_VERSIONS: int = Settings.model_fields["lance_keep_versions"].default
 
 
 class TableNotFoundError(LookupError):
@@ -268,9 +266,8 @@ def _id_in(ids: list[str]) -> str:
 def _column_equal(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
     """Row by row: are the two columns' values equal (two nulls being equal)."""
     kind = a.type
-    if pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type) and not a.null_count:
-        if b.null_count:
-            return np.asarray([u == v for u, v in zip(a.to_pylist(), b.to_pylist(), strict=True)], dtype=bool)
+    vectors = pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type)
+    if vectors and not a.null_count and not b.null_count:
         width = kind.list_size
         x = a.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
         y = b.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
