@@ -217,12 +217,12 @@ def cmd_query_local(args: argparse.Namespace) -> int:
 
 def cmd_communities(args: argparse.Namespace) -> int:
     from pipeline.core import schema
+    from pipeline.ops.communities import top_communities
 
     settings = load_settings()
     store = NamespaceStore.from_settings(settings, args.namespace)
     table = schema.COMMUNITY_REPORTS if store.has_table(schema.COMMUNITY_REPORTS) else schema.COMMUNITIES
-    rows = [r for r in store.read_table(table).to_pylist() if r["level"] == args.level]
-    rows.sort(key=lambda r: (-r["size"], r["community"]))
+    rows = top_communities(store.read_table(table).to_pylist(), args.level)
     print(f"namespace {args.namespace!r}: {len(rows)} communities at level {args.level} (from {table})")
     print(f"  {'community':>9} {'size':>6} {'rank':>5}  title")
     for r in rows[: args.limit]:
@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", required=True, type=_namespace)
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("communities", help="a level's community titles and sizes, largest first")
+    p = sub.add_parser("communities", help="a level's community titles and sizes, highest rank first")
     p.add_argument("--namespace", required=True, type=_namespace)
     p.add_argument("--level", type=int, default=0, help="0 = top level")
     p.add_argument("--limit", type=int, default=20)

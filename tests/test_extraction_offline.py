@@ -29,7 +29,8 @@ def test_entities_and_their_types():
     assert types["University of Paris"] == "organization"  # head word before 'of'
     assert types["Academy of Sciences"] == "organization"
     assert types["Nobel Committee"] == "organization"
-    assert types["Henri Becquerel"] == GENERIC_TYPE  # no rule applies
+    assert types["Henri Becquerel"] == "person"  # a common given name opens it
+    assert types["Nobel Prize"] == GENERIC_TYPE  # no rule applies
     # sentence-initial function words and pronouns are not names
     assert not {"She", "In", "The"} & set(types)
 

@@ -119,10 +119,15 @@ def test_the_graph_is_plausible_for_the_book(runs):
     store = runs["store"]
     entities = _read(store, schema.ENTITIES)
     titles = set(entities["title"])
-    assert {"Scrooge", "Marley", "Bob Cratchit", "Tiny Tim"} <= titles
-    scrooge = entities.filter(pl.col("title") == "Scrooge").row(0, named=True)
+    assert {"Ebenezer Scrooge", "Jacob Marley", "Bob Cratchit", "Tiny Tim"} <= titles
+    # one entity per person, titled by the full name, the other forms kept as aliases
+    assert not {"Scrooge", "Mr. Scrooge", "Marley", "Old Marley", "Bob"} & titles
+    scrooge = entities.filter(pl.col("title") == "Ebenezer Scrooge").row(0, named=True)
+    assert {"Scrooge", "Mr. Scrooge"} <= set(scrooge["aliases"])
     assert scrooge["type"] == "person" and scrooge["degree"] == entities["degree"].max()
     assert "Scrooge" in scrooge["description"]
+    # no heading, caption or contents entry became an entity
+    assert not {"Tailpiece", "Heading", "STAVE THREE", "STAVE ONE", "Illustration"} & titles
     rels = _read(store, schema.RELATIONSHIPS)
     assert set(rels["source_id"]) | set(rels["target_id"]) <= set(entities["id"])
     claims = _read(store, schema.COVARIATES)

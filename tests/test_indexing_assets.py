@@ -16,6 +16,7 @@ from pipeline.core.namespace import InvalidNamespaceError
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
+from pipeline.ops.boilerplate import content_span
 from pipeline.ops.chunking import offset_mismatches
 from pipeline.query.search import text_search, vector_search
 from pipeline.runtime import open_embedding_cache
@@ -75,8 +76,10 @@ def test_the_ebook_licence_is_kept_in_documents_but_reaches_no_text_unit(indexed
     units = [u for u in store.read_table(schema.TEXT_UNITS).to_pylist() if u["document_id"] == doc["id"]]
     assert units and not any("Project Gutenberg" in u["text"] for u in units)
     meta = _step(indexed["results"]["carol"], "text_units")
-    left_out = len(doc["text"]) - (max(u["end_char"] for u in units) - min(u["start_char"] for u in units))
-    assert meta["boilerplate_chars"] == left_out > 10_000 and meta["documents_with_boilerplate"] == 1
+    outside = len(doc["text"]) - (max(u["end_char"] for u in units) - min(u["start_char"] for u in units))
+    inside = sum(r.end - r.start for r in content_span(doc["text"]).regions)  # front matter, chunked
+    assert meta["boilerplate_chars_by_document"][doc["id"]] == outside + inside
+    assert outside > 10_000 and inside > 1_000
 
 
 def test_bad_files_are_reported_with_reasons_and_good_ones_indexed(indexed):

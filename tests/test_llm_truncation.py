@@ -33,6 +33,7 @@ from pipeline.index.context import IndexContext
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient, LLMTruncatedError
 from pipeline.llm.structured import parse_reply
+from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import failures_table, to_table
 from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionOptions, ExtractionOut
 from pipeline.ops.extraction.run import extract_graph
@@ -340,7 +341,11 @@ def book_with_cut_replies(tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         )
         documents.run(ctx, folder)
         text_units.run(ctx)
-        units = ctx.store.read_table(schema.TEXT_UNITS).select(["id", "text"]).to_pylist()
+        # extraction is sent each text with its front matter blanked: the texts the model reads
+        sent = mask_text_units(
+            ctx.store.read_table(schema.TEXT_UNITS), ctx.store.read_table(schema.DOCUMENTS)
+        )
+        units = sent.select(["id", "text"]).to_pylist()
         cut_texts.update(u["text"] for u in units[2::3])
         report = extracted_graph.run(ctx)
         first_usage = ctx.engine.usage.counters()

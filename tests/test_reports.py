@@ -121,12 +121,19 @@ def test_a_community_over_budget_is_summarized_from_its_childrens_reports():
 
 
 # Worked out by hand from two_group_graph(): the title names the three most connected members (ties
-# by name); the rank is 10 * s / (s + 6) with s = log2(1 + size) + log2(1 + total degree) / 2.
+# by name); the rank is 10 * s / (s + 6) with s = (log2(1 + size) + log2(1 + total degree)
+# + log2(1 + evidence)) / 2 + log2(1 + claims) / 4, evidence = distinct sentences of its relationships'
+# descriptions (each edge's is one sentence and four filler sentences: 30, 20 and 5).
 EXPECTED_REPORTS = {
     # community: (title, size, total degree, rank)
-    0: ("Alder, Birch and Cedar", 6, 4 * 3 + 2 * 2, 4.47),  # s = log2(7) + log2(17) / 2 = 4.851
-    1: ("Alder, Birch and Cedar", 4, 4 * 3, 4.10),  # s = log2(5) + log2(13) / 2 = 4.172
-    2: ("Elm and Fir", 2, 2 * 2, 3.14),  # s = log2(3) + log2(5) / 2 = 2.746
+    0: (
+        "Alder, Birch and Cedar",
+        6,
+        4 * 3 + 2 * 2,
+        5.13,
+    ),  # s = (log2 7 + log2 17 + log2 31) / 2 + log2 3 / 4
+    1: ("Alder, Birch and Cedar", 4, 4 * 3, 4.76),  # s = (log2 5 + log2 13 + log2 21) / 2 + 1 / 4 = 5.458
+    2: ("Elm and Fir", 2, 2 * 2, 3.68),  # s = (log2 3 + log2 5 + log2 6) / 2 + 1 / 4 = 3.496
 }
 
 
@@ -138,7 +145,7 @@ def test_reports_have_graphrag_columns_and_consistent_content():
     for r in run.reports.to_pylist():
         title, size, total_degree, rank = EXPECTED_REPORTS[r["community"]]
         assert (r["title"], r["size"], r["rank"]) == (title, size, pytest.approx(rank, abs=0.005))
-        assert f"({size} entities) and degree ({total_degree} relationship ends" in r["rating_explanation"]
+        assert f"{size} entities, {total_degree} relationship ends" in r["rating_explanation"]
         parsed = CommunityReportResponse.model_validate_json(r["full_content_json"])
         assert (parsed.title, parsed.rating) == (title, pytest.approx(rank, abs=0.005))
         assert r["full_content"].startswith(f"# {r['title']}\n\n{r['summary']}")
@@ -252,7 +259,7 @@ def test_offline_reports_are_deterministic_and_reused_on_a_rerun(carol, tmp_path
     assert findings and all(f["summary"] and f["explanation"] for f in findings)
 
 
-def test_cli_prints_top_level_titles_with_sizes_largest_first(carol, capsys, monkeypatch):
+def test_cli_prints_top_level_titles_highest_rank_first(carol, capsys, monkeypatch):
     from assets.cli import main
 
     monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(carol["root"]))
@@ -261,7 +268,8 @@ def test_cli_prints_top_level_titles_with_sizes_largest_first(carol, capsys, mon
     level0 = [r for r in carol["first"].reports.to_pylist() if r["level"] == 0]
     assert out[0].startswith(f"namespace 'carol': {len(level0)} communities at level 0")
     rows = [line.split(None, 3) for line in out[2:5]]
-    largest = sorted(level0, key=lambda r: (-r["size"], r["community"]))[:3]
+    # rank weighs content: a bin of unconnected names never outranks a story's main community
+    largest = sorted(level0, key=lambda r: (-r["rank"], -r["size"], r["community"]))[:3]
     assert [(int(c), int(s), t) for c, s, _, t in rows] == [
         (r["community"], r["size"], r["title"]) for r in largest
     ]

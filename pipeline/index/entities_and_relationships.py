@@ -19,7 +19,13 @@ from pipeline.index.report import Check, Json, StageReport
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.extraction import from_table
 from pipeline.ops.graph_export import degree_summary
-from pipeline.ops.resolution import ResolutionOptions, ResolutionStats, link_text_units, resolve_graph
+from pipeline.ops.resolution import (
+    ResolutionOptions,
+    ResolutionStats,
+    link_text_units,
+    lowercase_words,
+    resolve_graph,
+)
 
 
 @dataclass
@@ -36,10 +42,11 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
     """extracted_graph -> entities + relationships; text_units gain entity_ids and relationship_ids."""
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
-    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), engine)
+    text_units = store.read_table(schema.TEXT_UNITS)
+    lowercase = lowercase_words(text_units.column("text").to_pylist())
+    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), engine, lowercase)
     store.write_table(schema.ENTITIES, graph.entities)
     store.write_table(schema.RELATIONSHIPS, graph.relationships)
-    text_units = store.read_table(schema.TEXT_UNITS)
     text_units = link_text_units(text_units, "entity_ids", graph.entities)
     text_units = link_text_units(text_units, "relationship_ids", graph.relationships)
     store.write_table(schema.TEXT_UNITS, text_units)
@@ -69,6 +76,9 @@ def run(ctx: IndexContext) -> dict[str, StageReport]:
             "entities": s.entities,
             "entity_mentions": s.entity_mentions,
             "fuzzy_merges": s.fuzzy_merges,
+            "name_forms_merged": len(s.canonical_merges),
+            "common_words_dropped": s.common_words_dropped,
+            "name_form_merges": Json(s.canonical_merges[:200]),
             "untyped_mentions_typed_by_name": s.generic_mentions_typed,
             "names_with_several_types": s.keys_with_several_types,
             "inferred_entities": s.inferred_entities,

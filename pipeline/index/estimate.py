@@ -43,6 +43,7 @@ from pipeline.llm.dry_run import (
 )
 from pipeline.llm.transport import endpoint_label
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
+from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.chunking import chunk_documents_table
 from pipeline.ops.claims import build_covariates
 from pipeline.ops.communities import build_communities
@@ -175,10 +176,14 @@ def _text_units(
         units, _, _ = chunk_documents_table(
             docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
         )
+        units = mask_text_units(units, docs)  # what extraction is sent (extracted_graph rule 0)
         n = docs.num_rows
         return units, f"{n} document{'' if n == 1 else 's'} in {folder}, chunked as the run will"
     if store.has_table(schema.TEXT_UNITS):
-        return store.read_table(schema.TEXT_UNITS), f"the namespace's stored text_units ({folder} is missing)"
+        units = store.read_table(schema.TEXT_UNITS)
+        if store.has_table(schema.DOCUMENTS):
+            units = mask_text_units(units, store.read_table(schema.DOCUMENTS))
+        return units, f"the namespace's stored text_units ({folder} is missing)"
     raise FileNotFoundError(f"no input folder {folder} and no stored text_units for {store.namespace!r}")
 
 

@@ -2,6 +2,8 @@
 Text units whose extraction failed go to failed_extractions.
 
 Rules, in order:
+0. The extractor sees each text unit with its document's front matter blanked (`pipeline.ops.boilerplate`):
+   title pages, headings, captions and credits name no entity. Offsets are unchanged.
 1. Shard parts already extracted by workers (`extracted_graph_shard`) are taken when they still cover
    exactly the shard's text units under the same configuration; every other unit is extracted here.
 2. When the engine's extraction is reusable (offline), a unit extracted before with the same configuration
@@ -26,6 +28,7 @@ from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
+from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
 from pipeline.ops.extraction.run import ExtractionRun, extract_graph
@@ -57,6 +60,8 @@ def _extract(
 ) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
     identity = _identity(settings, engine)
+    # Front matter (headings, captions, credits) is blank to the extractor (rule 0).
+    units = mask_text_units(units, store.read_table(schema.DOCUMENTS))
     if not identity.reusable:
         run = extract_graph(units, ExtractionOptions.from_settings(settings), engine, progress=progress)
         table = to_table(run.units)

@@ -2,8 +2,9 @@
 
 Rules, in order:
 0. Only a document's content is chunked: an e-book's header and licence (`pipeline.ops.boilerplate`)
-   stay in `documents` but reach no unit, hence no extraction, community or answer. The run reports
-   the characters each document lost to them.
+   stay in `documents` but reach no unit, hence no extraction, community or answer. Front matter inside
+   the content (title page, headings, contents, captions, credits, speaker tags) is chunked but blanked
+   for extraction. The run reports the characters each document lost to both.
 1. Each document is cut into windows of `chunk_size` tokens overlapping by `chunk_overlap`, counted
    with the configured encoding; a unit keeps its document id and character offsets.
 2. A unit's id is a hash of (document id, offsets): an unchanged document keeps its unit ids, so

@@ -110,8 +110,8 @@ def chunk_documents(
 
 def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encoding: str):
     """(text_units table, documents table with text_unit_ids filled, {document id: characters left out as
-    e-book header or licence}) from a `documents` table. Only each document's content span is chunked
-    (`pipeline.ops.boilerplate`)."""
+    e-book header, licence or front matter}) from a `documents` table. Only each document's content span is
+    chunked (`pipeline.ops.boilerplate`); front matter inside it is chunked, and blanked for extraction."""
     import pyarrow as pa
 
     from pipeline.core.schema import TEXT_UNITS_SCHEMA
@@ -124,7 +124,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     outside: dict[str, int] = {}
     for doc_id, text in zip(ids, texts, strict=True):
         span = content_span(text)
-        if span.removed:
+        if span.removed or span.regions:
             outside[doc_id] = span.outside(len(text))
         units = chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, (span.start, span.end))
         per_doc.append([u.id for u in units])

@@ -228,3 +228,14 @@ def size_histogram(communities: pa.Table) -> list[dict[str, int | str]]:
     top = max((b for c in counts.values() for b in c), default=0)
     labels = {b: str(1 << b) if b == 0 else f"{1 << b}-{(2 << b) - 1}" for b in range(top + 1)}
     return [{"level": lv, **{labels[b]: counts[lv][b] for b in range(top + 1)}} for lv in sorted(counts)]
+
+
+def top_communities(rows: list[dict[str, Any]], level: int, limit: int | None = None) -> list[dict[str, Any]]:
+    """A level's communities as `pipeline communities` lists them: highest report rank first (the rank
+    weighs content, not size alone), then largest, then community id. Rows without a rank (no report
+    yet) sort by size."""
+    at_level = sorted(
+        (r for r in rows if r["level"] == level),
+        key=lambda r: (-(r.get("rank") or 0.0), -r["size"], r["community"]),
+    )
+    return at_level if limit is None else at_level[:limit]

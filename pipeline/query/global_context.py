@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.ops.boilerplate import mask_text_units
 
 MAX_CLAIMS_PER_REPORT = 5
 MAX_EXCERPTS_PER_REPORT = 3
@@ -70,7 +74,11 @@ def load_report_contexts(store: NamespaceStore, level: int | None = None) -> lis
         )
     ]
     claims_by_entity = _claims_by_entity(store)
-    unit_text = _text_units(store)
+    wanted: set[str] = set()
+    for r in selected:
+        unit_ids = [u for leaf in leaves_under(r["community"]) for u in by_id[leaf]["text_unit_ids"] or []]
+        wanted.update(list(dict.fromkeys(unit_ids))[:MAX_EXCERPTS_PER_REPORT])
+    unit_text = _text_units(store, wanted)
 
     contexts = []
     for r in sorted(selected, key=lambda r: r["community"]):
@@ -115,8 +123,15 @@ def _claims_by_entity(store: NamespaceStore) -> dict[str, list[dict]]:
     return out
 
 
-def _text_units(store: NamespaceStore) -> dict[str, str]:
+def _text_units(store: NamespaceStore, ids: set[str]) -> dict[str, str]:
+    """The texts of these units with their documents' front matter blanked (`pipeline.ops.boilerplate`):
+    a caption or a heading is no excerpt of what a community is about."""
     if not store.has_table(schema.TEXT_UNITS):
         return {}
-    t = store.read_table(schema.TEXT_UNITS, columns=["id", "text"])
+    t = store.read_table(schema.TEXT_UNITS, columns=["id", "text", "document_id", "start_char"])
+    t = t.filter(pc.is_in(t.column("id"), pa.array(sorted(ids), pa.string())))
+    if store.has_table(schema.DOCUMENTS) and t.num_rows:
+        docs = store.read_table(schema.DOCUMENTS, columns=["id", "text"])
+        docs = docs.filter(pc.is_in(docs.column("id"), t.column("document_id").unique()))
+        t = mask_text_units(t, docs)
     return dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist(), strict=True))

@@ -24,10 +24,11 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from pipeline import prompts
+from pipeline.core.themes import SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 
 OFFLINE_MAX_POINTS = 4
-OFFLINE_REDUCE_MAX_POINTS = 10
+CENTRAL_BONUS = 0.1  # cosine similarity added, for ordering only, to a sentence naming a title entity
 MAX_SCORE = 100.0
 DEFAULT_RESPONSE_TYPE = "multiple paragraphs"
 
@@ -178,25 +179,43 @@ _HEADER = re.compile(r"^\[Community ID: (-?\d+) \| summary part \d+\]$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'\[(])")
 _LABEL = re.compile(r"^[-*#\s]*(\[(?:Claim|Text unit) [^\]]*\]\s*(\([A-Z]+\)\s*)?)?")
 _SKIP = {"claims:", "source excerpts:", "findings:", "summary:"}
+# The offline report's own framing lines (`pipeline.ops.reports.offline`): they describe the community's
+# shape, not the corpus, so they answer no question.
+_FRAMING = re.compile(r"^(?:A community of \d+ entities around |Its largest parts: )")
 
 
-def _sentences_by_community(context: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
+def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
+    """(community, sentence, whether it names one of the community's title entities) for each sentence."""
+    out: list[tuple[int, str, bool]] = []
     community = -1
+    names: list[str] = []
     for line in context.splitlines():
         line = line.strip()
         m = _HEADER.match(line)
         if m:
-            community = int(m.group(1))
+            community, names = int(m.group(1)), []
             continue
-        if not line or line.lower() in _SKIP or line.startswith("#"):
-            continue  # markdown headings are report titles, not statements that answer anything
+        if line.startswith("#"):  # a report's title: its central entities ('A, B and C'), not a statement
+            names = [n for n in _TITLE_SPLIT.split(line.lstrip("# ").strip()) if len(n) > 2]
+            continue
+        if not line or line.lower() in _SKIP:
+            continue
         body = _DATA_CITATION.sub("", _LABEL.sub("", line)).strip().strip('"')
         for sentence in _SENTENCE.split(body):
             sentence = sentence.strip()
-            if len(sentence.split()) >= 4:
-                out.append((community, sentence))
+            if len(sentence.split()) >= 4 and not _FRAMING.match(sentence):
+                central = any(_names_in(sentence, n) for n in names)
+                out.append((community, sentence, central))
     return out
+
+
+_TITLE_SPLIT = re.compile(r",\s*|\s+and\s+")
+
+
+def _names_in(sentence: str, name: str) -> bool:
+    """Whether the sentence names `name` or its last word ('Scrooge' for 'Ebenezer Scrooge')."""
+    last = name.split()[-1]
+    return re.search(rf"(?<!\w){re.escape(last)}(?!\w)", sentence) is not None
 
 
 def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
@@ -207,15 +226,20 @@ def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
     if not sentences:
         return MapAnswer(points=[])
     calibration = embedder.calibration
-    vectors = embedder.embed([request.question] + [s for _, s in sentences])
+    vectors = embedder.embed([request.question] + [s for _, s, _ in sentences])
     sims = vectors[1:] @ vectors[0]
+    # A sentence about the community's central entities is what the community is about: it ranks ahead
+    # of an equally similar aside (a meal, the weather). Its score stays its own similarity.
+    order = sims + CENTRAL_BONUS * np.array([c for _, _, c in sentences], dtype=np.float32)
     points: list[MapPoint] = []
     seen: set[str] = set()
-    for i in np.argsort(-sims, kind="stable"):
+    for i in np.argsort(-order, kind="stable"):
         score = calibration.usefulness(float(sims[i]))
-        if len(points) >= OFFLINE_MAX_POINTS or score == 0:
+        if len(points) >= OFFLINE_MAX_POINTS:
             break
-        community, sentence = sentences[int(i)]
+        if score == 0:
+            continue
+        community, sentence, _ = sentences[int(i)]
         if sentence.lower() in seen:
             continue
         seen.add(sentence.lower())
@@ -230,20 +254,34 @@ def _cite(ids: list[int]) -> str:
 
 
 def offline_reduce(request: ReduceRequest) -> ReduceAnswer:
-    """The best points (the request's are best first), de-duplicated, each with its communities."""
-    lines, seen = [], set()
-    for p in request.points:
+    """The points grouped into themes (`pipeline.query.themes`): each theme named by the words its
+    points share and told by its best points, cited with the communities of all its points."""
+    points, seen = [], set()
+    for p in request.points:  # best first
         key = " ".join(p.description.lower().split())
-        if key and key not in seen and len(lines) < OFFLINE_REDUCE_MAX_POINTS:
+        if key and key not in seen:
             seen.add(key)
-            lines.append(f"- {p.description} {_cite(p.community_ids)}")
+            points.append(p)
+    descriptions = [p.description for p in points]
+    themes = group_into_themes(descriptions, [p.community_ids for p in points])
+    blocks = []
+    for n, theme in enumerate(themes, 1):
+        ids = list(dict.fromkeys(c for i in theme.points for c in points[i].community_ids))
+        text = " ".join(_sentence(descriptions[i]) for i in theme.points[:SENTENCES_PER_THEME])
+        label = theme_label(theme, descriptions)
+        blocks.append(f"{n}. **{label[:1].upper() + label[1:]}.** {text} {_cite(ids)}")
     ids = ", ".join(str(i) for i in dict.fromkeys(c for p in request.points for c in p.community_ids))
     batches = len({p.batch for p in request.points})
     text = (
-        f"From {len(request.points)} points of {batches} partial answers over the community reports, "
-        "the most relevant are:\n" + "\n".join(lines) + f"\n\n[Communities: {ids}]"
+        f"{len(themes)} themes run through the {len(request.points)} points of {batches} partial answers "
+        "over the community reports:\n" + "\n".join(blocks) + f"\n\n[Communities: {ids}]"
     )
     return ReduceAnswer(answer=text)
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text[-1:] in ".!?\"'”’…" else text + "."
 
 
 # ---- LLM ---------------------------------------------------------------------------------------------

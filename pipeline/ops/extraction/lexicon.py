@@ -29,6 +29,11 @@ STOP_WORDS = _words(
     having will would shall should can could may might must ought let lets let's yes well oh ah
     aha alas hello hi hey bah pooh nay aye ha hah hurrah hush lo o oho pshaw whereupon whereas wherein
     hereby thereby notably according following including regarding concerning considering
+    whereat whereof wherefore whereby wherewith hereupon thereupon therein thereof hither thither yonder
+    whither whence hence thence nay ay
+    yeah yep yup yah nope okay ok um uh uhm umm er erm hmm mm mhm huh wow gosh please sorry thank thanks
+    i’m i’ll i’ve i’d it’s let’s that’s there’s what’s we’re we’ve we’ll you’re you’ve you’ll they’re
+    he’s she’s don’t didn’t can’t won’t isn’t wasn’t
     """
 )
 # Capitalised words that are never a name on their own, though they may begin one ('New York',
@@ -155,6 +160,24 @@ PERSON_VERBS = _words(
     shouted laughed smiled sighed thought wondered nodded born died married wrote resigned retired
     """
 )
+# Words right after a name that make it a person: a pronoun referring back, or a reflexive.
+PERSON_FOLLOWERS = _words("himself herself who whom whose")
+# Nouns after a possessive name that make the possessor a person ("Scrooge's nephew").
+KINSHIP = _words(
+    """
+    wife husband son daughter father mother brother sister uncle aunt nephew niece cousin grandson
+    granddaughter grandfather grandmother widow friend partner clerk servant master mistress sweetheart
+    children child family boy girl heart hand face eyes voice head
+    """
+)
+# Descriptive words before a name that do not make it another name ("Old Fezziwig", "Poor Bob").
+DESCRIPTORS = _words("old young little poor dear late good")
+# Honorifics that name a different person than the bare surname ('Mrs. Fezziwig' is not 'Fezziwig').
+OTHER_PERSON_HONORIFICS = _words(
+    "mrs ms miss madam madame mademoiselle lady dame duchess countess baroness empress princess queen "
+    "sister aunt"
+)
+
 # Prepositions that put a following name in a place.
 GEO_PREPOSITIONS = _words("in near across throughout outside inside")
 
@@ -193,3 +216,56 @@ SUSPECTED_CUES = _words(
     """
 )
 FALSE_CUES = _words("denied denies disproved refuted debunked false untrue")
+
+# Common given names (English-language usage, with frequent European forms). A name that is one of them,
+# or starts with one ('Dick Wilkins'), is a person unless a place or organisation rule said otherwise.
+GIVEN_NAMES = _words(
+    """
+    aaron abigail abraham adam adrian agnes alan albert alec alexander alfred alice alison amanda amelia
+    amy andrew angela ann anna anne annie anthony antoine antonio arthur barbara beatrice belinda ben
+    benjamin bernard bess betsy betty bill billy bob bobby brian bridget carl carlos caroline carol
+    catherine cecilia charles charlie charlotte chris christina christine christopher clara claude clare
+    colin daniel david deborah dennis dick dolly donald dora dorothy douglas edgar edith edmund edward
+    edwin eleanor elijah eliza elizabeth ella ellen emily emma eric ernest esther ethel eugene eva evelyn
+    fanny felix ferdinand florence frances francis frank franz fred freddie frederick friedrich gabriel
+    george georgiana gerald gertrude gilbert grace gregory hannah harold harriet harry helen henri henry
+    herbert hermann hugh ian isaac isabel isabella jack jacob jacques james jane janet jean jeanne jenny
+    jeremy jerry jessica jim jimmy joan joe johann johannes john johnny jonathan joseph josephine joshua
+    juan judith julia julian juliet karl kate katherine kathleen kevin larry laura lawrence leonard lewis
+    lily lizzie louis louisa louise lucy luis lydia mabel madeline maggie margaret maria marian marie
+    martha martin mary matilda matthew maud michael miriam molly nancy nathan nathaniel ned nelly nicholas
+    noah oliver olivia oscar patrick paul pauline peggy peter philip phoebe pierre polly rachel ralph
+    raymond rebecca richard robert robin roger ronald rose ruth sally samuel sarah sam simon sophia sophie
+    stephen steve steven susan susanna sylvia ted teresa thomas tim timothy toby tom tony victor vincent
+    walter wilhelm will william willie wolfgang
+    """
+)
+
+# Words that, at the head of a name, make it a person or a being that acts like one ('Ghost of Christmas
+# Past', 'the Phantom', 'Prophet'); checked after the organisation, place and event heads.
+PERSON_HEADS = _words(
+    """
+    ghost ghosts spirit spirits phantom god goddess gods angel angels apostle apostles prophet prophets
+    saint giant ogre wizard witch fairy king queen prince princess emperor sultan pharaoh pope founder
+    groom bride gentleman gentlemen lady ladies man men woman women boy boys girl girls child children
+    mother father brother sister son daughter uncle aunt nephew niece wife husband widow family
+    """
+)
+# Nationalities and peoples: they name a place's people, typed as the place ('French', 'Moors').
+NATIONALITIES = _words(
+    """
+    american americans british english french german germans dutch spanish italian italians russian
+    russians scottish scots irish welsh greek greeks roman romans chinese japanese indian indians arab
+    arabs arabic moor moors moorish turkish turks egyptian egyptians persian persians african africans
+    european europeans canadian canadians mexican mexicans swiss swedish norwegian danish polish austrian
+    hungarian portuguese jewish israeli israelis christian christians muslim muslims hindu catholic
+    protestant
+    """
+)
+
+# Context that makes a name an organisation: 'joined X', 'X acquired ...', "X's CEO".
+ORGANIZATION_BEFORE = _words("joined founded co-founded cofounded acquired")
+ORGANIZATION_VERBS = _words("acquired announced hired launched shipped invested employs")
+ORGANIZATION_NOUNS = _words(
+    "ceo cto cfo founder founders employees headquarters shareholders stock shares board"
+)

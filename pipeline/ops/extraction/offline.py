@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from pipeline.ops.extraction import lexicon as lx
@@ -35,6 +35,7 @@ from pipeline.ops.extraction.spotting import (
     OPENERS,
     Mention,
     Tok,
+    capitalised_inside,
     decide_type,
     is_shouting,
     keep_initial,
@@ -43,7 +44,7 @@ from pipeline.ops.extraction.spotting import (
 )
 from pipeline.ops.extraction.text import TOKEN, Sentence, find_dates, split_sentences
 
-OFFLINE_VERSION = "offline-1"
+OFFLINE_VERSION = "offline-2"
 DESCRIPTION_SENTENCES = 5  # per entity per text unit
 RELATIONSHIP_SENTENCES = 3
 
@@ -92,11 +93,12 @@ def extract_unit(
     lower_vocab = set(_LOWER_WORD.findall(text))
     allowed = {t.lower() for t in entity_types}
     mentions: list[Mention] = []
-    tokens_by_sentence: list[list[Tok]] = []
-    for i, sentence in enumerate(sentences):
-        tokens = [Tok(m.group(), m.start(), m.end()) for m in TOKEN.finditer(sentence.text)]
-        tokens_by_sentence.append(tokens)
-        mentions.extend(spot(sentence, i, tokens, lower_vocab))
+    tokens_by_sentence = [
+        [Tok(m.group(), m.start(), m.end()) for m in TOKEN.finditer(sentence.text)] for sentence in sentences
+    ]
+    capitalised = Counter(w for tokens in tokens_by_sentence for w in capitalised_inside(tokens))
+    for i, (sentence, tokens) in enumerate(zip(sentences, tokens_by_sentence, strict=True)):
+        mentions.extend(spot(sentence, i, tokens, lower_vocab, capitalised))
     mentions = keep_initial(mentions)
 
     by_key: dict[str, list[Mention]] = defaultdict(list)

@@ -33,6 +33,8 @@ _YEAR_OR_ORDINAL = re.compile(r"^(?:1[0-9]{3}|20[0-9]{2}|[0-9]+(?:st|nd|rd|th))$
 _PLURAL_POSSESSORS = frozenset({"people", "men", "women", "children"})
 _ROMAN = re.compile(r"^[IVXLC]+$")
 _STRONG, _WEAK = 3, 1
+# Verbs of speech before a name ('said Scrooge', 'returned the Ghost')
+_SPEECH_BEFORE = frozenset({"said", "says", "cried", "replied", "asked", "returned", "exclaimed", "answered"})
 
 
 @dataclass
@@ -80,7 +82,25 @@ def _is_initial(tokens: list[Tok], i: int) -> bool:
     return j < 0 or (j < i - 1 and not tokens[j].text[0].isalnum())
 
 
-def spot(sentence: Sentence, index: int, tokens: list[Tok], lower_vocab: set[str]) -> list[Mention]:
+def capitalised_inside(tokens: list[Tok]) -> list[str]:
+    """Words capitalised where the position does not ask for it (not opening a sentence or quotation):
+    the evidence that a word is part of a name."""
+    if is_shouting(tokens):
+        return []
+    return [t.word for i, t in enumerate(tokens) if _is_name_word(t, False) and not _is_initial(tokens, i)]
+
+
+def spot(
+    sentence: Sentence,
+    index: int,
+    tokens: list[Tok],
+    lower_vocab: set[str],
+    capitalised: Counter[str] | None = None,
+) -> list[Mention]:
+    """The name mentions of one sentence. `capitalised` counts, over the whole text unit, the words that
+    `capitalised_inside` found: a sentence-initial word that the unit writes in lower case and never
+    capitalises elsewhere does not start a name whose next word is ('Suddenly Rudolph' -> 'Rudolph');
+    a first name is never written in lower case, so 'Ada Lovelace' stays whole."""
     shouting = is_shouting(tokens)
     spans: list[tuple[int, int]] = []
     i, n = 0, len(tokens)
@@ -95,7 +115,7 @@ def spot(sentence: Sentence, index: int, tokens: list[Tok], lower_vocab: set[str
                 _POSSESSIVE_TOKEN.match(tokens[j].text) and not _possessive_inside(tokens, j, shouting)
             ):
                 break
-            if nxt < n and _is_name_word(tokens[nxt], shouting):
+            if nxt < n and _is_name_word(tokens[nxt], shouting) and not _style_break(tokens, j, nxt):
                 j = nxt
                 continue
             # connectors ('of', 'van', 'of the') only inside a name: a name word must follow them
@@ -115,6 +135,18 @@ def spot(sentence: Sentence, index: int, tokens: list[Tok], lower_vocab: set[str
         if span is None:
             continue
         first, last = span
+        if (
+            last > first
+            and capitalised is not None
+            and _is_initial(tokens, first)
+            and tokens[first].word not in lx.HONORIFICS
+            and capitalised[tokens[first].word] == 0
+            and tokens[first].word in lower_vocab
+            and capitalised[tokens[first + 1].word] >= 2
+        ):
+            first += 1
+        if len({tokens[k].word for k in range(first, last + 1)}) == 1:
+            last = first  # 'Scrooge Scrooge': one name said twice
         words = [tokens[k].text for k in range(first, last + 1)]
         surface = _surface(sentence.text[tokens[first].start : tokens[last].end])
         key = normalize_name(surface)
@@ -133,6 +165,22 @@ def spot(sentence: Sentence, index: int, tokens: list[Tok], lower_vocab: set[str
         mentions.append(mention)
     mentions.extend(_quoted_titles(sentence, index, tokens, mentions))
     return mentions
+
+
+def _caps_word(tok: Tok) -> bool:
+    t = tok.text.rstrip(".")
+    return len(t) >= 2 and t[0].isalpha() and t.isupper()
+
+
+def _style_break(tokens: list[Tok], a: int, b: int) -> bool:
+    """Whether a name must not run on from token a to b: an all-capital heading word meets a title-case
+    word ('MARLEY'S GHOST Marley', 'CHAPTER IV Rudolph'). A short acronym alone ('NASA Ames') may."""
+    if _caps_word(tokens[a]) == _caps_word(tokens[b]):
+        return False
+    caps, other = (a, b) if _caps_word(tokens[a]) else (b, a)
+    beyond = caps - 1 if caps < other else caps + 1
+    heading = 0 <= beyond < len(tokens) and _caps_word(tokens[beyond])
+    return heading or len(tokens[caps].text.rstrip(".")) >= 6
 
 
 def _adjust_edges(tokens: list[Tok], first: int, last: int) -> tuple[int, int]:
@@ -261,6 +309,10 @@ def _type_votes(tokens: list[Tok], first: int, last: int, key: str, shouting: bo
         votes["person"] += _STRONG
     elif key in lx.GEO_NAMES:
         votes["geo"] += _STRONG
+    elif words[0] in lx.GIVEN_NAMES and len(words) <= 3 or head in lx.PERSON_HEADS:
+        votes["person"] += _STRONG
+    elif len(words) == 1 and key in lx.NATIONALITIES:
+        votes["geo"] += _STRONG
     elif len(words) == 1 and tokens[first].text.rstrip(".").replace(".", "").isupper() and len(key) > 1:
         votes["geo" if key.replace(" ", "") in lx.GEO_ACRONYMS else "organization"] += _STRONG
     elif len(words) > 1 and any(
@@ -270,13 +322,22 @@ def _type_votes(tokens: list[Tok], first: int, last: int, key: str, shouting: bo
     after = tokens[last + 1].word if last + 1 < len(tokens) else ""
     after2 = tokens[last + 2].word if last + 2 < len(tokens) else ""
     before = tokens[first - 1].word if first > 0 else ""
+    possessive = bool(_POSSESSIVE_TOKEN.match(tokens[last].text))
     if (
         after in lx.PERSON_VERBS
-        or before in ("said", "says", "cried", "replied", "asked")
-        or (after == "," and after2 == "who")
+        or after in lx.PERSON_FOLLOWERS
+        or before in _SPEECH_BEFORE
+        or (after == "," and after2 in lx.PERSON_FOLLOWERS)
+        or (possessive and after in lx.KINSHIP)
     ):
         votes["person"] += _WEAK
-    elif before in lx.GEO_PREPOSITIONS and not _POSSESSIVE_TOKEN.match(tokens[last].text):
+    elif (
+        before in lx.ORGANIZATION_BEFORE
+        or after in lx.ORGANIZATION_VERBS
+        or (possessive and after in lx.ORGANIZATION_NOUNS)
+    ):
+        votes["organization"] += _WEAK
+    elif before in lx.GEO_PREPOSITIONS and not possessive:
         votes["geo"] += _WEAK
     return votes
 

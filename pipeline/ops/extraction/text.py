@@ -17,7 +17,7 @@ ABBREVIATIONS = frozenset(
 )
 # A candidate end: [.!?] runs, closing quotes/brackets, then whitespace.
 _END = re.compile(r"[.!?]+['\"’”)\]]*(?=\s)")
-_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+_PARAGRAPH = re.compile(r"\n[ \t\r]*\n")  # CRLF too
 _WORD_BEFORE = re.compile(r"([\w.]+)\.$")
 _NEXT_START = re.compile(r"\s+['\"‘“(\[_]*([A-Z0-9])")
 

@@ -10,9 +10,11 @@
 - Citations: each finding, and the summary, cites the context rows its text comes from, as the LLM's
   reports do (`[Data: Relationships (2); Entities (1, 4)]`, short ids of `context.render`): the
   sub-report, the relationship and its two ends, the claim and its subject, or the entity.
-- Rank (0-10): grows with size and total degree, saturating: 10 * s / (s + 6) with
-  s = log2(1 + size) + log2(1 + total degree) / 2. It depends only on the community itself, so a
-  reused report's rank stays correct.
+- Rank (0-10): grows with content, saturating: 10 * s / (s + 6) with s = (log2(1 + size) +
+  log2(1 + total degree) + log2(1 + evidence)) / 2 + log2(1 + claims) / 4, where the evidence is
+  the number of distinct sentences in the relationships' descriptions. A bin of unconnected entities,
+  or a list of names in one sentence, ranks low however large. It depends only on the community itself, so a reused report's
+  rank stays correct.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pipeline.ops.reports.citations import format_citation, strip_citations
 from pipeline.ops.reports.models import CommunityReportResponse, Finding, ReportContext
 
 # Part of every offline report's fingerprint: bump it whenever the output below changes.
-OFFLINE_REPORT_VERSION = "offline-report-v3"
+OFFLINE_REPORT_VERSION = "offline-report-v4"
 SUMMARY_SENTENCES = 4
 SUMMARY_MAX_WORDS = 140
 EXPLANATION_MAX_WORDS = 80
@@ -220,10 +222,18 @@ def _findings(context: ReportContext) -> list[Finding]:
 
 
 def _rank(context: ReportContext) -> tuple[float, str]:
-    strength = math.log2(1 + context.size) + math.log2(1 + context.total_degree) / 2
+    # distinct sentences, not edge weights: a list of ten names in one sentence is one piece of evidence
+    evidence = len({s for r in context.relationships for s in _sentences(r.description)})
+    strength = (
+        math.log2(1 + context.size) / 2
+        + math.log2(1 + context.total_degree) / 2
+        + math.log2(1 + evidence) / 2
+        + math.log2(1 + len(context.claims)) / 4
+    )
     rating = round(10 * strength / (strength + 6), 2)
     top = context.top_entities[0] if context.top_entities else "none"
     return rating, (
-        f"Offline rank from size ({context.size} entities) and degree ({context.total_degree} relationship "
-        f"ends in total; most connected: {top})."
+        f"Offline rank from content: {context.size} entities, {context.total_degree} relationship ends, "
+        f"{evidence} distinct sentences of relationship evidence and {len(context.claims)} claims (most "
+        f"connected: {top})."
     )
