@@ -246,6 +246,12 @@ class Settings(BaseSettings):
     local_context_max_tokens: int = Field(
         default=12_000, ge=1000, description="Tokens of the local answer prompt, its data tables included"
     )
+    local_rrf_k: int = Field(
+        default=80,
+        ge=1,
+        description="RRF constant of local search's entity matching and community ranking "
+        "(graphrag-ts's service default, rrfK 80)",
+    )
     # Vector query tool (pipeline/vector_tool): the PostgreSQL server for `query vector --store pgvector`
     pgvector_dsn: str | None = Field(
         default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"

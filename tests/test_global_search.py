@@ -188,6 +188,12 @@ def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minil
     assert tasks.reduce_calls == 0
 
 
+def test_a_level_the_graph_does_not_have_is_no_results_with_the_reason(store, minilm):
+    result, tasks = run(store, "What did the flood destroy?", minilm, level=7)
+    assert result.status == "no_results" and "community level 7 does not exist" in result.reason
+    assert tasks.map_calls == 0 and tasks.reduce_calls == 0
+
+
 def test_empty_namespace_is_no_results(tmp_path, minilm):
     s = NamespaceStore(tmp_path / "st", "empty")
     s.write_table(schema.COMMUNITIES, tables.to_table([], schema.COMMUNITIES_SCHEMA))

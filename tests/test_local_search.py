@@ -346,6 +346,9 @@ def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, 
         assert text[ev["start_char"] : ev["end_char"]] == ev["text"]
     claim = next(e for e in result.evidence if e["kind"] == "claim")
     assert claim["text"] == "Marley had been dead seven years."
+    # a claim names the text unit it came from, whose span holds the quote
+    unit = load_local_index(store).text_units[claim["text_unit_id"]]
+    assert unit["start_char"] <= claim["start_char"] < claim["end_char"] <= unit["end_char"]
     # The offline answer cites context rows as the LLM's does, and every citation resolves to one.
     assert "[Data: " in result.answer and result.citations, result.answer
     assert result.unresolved_citations == []
@@ -378,9 +381,80 @@ class _Unreachable:
 
 
 def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder):
+    from pipeline.query.local_search import LocalSearchResult, _select
+
     store, _ = tiny
-    result = run_local(store, "What was the weather like that Christmas Eve?", _Unreachable(embedder))
-    assert result.selection == "fallback" and result.communities
+    question = "What was the weather like that Christmas Eve?"
+    candidates = [{**c, "matched_entities": []} for c in run_local(store, question, embedder).communities]
+    result = LocalSearchResult(question, "completed")
+    chosen = asyncio.run(
+        _select(OfflineEngine(), _Unreachable(embedder), question, candidates, result, None, None)
+    )
+    assert (
+        chosen == candidates
+        and result.selection == "fallback"
+        and "used the ranking" in result.fallbacks["selection"]
+    )
+
+
+def test_an_unrelated_question_is_no_results_with_the_reason(tiny, embedder):
+    store, _ = tiny
+    result = run_local(store, "What is the airspeed velocity of an unladen swallow?", embedder)
+    assert result.status == "no_results" and not result.seeds
+    assert "relevance floor 0.25" in result.reason and result.communities == []
+
+
+def test_top_k_and_level_are_validated_with_a_clear_error():
+    for bad in (-1, 0, 2.5, True, "3"):
+        with pytest.raises(LocalSearchError, match=f"top_k must be a positive integer, got {bad!r}"):
+            LocalSearchConfig(top_k=bad)
+    with pytest.raises(LocalSearchError, match="non-negative integer, got 1.5"):
+        LocalSearchConfig(community_level=1.5)
+
+
+def test_a_branch_that_stops_above_the_level_adds_no_community():
+    from types import SimpleNamespace
+
+    from pipeline.query.local_index import LocalIndex
+
+    communities = {
+        0: {"community": 0, "level": 0, "parent": -1, "children": [2]},
+        1: {"community": 1, "level": 0, "parent": -1, "children": []},  # a leaf at level 0
+        2: {"community": 2, "level": 1, "parent": 0, "children": []},
+    }
+    index = SimpleNamespace(communities=communities, leaf_of={"a": 2, "b": 1})
+    index.lift = lambda c, level: LocalIndex.lift(index, c, level)
+    assert topology_candidates(index, ["a", "b"], 1) == [2]  # not community 1, which is level 0
+    assert topology_candidates(index, ["a", "b"], 0) == [0, 1]
+    assert topology_candidates(index, ["a", "b"], None) == [1, 2]
+
+
+def test_the_wrappers_arguments_override_the_config_which_overrides_the_defaults(tiny, embedder):
+    from pipeline.query.local_search import local_search
+    from pipeline.settings import Settings
+
+    store, _ = tiny
+    settings = Settings(storage_root=store.storage_root)
+    config = LocalSearchConfig(top_k=1, community_level=0)
+    result = local_search(
+        "tiny",
+        "How is Scrooge related to Jacob Marley?",
+        settings=settings,
+        engine=OfflineEngine(),
+        embedder=embedder,
+        config=config,
+    )
+    assert len(result.communities) <= 1 and {c["level"] for c in result.communities} == {0}
+    result = local_search(
+        "tiny",
+        "How is Scrooge related to Jacob Marley?",
+        community_level=1,
+        settings=settings,
+        engine=OfflineEngine(),
+        embedder=embedder,
+        config=config,
+    )
+    assert len(result.communities) <= 1 and {c["level"] for c in result.communities} == {1}
 
 
 def test_offline_selection_floor_is_the_embedders_relevant_level(tiny, embedder):

@@ -7,6 +7,8 @@ Rules, in order:
    the rest.
 3. The delta against the previous `documents` table (added / changed / removed / unchanged) is
    reported, so a re-index says what it will redo.
+4. A folder whose every file or row was rejected fails the run with the errors listed (an empty folder
+   is not an error: it indexes nothing).
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from pipeline.index.context import IndexContext
 from pipeline.index.report import Markdown, StageReport, Stopwatch, md_table
 from pipeline.ops.incremental import diff_documents
 from pipeline.ops.ingest import IngestOptions, documents_table, errors_table, read_documents
+
+MAX_ERRORS_LISTED = 20
+
+
+class NoDocumentsError(ValueError):
+    """The input folder is not empty but yielded no document: every file or row was rejected."""
 
 
 def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settings.Settings
@@ -38,6 +46,19 @@ def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
     for err in result.errors:
         where = err.source_path + (f" row {err.row}" if err.row is not None else "")
         ctx.log(f"skipped {where}: {err.error_type}: {err.reason}")
+    if not result.documents and result.errors:
+        # rule 4: files were there and none gave a document; an empty index would look like success
+        lines = [
+            f"{e.source_path}{f' row {e.row}' if e.row is not None else ''}: {e.error_type}: {e.reason}"
+            for e in result.errors[:MAX_ERRORS_LISTED]
+        ]
+        more = len(result.errors) - len(lines)
+        ctx.store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))  # for inspection
+        raise NoDocumentsError(
+            f"{folder} holds {len(result.errors)} input item(s) and none became a document:\n  "
+            + "\n  ".join(lines)
+            + (f"\n  ... and {more} more" if more > 0 else "")
+        )
     store = ctx.store
     docs = documents_table(result.documents)
     previous = (

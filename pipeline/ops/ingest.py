@@ -1,7 +1,8 @@
 """Read a namespace's input folder into documents, with one clear error per bad document.
 
 Files: `.txt`, `.md` (one document each) and `.json`, `.jsonl`, `.csv`, `.parquet` (one document per
-row with id/title/text columns). A document's id is the sha256 of its text, so the same text under a
+row with id/title/text columns; a `.json` object of `{title: [sentences]}`, as HippoRAG ships HotpotQA and
+2WikiMultihopQA, is one document per title, its sentences joined by spaces). A document's id is the sha256 of its text, so the same text under a
 new file name is the same document and an edited file is a new one.
 """
 
@@ -129,11 +130,26 @@ def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[
             raise _Reject(
                 "malformed", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
+        if isinstance(loaded, dict) and _is_title_mapping(loaded, opts):
+            # HippoRAG's corpora of HotpotQA and 2WikiMultihopQA: {title: [sentences]}
+            loaded = [
+                {opts.title_column: title, opts.text_column: " ".join(s.strip() for s in sentences)}
+                for title, sentences in loaded.items()
+            ]
         if isinstance(loaded, dict):
             loaded = [loaded]
         if not isinstance(loaded, list):
             raise _Reject("malformed", "JSON must be an object or an array of objects")
         yield from loaded
+
+
+def _is_title_mapping(loaded: dict[str, Any], opts: IngestOptions) -> bool:
+    """Whether a JSON object is {title: [sentences]} rather than one record with named columns."""
+    return (
+        bool(loaded)
+        and opts.text_column not in loaded
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in loaded.values())
+    )
 
 
 def _iter_files(folder: Path) -> Iterator[Path]:

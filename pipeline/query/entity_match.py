@@ -23,7 +23,7 @@ from pipeline.query.query_intent import STOPWORDS, QueryIntent
 
 @dataclass(frozen=True)
 class MatchOptions:
-    rrf_k: int = 60
+    rrf_k: int = 80  # graphrag-ts's service default (Settings.local_rrf_k)
     max_seeds: int = 10
     fuzzy_threshold: float = 88.0  # rapidfuzz ratio, 0-100
     # Cosine of the question and the entity's vector (of its title); None: the embedder's `calibration.entity`

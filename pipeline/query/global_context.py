@@ -22,6 +22,10 @@ class GlobalContextError(ValueError):
     """The request cannot be served from this namespace's reports (e.g. a level that does not exist)."""
 
 
+class LevelNotFoundError(GlobalContextError):
+    """The namespace has reports, but none at the requested community level."""
+
+
 @dataclass(frozen=True)
 class ReportContext:
     community: int
@@ -47,7 +51,7 @@ def load_report_contexts(store: NamespaceStore, level: int | None = None) -> lis
         raise TableNotFoundError(f"{exc} (global search needs community reports)") from None
     levels = sorted({c["level"] for c in communities})
     if level is not None and level not in levels:
-        raise GlobalContextError(
+        raise LevelNotFoundError(
             f"community level {level} does not exist in namespace {store.namespace!r}; levels are {levels}"
         )
     by_id = {c["community"]: c for c in communities}

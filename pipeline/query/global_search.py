@@ -27,7 +27,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
-from pipeline.query.global_context import load_report_contexts
+from pipeline.query.global_context import LevelNotFoundError, load_report_contexts
 from pipeline.query.global_tasks import (
     DEFAULT_RESPONSE_TYPE,
     MapAnswer,
@@ -248,7 +248,11 @@ async def global_search_async(
     if not question or not question.strip():
         raise ValueError("question must not be empty")
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
-    batches = plan_batches(store, question, config)
+    try:
+        batches = plan_batches(store, question, config)
+    except LevelNotFoundError as exc:  # a level the graph does not have: nothing to answer from, not a crash
+        result.reason = str(exc)
+        return _finish(result, tasks, started)
     result.batches = len(batches)
     if not batches:
         result.reason = "the namespace has no community reports at this level"

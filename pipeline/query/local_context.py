@@ -259,6 +259,7 @@ def claim_evidence(index: LocalIndex, claim: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": claim["id"],
         "kind": "claim",
+        "text_unit_id": claim.get("text_unit_id"),  # the unit it was extracted from, as a chunk's own id
         "text": (claim.get("source_text") if has_span else None) or claim.get("description") or "",
         "description": claim.get("description"),
         "status": claim.get("status"),

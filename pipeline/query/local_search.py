@@ -37,7 +37,7 @@ from pipeline.query.local_context import (
 from pipeline.query.local_index import LocalIndex, load_local_index
 from pipeline.query.local_tasks import CommunitySelection
 from pipeline.query.passage_index import load_passage_index
-from pipeline.query.passage_rank import PassageRankOptions, RankedPassage, rank_passages
+from pipeline.query.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
 from pipeline.query.query_intent import QueryIntent, offline_intent
 
 
@@ -57,17 +57,32 @@ class LocalSearchConfig:
     report_top_k: int = 8
     evidence_limit: int = 40  # ranked passages offered to the context's sources section
     passages: PassageRankOptions = field(default_factory=PassageRankOptions)
-    rrf_k: int = 60
+    rrf_k: int = 80  # community ranking; graphrag-ts's service default (its utility's own default is 60)
     match: MatchOptions = field(default_factory=MatchOptions)
     # The answer prompt's budget (settings.local_context_max_tokens) and how its sections share it.
     context_max_tokens: int = 12_000
     context_shares: ContextShares = field(default_factory=ContextShares)
     encoding: str = "o200k_base"
 
+    def __post_init__(self) -> None:
+        # A clear error for what would otherwise slice oddly ([:-1]) or fail deep inside (2.5).
+        for name in ("top_k", "report_top_k", "evidence_limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LocalSearchError(f"{name} must be a positive integer, got {value!r}")
+        level = self.community_level
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
+            raise LocalSearchError(f"community level must be a non-negative integer, got {level!r}")
+
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> LocalSearchConfig:
         """The configured budget and token encoding, with `overrides` (top_k, community_level, ...)."""
-        configured = {"context_max_tokens": settings.local_context_max_tokens, "encoding": settings.encoding}
+        configured = {
+            "context_max_tokens": settings.local_context_max_tokens,
+            "encoding": settings.encoding,
+            "rrf_k": settings.local_rrf_k,
+            "match": MatchOptions(rrf_k=settings.local_rrf_k),
+        }
         return cls(**{**configured, **overrides})
 
 
@@ -112,8 +127,11 @@ def expand(index: LocalIndex, seeds: list[str], hops: int) -> list[str]:
 
 
 def topology_candidates(index: LocalIndex, reached: list[str], level: int | None) -> list[int]:
+    """The communities of the reached entities: their leaves, or at `level` their ancestor (or self) at
+    that level. An entity whose branch stops above `level` has no community there and adds none (asking
+    for level 1 never returns a level-0 community)."""
     found = {index.lift(index.leaf_of[e], level) for e in reached if e in index.leaf_of}
-    return sorted(found)
+    return sorted(c for c in found if _eligible(index, c, level) or level is None)
 
 
 def _eligible(index: LocalIndex, community: int, level: int | None) -> bool:
@@ -209,9 +227,7 @@ async def local_search_async(
     started = time.monotonic()
     if not question or not question.strip():
         raise ValueError("question must not be empty")
-    level = cfg.community_level
-    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
-        raise LocalSearchError(f"community level must be a non-negative integer, got {level!r}")
+    level = cfg.community_level  # validated by LocalSearchConfig
     clock = {"stage": "index load", "at": started}
     timings: dict[str, float] = {}
     index = load_local_index(store)
@@ -249,9 +265,8 @@ async def local_search_async(
         semantic = semantic_candidates(index, theme_vector, level, cfg.report_top_k)
         ranked = rank_communities(index, seed_ids, topology, semantic, cfg.top_k, cfg.rrf_k)
         check("passage ranking")
-        passages = rank_passages(
-            store, load_passage_index(store, index), question, query_vector, seed_ids, cfg.passages
-        )
+        passage_index = load_passage_index(store, index)
+        passages = rank_passages(store, passage_index, question, query_vector, seed_ids, cfg.passages)
         result.passages = [
             {"id": p.id, "score": round(p.score, 6), "signals": p.ranks}
             for p in passages[: cfg.passages.depth]
@@ -261,7 +276,16 @@ async def local_search_async(
         chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
         result.communities = chosen
         ranked_chunks = evidence_chunks(index, [c["id"] for c in chosen], passages, cfg.evidence_limit)
-        if not ranked_chunks and not chosen and not seeds:
+        best = _best_similarity(passage_index, query_vector, semantic)
+        floor = embedder.calibration.relevant
+        if not seeds and best < floor:  # rule: nothing matched and nothing is near enough to matter
+            result.status = "no_results"
+            result.reason = (
+                f"no entity matched the question and no passage or report is relevant to it (best cosine "
+                f"{best:.2f} < relevance floor {floor:.2f})"
+            )
+            result.communities, result.answer = [], "The index holds nothing relevant to this question."
+        elif not ranked_chunks and not chosen and not seeds:
             result.status, result.reason = "no_results", "no entity, community or chunk matched the question"
             result.answer = "The index holds nothing relevant to this question."
         else:
@@ -289,6 +313,13 @@ async def local_search_async(
     result.usage = dict(engine.usage.counters())
     result.duration_s = round(time.monotonic() - started, 3)
     return result
+
+
+def _best_similarity(passages: Any, query_vector: Any, semantic: list[tuple[int, float]]) -> float:
+    """The best cosine of the question to any passage or any community report."""
+    dense = dense_scores(passages, query_vector)
+    best_passage = float(dense.max()) if len(dense) else -1.0
+    return max([best_passage, *(sim for _, sim in semantic)])
 
 
 async def _intent(
@@ -362,7 +393,7 @@ def _community_row(index: LocalIndex, community: int, score: float, seeds: list[
 def local_search(
     namespace: str,
     question: str,
-    top_k: int = 8,
+    top_k: int | None = None,
     community_level: int | None = None,
     *,
     settings: Any = None,
@@ -373,14 +404,17 @@ def local_search(
     cancel: CancelSignal | None = None,
 ) -> LocalSearchResult:
     """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
-    The engine and embedder default to the configured ones (`pipeline.runtime.query_runtime`)."""
+    The engine and embedder default to the configured ones (`pipeline.runtime.query_runtime`).
+    Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
     from pipeline.runtime import query_runtime
 
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    if config is None:
-        cfg = LocalSearchConfig.from_settings(rt.settings, top_k=top_k, community_level=community_level)
-    else:
-        cfg = replace(config, top_k=top_k, community_level=community_level)
+    given = {k: v for k, v in (("top_k", top_k), ("community_level", community_level)) if v is not None}
+    cfg = (
+        replace(config, **given)
+        if config is not None
+        else LocalSearchConfig.from_settings(rt.settings, **given)
+    )
     return rt.engine.run_sync(
         local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
     )

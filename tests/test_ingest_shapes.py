@@ -1,0 +1,62 @@
+"""Input shapes a migrating user brings, and an input folder that yields nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.core import schema
+from pipeline.index import documents
+from pipeline.index.context import IndexContext
+from pipeline.index.documents import NoDocumentsError
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.ingest import read_documents
+from pipeline.settings import Settings
+
+
+def test_a_title_to_sentences_corpus_is_one_document_per_title(tmp_path: Path):
+    corpus = {
+        "Alan Turing": ["Alan Turing was a mathematician.", " He broke Enigma."],
+        "Enigma": ["A cipher."],
+    }
+    (tmp_path / "hotpot_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    result = read_documents(tmp_path)
+    assert result.errors == []
+    docs = {d.title: d.text for d in result.documents}
+    assert docs == {"Alan Turing": "Alan Turing was a mathematician. He broke Enigma.", "Enigma": "A cipher."}
+
+
+def test_an_object_with_a_text_column_is_still_one_record(tmp_path: Path):
+    (tmp_path / "one.json").write_text(json.dumps({"title": "T", "text": "Body."}), encoding="utf-8")
+    assert [(d.title, d.text) for d in read_documents(tmp_path).documents] == [("T", "Body.")]
+
+
+def _ctx(tmp_path: Path) -> IndexContext:
+    settings = Settings(storage_root=tmp_path / "storage")
+    return IndexContext(NamespaceStore(settings.storage_root, "ns"), settings, None, None)  # type: ignore[arg-type]
+
+
+def test_a_folder_whose_every_item_is_rejected_fails_the_run_with_the_errors(tmp_path: Path):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    (folder / "rows.json").write_text(
+        json.dumps([{"body": "no text column"}, {"title": "x"}]), encoding="utf-8"
+    )
+    (folder / "empty.txt").write_text("", encoding="utf-8")
+    ctx = _ctx(tmp_path)
+    with pytest.raises(NoDocumentsError) as err:
+        documents.run(ctx, folder)
+    message = str(err.value)
+    assert "3 input item(s) and none became a document" in message
+    assert "rows.json row 0: missing_text" in message and "empty.txt: empty" in message
+    assert ctx.store.read_table(schema.INGEST_ERRORS).num_rows == 3  # kept for inspection
+    assert not ctx.store.has_table(schema.DOCUMENTS)
+
+
+def test_an_empty_folder_indexes_nothing_without_failing(tmp_path: Path):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    report = documents.run(_ctx(tmp_path), folder)
+    assert report.rows == 0
