@@ -131,10 +131,45 @@ def test_schemas_and_openai_export(embedder, acme):
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"), [(3, 3), ("4", 4), (" 5 ", 5), (2.9, 2), ("x", 10), (0, 10), (-1, 10), (None, 10)]
+    ("value", "expected"),
+    [
+        (3, 3),
+        ("4", 4),
+        (" 5 ", 5),
+        (2.7, 3),  # a fraction rounds up: at least what was asked
+        (0.5, 1),  # Mastra accepts any finite value > 0
+        ("0.5", 1),
+        (0, 10),
+        (-1, 10),
+        (float("nan"), 10),
+        (float("inf"), 10),
+        (True, 10),
+        ("x", 10),
+        (None, 10),
+    ],
 )
-def test_top_k_is_coerced_and_invalid_gives_10(value, expected):
+def test_top_k_takes_any_finite_positive_number_and_anything_else_gives_10(value, expected):
     assert coerce_top_k(value) == expected
+
+
+def test_mastra_field_names_are_accepted_and_offered_to_agents(embedder, acme):
+    tool = create_vector_query_tool("text_units", embedder, store=acme, enable_filter=True)
+    ours = tool.execute({"query_text": "ferry in winter", "top_k": 2})
+    theirs = tool.execute({"queryText": "ferry in winter", "topK": 2, "filter": "{}"})
+    assert theirs == ours and len(ours["relevant_context"]) == 2
+    agent = tool.execute_agent({"queryText": "ferry in winter", "topK": 2})
+    assert (
+        set(agent) == {"relevantContext", "sources"} and agent["relevantContext"] == ours["relevant_context"]
+    )
+    params = tool.openai_tool(mastra_names=True)["function"]["parameters"]
+    assert set(params["properties"]) == {"queryText", "topK", "filter"}
+    assert params["required"] == ["queryText", "topK", "filter"]
+
+
+def test_an_unsupported_filter_operator_is_named_with_the_store(embedder, acme):
+    tool = create_vector_query_tool("text_units", embedder, store=acme, enable_filter=True)
+    out = tool.execute({"query_text": "ferry", "top_k": 2, "filter": '{"document_title": {"$regex": "^h"}}'})
+    assert out["relevant_context"] == [] and "'$regex'" in out["error"] and "'lancedb' store" in out["error"]
 
 
 def test_numeric_string_top_k_reaches_the_store(embedder, acme):
@@ -245,10 +280,10 @@ class FailingReranker:
         raise RuntimeError("reranking service is down")
 
 
-def test_override_reranker_replaces_and_none_switches_it_off(embedder, acme):
+def test_override_reranker_replaces_and_none_falls_through_to_the_tools_own(embedder, acme):
     tool = create_vector_query_tool("text_units", embedder, store=acme, reranker=FailingReranker())
     assert "warnings" in ask(tool)
-    assert "warnings" not in ask(tool, context={"reranker": None})
+    assert "warnings" in ask(tool, context={"reranker": None})  # Mastra: context.get(key) ?? option
     hybrid = ask(tool, "herring quay", context={"reranker": RRFHybridReranker()})
     assert "warnings" not in hybrid and hybrid["sources"][0]["id"] == "acme-harbour.txt-3"
 

@@ -26,7 +26,8 @@ from pipeline.vector_tool.tool import (
     check_index_name,
     degraded,
     pick,
-    request_filter,
+    store_filter,
+    tool_input,
 )
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ class GraphRAGTool(Tool):
         self, input: Mapping[str, Any], context: RequestContext | None = None
     ) -> dict[str, Any]:
         ctx: RequestContext = context or {}
+        input = tool_input(input)
         store_name = pick(ctx, "store_name", self.store_name)
         include_sources = bool(pick(ctx, "include_sources", self.include_sources))
         steps = pick(ctx, "random_walk_steps", self.random_walk_steps)
@@ -135,7 +137,7 @@ class GraphRAGTool(Tool):
             if store is None:
                 log.error("Vector store not found: %r (tool %s)", store_name, self.id)
                 return degraded(f"vector store not found: {store_name!r}")
-            graph_filter = equality_filter(request_filter(ctx, input, self.enable_filter))
+            graph_filter = equality_filter(store_filter(store, ctx, input, self.enable_filter))
             vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]
             graph = await asyncio.to_thread(self.graphs.get, store, index_name, self.threshold)
             nodes = graph.query(

@@ -45,7 +45,14 @@ STORE_OPTIONS: dict[str, dict[str, str]] = {
 
 
 def coerce_top_k(value: Any, default: int = DEFAULT_TOP_K) -> int:
-    """A positive whole number from a number or numeric string; anything else gives the default (10)."""
+    """The number of results for a ``top_k`` input, as Mastra accepts it: any finite number > 0, or such a
+    number as a string. A fraction rounds up (0.5 -> 1, 2.7 -> 3: at least what was asked; a store's
+    limit is whole). Anything else (0, negatives, NaN, infinity, booleans, other text, None) gives the
+    default, 10.
+
+    | input | 3 | "4" | " 5 " | 2.7 | 0.5 | "0.5" | 0 | -1 | nan | inf | True | "x" | None |
+    | top_k | 3 | 4   | 5     | 3   | 1   | 1     | 10| 10 | 10  | 10  | 10   | 10  | 10   |
+    """
     if isinstance(value, bool):
         return default
     if isinstance(value, str):
@@ -53,8 +60,8 @@ def coerce_top_k(value: Any, default: int = DEFAULT_TOP_K) -> int:
             value = float(value.strip())
         except ValueError:
             return default
-    if isinstance(value, int | float) and math.isfinite(value) and value >= 1:
-        return int(value)
+    if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+        return math.ceil(value)
     return default
 
 

@@ -1,10 +1,13 @@
 """``create_vector_query_tool``: a store's index as a tool an agent can call (Mastra's
 createVectorQueryTool), callable from Python and exportable as an OpenAI function-calling tool.
 
-Input ``{query_text, top_k, filter?}``; output ``{relevant_context, sources}`` (plus ``error`` when the
-request degraded, ``warnings`` when a reranker failed). A request context (any mapping) overrides the
-tool's settings per request: a key that is present replaces the whole value (``database_config`` is
-not deep-merged), even when it is None, so a request can also switch a reranker or filter off.
+Input ``{query_text, top_k, filter?}`` (Mastra's ``queryText`` / ``topK`` are accepted too); output
+``{relevant_context, sources}`` (plus ``error`` when the request degraded, ``warnings`` when a reranker
+failed). For agents, ``aexecute_agent`` / ``execute_agent`` answer with Mastra's names
+(``relevantContext``) and ``openai_tool(mastra_names=True)`` asks for ``queryText`` / ``topK``. A request
+context (any mapping) overrides the tool's settings per request: a key with a value replaces the whole
+value (``database_config`` is not deep-merged); a key whose value is None falls through to the tool's
+setting, as Mastra's ``context.get(key) ?? option``.
 
 Where we differ from Mastra on purpose: a reranker failure returns the un-reranked results with a
 warning (Mastra returns nothing); a degraded result says why in ``error``; a store receives only its
@@ -19,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.vector_tool.filters import parse_filter
+from pipeline.vector_tool.filters import FilterError, parse_filter
 from pipeline.vector_tool.options import DEFAULT_TOP_K, coerce_top_k, store_query_params
 from pipeline.vector_tool.resolver import RequestContext, resolve_store
 from pipeline.vector_tool.stores.base import QueryResult, VectorStore
@@ -71,6 +74,17 @@ class Tool:
 
     __call__ = execute
 
+    async def aexecute_agent(
+        self, input: Mapping[str, Any], context: RequestContext | None = None
+    ) -> dict[str, Any]:
+        """``aexecute`` with Mastra's output names (``relevantContext``), for an agent's tool call."""
+        return mastra_output(await self.aexecute(input, context))
+
+    def execute_agent(
+        self, input: Mapping[str, Any], context: RequestContext | None = None
+    ) -> dict[str, Any]:
+        return mastra_output(self.execute(input, context))
+
     def _init_store_tool(
         self,
         *,
@@ -100,14 +114,20 @@ class Tool:
         self.input_schema = query_input_schema(enable_filter)
         self.output_schema = query_output_schema(context_item_schema)
 
-    def openai_tool(self) -> dict[str, Any]:
-        """The OpenAI function-calling definition (``tools=[tool.openai_tool()]``)."""
+    def openai_tool(self, mastra_names: bool = False) -> dict[str, Any]:
+        """The OpenAI function-calling definition (``tools=[tool.openai_tool()]``); with ``mastra_names``
+        its parameters are Mastra's ``queryText`` / ``topK`` (answer the call with ``execute_agent``)."""
+        parameters = self.input_schema
+        if mastra_names:
+            renamed = {MASTRA_NAMES.get(k, k): v for k, v in parameters["properties"].items()}
+            required = [MASTRA_NAMES.get(k, k) for k in parameters["required"]]
+            parameters = {**parameters, "properties": renamed, "required": required}
         return {
             "type": "function",
             "function": {
                 "name": re.sub(r"[^A-Za-z0-9_-]", "_", self.id)[:64],
                 "description": self.description,
-                "parameters": self.input_schema,
+                "parameters": parameters,
             },
         }
 
@@ -151,20 +171,48 @@ def query_output_schema(context_items: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# snake_case (ours, for Python callers) -> Mastra's camelCase, on input and output
+MASTRA_NAMES = {"query_text": "queryText", "top_k": "topK", "relevant_context": "relevantContext"}
+
+
+def tool_input(input: Mapping[str, Any]) -> dict[str, Any]:
+    """The input with Mastra's names read as ours (``queryText`` -> ``query_text``) where ours are absent."""
+    out = dict(input)
+    for ours, theirs in MASTRA_NAMES.items():
+        if out.get(ours) is None and theirs in out:
+            out[ours] = out[theirs]
+    return out
+
+
+def mastra_output(out: Mapping[str, Any]) -> dict[str, Any]:
+    return {MASTRA_NAMES.get(k, k): v for k, v in out.items()}
+
+
 def degraded(message: str) -> dict[str, Any]:
     return {"relevant_context": [], "sources": [], "error": message}
 
 
 def pick(context: RequestContext, key: str, default: Any) -> Any:
-    """The request context's value when the key is present (it replaces, never merges), else ``default``."""
-    return context.get(key, default)  # present-but-None still replaces the default
+    """The request context's value (it replaces, never merges), else ``default``: None falls through, as
+    Mastra's ``context.get(key) ?? option``."""
+    value = context.get(key)
+    return default if value is None else value
 
 
 def request_filter(context: RequestContext, input: Mapping[str, Any], enable_filter: bool) -> Any:
     """A context filter wins and enables filtering (Mastra: forced filters per tenant); else the input's."""
-    if "filter" in context:
+    if context.get("filter") is not None:
         return parse_filter(context["filter"])
     return parse_filter(input.get("filter")) if enable_filter else None
+
+
+def store_filter(store: Any, context: RequestContext, input: Mapping[str, Any], enable_filter: bool) -> Any:
+    """``request_filter``, with an invalid one reported for the store it was meant for."""
+    try:
+        return request_filter(context, input, enable_filter)
+    except FilterError as exc:
+        kind = getattr(store, "store_type", type(store).__name__)
+        raise FilterError(f"{exc} (filter refused for the {kind!r} store)") from None
 
 
 def check_index_name(value: Any) -> str:
@@ -215,6 +263,7 @@ class VectorQueryTool(Tool):
         self, input: Mapping[str, Any], context: RequestContext | None = None
     ) -> dict[str, Any]:
         ctx: RequestContext = context or {}
+        input = tool_input(input)
         index_name = pick(ctx, "index_name", self.index_name)
         store_name = pick(ctx, "store_name", self.store_name)
         include_vectors = bool(pick(ctx, "include_vectors", self.include_vectors))
@@ -231,7 +280,7 @@ class VectorQueryTool(Tool):
             if store is None:
                 log.error("Vector store not found: %r (tool %s)", store_name, self.id)
                 return degraded(f"vector store not found: {store_name!r}")
-            query_filter = request_filter(ctx, input, self.enable_filter)
+            query_filter = store_filter(store, ctx, input, self.enable_filter)
             vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]
             params = store_query_params(store.store_type, database_config)
             results: list[QueryResult] = await asyncio.to_thread(
