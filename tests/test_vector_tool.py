@@ -298,6 +298,7 @@ def test_every_override_key_is_covered():
         "database_config",
         "top_k",
         "filter",
+        "model",
     }
 
 
@@ -478,3 +479,66 @@ def test_cli_lancedb_top_k_filter_json(root):
     assert all(h["document_title"] == "orchard.txt" for h in hits)
     bad = run_cli(root, "--namespace", "acme", "--filter", "[1]", "cider")
     assert bad.returncode == 2 and "must be a JSON object" in bad.stderr
+
+
+def test_mastra_reranker_configuration_is_accepted_and_validated(embedder, acme):
+    config = {
+        "model": embedder,
+        "options": {"weights": {"semantic": 0.5, "vector": 0.3, "position": 0.2}, "topK": 2},
+    }
+    tool = create_vector_query_tool("text_units", embedder, store=acme, reranker=config)
+    out = ask(tool, "ferry in winter", top_k=5)
+    assert "warnings" not in out and len(out["sources"]) == 2  # the reranker's own topK
+    assert all(0.0 <= s["score"] <= 1.0 for s in out["sources"])
+    per_request = ask(
+        create_vector_query_tool("text_units", embedder, store=acme),
+        "ferry",
+        top_k=5,
+        context={"reranker": {"model": "embedding", "options": {"topK": 1}}},
+    )
+    assert len(per_request["sources"]) == 1
+    with pytest.raises(ValueError, match="must add up to 1"):
+        create_vector_query_tool(
+            "text_units",
+            embedder,
+            store=acme,
+            reranker={"model": embedder, "options": {"weights": {"semantic": 0.9}}},
+        )
+    with pytest.raises(ValueError, match=r"numbers in \[0, 1\]"):
+        create_vector_query_tool(
+            "text_units",
+            embedder,
+            store=acme,
+            reranker={
+                "model": embedder,
+                "options": {"weights": {"semantic": 1.5, "vector": -0.3, "position": -0.2}},
+            },
+        )
+    with pytest.raises(ValueError, match="unknown reranker options"):
+        create_vector_query_tool(
+            "text_units", embedder, store=acme, reranker={"model": embedder, "options": {"k": 1}}
+        )
+
+
+class _Shifted:
+    """Another configured model: the same vectors, reversed (so its nearest neighbours differ)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model_id = "shifted"
+
+    def embed(self, texts):
+        return -self.inner.embed(texts)
+
+
+def test_a_request_may_pick_one_of_the_configured_embedders(embedder, acme):
+    tool = create_vector_query_tool("text_units", embedder, store=acme, embedders={"far": _Shifted(embedder)})
+    near = ids(ask(tool, "ferry in winter", top_k=2))
+    far = ids(ask(tool, "ferry in winter", top_k=2, context={"model": "far"}))
+    assert near != far and ids(ask(tool, "ferry in winter", top_k=2, context={"model": None})) == near
+    unknown = ask(tool, "ferry", context={"model": "gpt-x"})
+    assert (
+        unknown["sources"] == [] and "'gpt-x' is not one of this tool's embedders ['far']" in unknown["error"]
+    )
+    options = ask(tool, "ferry", context={"providerOptions": {"dimensions": 64}})
+    assert "providerOptions are not supported" in options["error"]

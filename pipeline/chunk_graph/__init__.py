@@ -4,6 +4,7 @@ GraphRAG), built without an O(n^2) memory footprint and saved as a versioned, va
 from pipeline.chunk_graph.edges import BuildOptions
 from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
 from pipeline.chunk_graph.graph import DEFAULT_SEED, ChunkGraph, RankedNode
+from pipeline.chunk_graph.mastra import GraphRAG
 from pipeline.chunk_graph.snapshot import FORMAT_VERSION
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "BuildOptions",
     "ChunkGraph",
     "ChunkGraphError",
+    "GraphRAG",
     "RankedNode",
     "SnapshotError",
 ]

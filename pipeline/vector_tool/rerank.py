@@ -87,6 +87,9 @@ class WeightedReranker:
         unknown = set(merged) - set(DEFAULT_WEIGHTS)
         if unknown:
             raise ValueError(f"unknown reranker weights {sorted(unknown)}; use {sorted(DEFAULT_WEIGHTS)}")
+        bad = {k: v for k, v in merged.items() if not (isinstance(v, int | float) and 0.0 <= v <= 1.0)}
+        if bad:
+            raise ValueError(f"reranker weights must be numbers in [0, 1], got {bad}")
         total = math.fsum(merged.values())
         if not math.isclose(total, 1.0, abs_tol=1e-9):  # 0.1 + 0.2 + 0.7 is 1 here (Mastra needs big.js)
             raise ValueError(f"Weights must add up to 1, got {total} from {merged}")
@@ -164,3 +167,35 @@ class LLMRelevanceScorer:
 
 def is_reranker(value: Any) -> bool:
     return callable(getattr(value, "rerank", None))
+
+
+def as_reranker(value: Any, embedder: Any) -> Any:
+    """A reranker from an object that reranks, or from Mastra's configuration form
+    ``{"model": ..., "options": {"weights": {...}, "topK": n}}``: the model is a relevance scorer (``score``),
+    an LLM client (``complete_json``: the model rates each passage) or an embedder (``embed``); a model
+    of None or "embedding" scores with the tool's own embedder. None stays None (no reranking)."""
+    if value is None or is_reranker(value):
+        return value
+    if not isinstance(value, Mapping) or "model" not in value:
+        raise ValueError(
+            f"a reranker is an object with rerank() or {{'model': ..., 'options': {{...}}}}, got {value!r}"
+        )
+    model = value["model"]
+    if model is None or model == "embedding":
+        scorer: Any = EmbeddingRelevanceScorer(embedder)
+    elif callable(getattr(model, "score", None)):
+        scorer = model
+    elif callable(getattr(model, "complete_json", None)):
+        scorer = LLMRelevanceScorer(model)
+    elif callable(getattr(model, "embed", None)):
+        scorer = EmbeddingRelevanceScorer(model)
+    else:
+        raise ValueError(f"reranker model {model!r} is not a relevance scorer, an LLM client or an embedder")
+    options = value.get("options") or {}
+    unknown = set(options) - {"weights", "topK", "top_k"}
+    if unknown:
+        raise ValueError(f"unknown reranker options {sorted(unknown)}; use weights, topK")
+    top_k = options.get("topK", options.get("top_k"))
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"reranker topK must be a positive integer, got {top_k!r}")
+    return WeightedReranker(scorer, dict(options.get("weights") or DEFAULT_WEIGHTS), top_k)

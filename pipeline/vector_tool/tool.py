@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.vector_tool.filters import FilterError, parse_filter
 from pipeline.vector_tool.options import DEFAULT_TOP_K, coerce_top_k, store_query_params
+from pipeline.vector_tool.rerank import as_reranker
 from pipeline.vector_tool.resolver import RequestContext, resolve_store
 from pipeline.vector_tool.stores.base import QueryResult, VectorStore
 
@@ -39,6 +40,7 @@ OVERRIDE_KEYS = (
     "database_config",
     "top_k",
     "filter",
+    "model",
 )
 _TOP_K_DOC = (
     f"Number of results to return (default {DEFAULT_TOP_K}). Use more for broad questions, fewer for "
@@ -237,7 +239,9 @@ class VectorQueryTool(Tool):
         database_config: Mapping[str, Any] | None = None,
         id: str | None = None,
         description: str | None = None,
+        embedders: Mapping[str, Any] | None = None,
     ) -> None:
+        self.embedders = dict(embedders or {})
         self._init_store_tool(
             kind="VectorQuery",
             index_name=index_name,
@@ -253,11 +257,24 @@ class VectorQueryTool(Tool):
             context_item_schema={"type": "object"},
         )
         self.include_vectors = include_vectors
-        self.reranker = reranker
+        self.reranker = as_reranker(reranker, embedder)  # an object, or Mastra's {model, options}
         self.database_config = database_config
 
     def __repr__(self) -> str:
         return f"VectorQueryTool(id={self.id!r})"
+
+    def _embedder(self, context: RequestContext) -> Any:
+        """The request's ``model`` (a name among the tool's ``embedders``), else the tool's embedder. The
+        index's vectors were made by one model: a request may pick another only where one is configured
+        for it (a store indexed twice, say). Provider options cannot change a local model's vectors."""
+        if context.get("providerOptions") or context.get("provider_options"):
+            raise ValueError("providerOptions are not supported: configure one embedder per option set")
+        name = context.get("model")
+        if name is None:
+            return self.embedder
+        if name not in self.embedders:
+            raise ValueError(f"model {name!r} is not one of this tool's embedders {sorted(self.embedders)}")
+        return self.embedders[name]
 
     async def aexecute(
         self, input: Mapping[str, Any], context: RequestContext | None = None
@@ -281,7 +298,9 @@ class VectorQueryTool(Tool):
                 log.error("Vector store not found: %r (tool %s)", store_name, self.id)
                 return degraded(f"vector store not found: {store_name!r}")
             query_filter = store_filter(store, ctx, input, self.enable_filter)
-            vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]
+            embedder = self._embedder(ctx)
+            reranker = as_reranker(reranker, embedder)
+            vector = (await asyncio.to_thread(embedder.embed, [query_text]))[0]
             params = store_query_params(store.store_type, database_config)
             results: list[QueryResult] = await asyncio.to_thread(
                 lambda: store.query(
@@ -330,13 +349,16 @@ def create_vector_query_tool(
     database_config: Mapping[str, Any] | None = None,
     id: str | None = None,
     description: str | None = None,
+    embedders: Mapping[str, Any] | None = None,
 ) -> VectorQueryTool:
     """A vector query tool over ``index_name``.
 
     ``store`` is a vector store (``pipeline.vector_tool.stores``) or a resolver ``(context) -> store``
     (sync or async) called per request; otherwise ``store_name`` is looked up in ``stores``.
     ``database_config`` is keyed by store type (``lancedb``, ``pgvector``, ``chroma``; others pass
-    through flat). ``reranker`` is any object with ``async rerank(...)`` (see ``rerank.py``).
+    through flat). ``reranker`` is any object with ``async rerank(...)`` or Mastra's
+    ``{model, options: {weights, topK}}`` (see ``rerank.py``). ``embedders`` names the models a request may
+    pick with its context's ``model``.
     """
     return VectorQueryTool(
         index_name=index_name,
@@ -351,4 +373,5 @@ def create_vector_query_tool(
         database_config=database_config,
         id=id,
         description=description,
+        embedders=embedders,
     )
