@@ -105,6 +105,8 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
     tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
     out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
     if "error" in out:
+        if str(out["error"]).startswith(TableNotFoundError.__name__):
+            return _not_ready(str(out["error"]).split(": ", 1)[-1])
         print(f"error: {out['error']}", file=sys.stderr)
         return 2
     hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
@@ -335,9 +337,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.func(args)
-    except (ConfigError, InvalidNamespaceError, TableNotFoundError, FileNotFoundError) as exc:
+    except TableNotFoundError as exc:
+        return _not_ready(str(exc))
+    except (ConfigError, InvalidNamespaceError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+EXIT_NOT_READY = 3
+
+
+def _not_ready(reason: str) -> int:
+    """A query on a namespace without the tables it reads: the same status the HTTP API and MCP give."""
+    print(f"[status: index_not_ready; {reason}]")
+    return EXIT_NOT_READY
 
 
 if __name__ == "__main__":

@@ -73,10 +73,12 @@ def test_status_of_an_unknown_namespace_says_so(cli_env):
     assert out.returncode == 1 and "has no tables" in out.stdout
 
 
-def test_query_before_index_is_a_clear_error(cli_env):
+def test_every_query_before_index_is_index_not_ready_as_in_the_http_api(cli_env):
     _, env = cli_env
-    out = run_cli(env, "query", "vector", "--namespace", "never-indexed", "anything")
-    assert out.returncode == 2 and "materialize" in out.stderr
+    for kind in ("vector", "local", "global"):
+        out = run_cli(env, "query", kind, "--namespace", "never-indexed", "anything")
+        assert out.returncode == 3, (kind, out.stderr[-2000:])
+        assert out.stdout.startswith("[status: index_not_ready; ") and "materialize" in out.stdout, kind
 
 
 def test_console_script_is_installed():
