@@ -60,3 +60,16 @@ def test_an_empty_folder_indexes_nothing_without_failing(tmp_path: Path):
     folder.mkdir()
     report = documents.run(_ctx(tmp_path), folder)
     assert report.rows == 0
+
+
+def test_queries_on_a_namespace_indexed_from_an_empty_folder_find_nothing_without_error(tmp_path: Path):
+    """An empty folder indexes nothing; its empty LanceDB tables have no full-text index, and a search of
+    them is an empty answer, not LanceDB's 'Cannot perform full text search' error."""
+    from pipeline.query.search import text_search
+    from pipeline.vector_tool import LanceDBStore
+
+    store = NamespaceStore(tmp_path / "storage", "empty")
+    empty = schema.lance_text_units_schema(384).empty_table()
+    store.replace_lance_table(schema.LANCE_TEXT_UNITS, empty, fts_columns=["text"])
+    assert text_search(store, "scrooge", k=3) == []
+    assert LanceDBStore(store).text_query(schema.LANCE_TEXT_UNITS, "scrooge", 3) == []

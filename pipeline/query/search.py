@@ -102,6 +102,10 @@ def text_search(
     table: str = LANCE_TEXT_UNITS,
     include_vectors: bool = False,
 ) -> list[dict[str, Any]]:
-    """BM25 full-text search over the table's indexed text, best first."""
-    search = store.open_lance_table(table).search(query, query_type="fts").limit(k)
+    """BM25 full-text search over the table's indexed text, best first (none on an empty table, which
+    has no full-text index to search)."""
+    lance = store.open_lance_table(table)
+    if lance.count_rows() == 0:
+        return []
+    search = lance.search(query, query_type="fts").limit(k)
     return _clean(search.to_list(), include_vectors)

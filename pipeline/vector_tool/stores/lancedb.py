@@ -189,7 +189,10 @@ class LanceDBStore:
         column: str,
         include_vector: bool,
     ) -> list[QueryResult]:
-        search = self._table(index_name).search(query_text, query_type="fts", fts_columns=column).limit(top_k)
+        table = self._table(index_name)
+        if table.count_rows() == 0:  # an empty table has no full-text index: nothing to find, no error
+            return []
+        search = table.search(query_text, query_type="fts", fts_columns=column).limit(top_k)
         if where:
             search = search.where(where, prefilter=True)
         return [self._row(r, r["_score"], include_vector) for r in search.to_list()]
