@@ -107,6 +107,6 @@ def theme_label(theme: Theme, descriptions: list[str]) -> str:
     names: Counter[str] = Counter()
     for i in theme.points:
         names.update(set(_NAME.findall(descriptions[i].lstrip("'\"‘“ "))))
-    named = [n for n, _ in sorted(names.items(), key=lambda kv: -kv[1])[:2]]
+    named = [n for n, _ in sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))[:2]]  # ties: by name
     words = theme.label(content_words(descriptions[theme.points[0]]))
     return "; ".join(x for x in (" and ".join(named), words) if x)
