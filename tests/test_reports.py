@@ -121,19 +121,14 @@ def test_a_community_over_budget_is_summarized_from_its_childrens_reports():
 
 
 # Worked out by hand from two_group_graph(): the title names the three most connected members (ties
-# by name); the rank is 10 * s / (s + 6) with s = (log2(1 + size) + log2(1 + total degree)
-# + log2(1 + evidence)) / 2 + log2(1 + claims) / 4, evidence = distinct sentences of its relationships'
-# descriptions (each edge's is one sentence and four filler sentences: 30, 20 and 5).
+# by name); the rank is 10 * s / (s + 6) with s = log2(1 + size) / 2 + log2(1 + evidence)
+# + log2(1 + claims) / 4, evidence = distinct sentences of its relationships' descriptions (each edge's
+# is one sentence and four filler sentences: 30, 20 and 5).
 EXPECTED_REPORTS = {
     # community: (title, size, total degree, rank)
-    0: (
-        "Alder, Birch and Cedar",
-        6,
-        4 * 3 + 2 * 2,
-        5.13,
-    ),  # s = (log2 7 + log2 17 + log2 31) / 2 + log2 3 / 4
-    1: ("Alder, Birch and Cedar", 4, 4 * 3, 4.76),  # s = (log2 5 + log2 13 + log2 21) / 2 + 1 / 4 = 5.458
-    2: ("Elm and Fir", 2, 2 * 2, 3.68),  # s = (log2 3 + log2 5 + log2 6) / 2 + 1 / 4 = 3.496
+    0: ("Alder, Birch and Cedar", 6, 4 * 3 + 2 * 2, 5.30),  # s = log2 7 / 2 + log2 31 + log2 3 / 4 = 6.754
+    1: ("Alder, Birch and Cedar", 4, 4 * 3, 4.92),  # s = log2 5 / 2 + log2 21 + 1 / 4 = 5.803
+    2: ("Elm and Fir", 2, 2 * 2, 3.77),  # s = log2 3 / 2 + log2 6 + 1 / 4 = 3.627
 }
 
 

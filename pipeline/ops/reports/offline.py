@@ -10,10 +10,10 @@
 - Citations: each finding, and the summary, cites the context rows its text comes from, as the LLM's
   reports do (`[Data: Relationships (2); Entities (1, 4)]`, short ids of `context.render`): the
   sub-report, the relationship and its two ends, the claim and its subject, or the entity.
-- Rank (0-10): grows with content, saturating: 10 * s / (s + 6) with s = (log2(1 + size) +
-  log2(1 + total degree) + log2(1 + evidence)) / 2 + log2(1 + claims) / 4, where the evidence is
-  the number of distinct sentences in the relationships' descriptions. A bin of unconnected entities,
-  or a list of names in one sentence, ranks low however large. It depends only on the community itself, so a reused report's
+- Rank (0-10): grows with content, saturating: 10 * s / (s + 6) with s = log2(1 + size) / 2 +
+  log2(1 + evidence) + log2(1 + claims) / 4, where the evidence is the number of distinct sentences in
+  the relationships' descriptions. Degree is not counted: a bin of unconnected entities, or a list of
+  names in one sentence (every pair an edge), ranks low however large. It depends only on the community itself, so a reused report's
   rank stays correct.
 """
 
@@ -28,7 +28,7 @@ from pipeline.ops.reports.citations import format_citation, strip_citations
 from pipeline.ops.reports.models import CommunityReportResponse, Finding, ReportContext
 
 # Part of every offline report's fingerprint: bump it whenever the output below changes.
-OFFLINE_REPORT_VERSION = "offline-report-v4"
+OFFLINE_REPORT_VERSION = "offline-report-v5"
 SUMMARY_SENTENCES = 4
 SUMMARY_MAX_WORDS = 140
 EXPLANATION_MAX_WORDS = 80
@@ -224,11 +224,10 @@ def _findings(context: ReportContext) -> list[Finding]:
 def _rank(context: ReportContext) -> tuple[float, str]:
     # distinct sentences, not edge weights: a list of ten names in one sentence is one piece of evidence
     evidence = len({s for r in context.relationships for s in _sentences(r.description)})
+    # Degree is left out: a list of names in one sentence gives every pair an edge, so degree measures
+    # how long lists are, not how much the text says about the community.
     strength = (
-        math.log2(1 + context.size) / 2
-        + math.log2(1 + context.total_degree) / 2
-        + math.log2(1 + evidence) / 2
-        + math.log2(1 + len(context.claims)) / 4
+        math.log2(1 + context.size) / 2 + math.log2(1 + evidence) + math.log2(1 + len(context.claims)) / 4
     )
     rating = round(10 * strength / (strength + 6), 2)
     top = context.top_entities[0] if context.top_entities else "none"
