@@ -74,13 +74,13 @@ def test_the_books_front_matter_is_found_and_its_story_is_not():
 
 def test_layout_rules_work_on_text_without_line_breaks():
     text = (
-        "Produced by Jane Roe and the Online Distributed Proofreading Team at http://www.pgdp.net "
+        "Produced by Jane Roe and the Online Distributed Proofreading Team at http://127.0.0.1/proofreaders "
         "(This file was produced from images generously made available by The Internet Archive.) "
         "[Illustration: A ship at sea.] CHAPTER IV THE RISE OF THE HOUSE Louis Papineau spoke first. "
         "Behind_the_Tech_Episode_29.txt KEVIN SCOTT: Yeah, that is right."
     )
     flat = " ".join(_region_text(text))
-    assert "Proofreading Team at http://www.pgdp.net" in flat and "Internet Archive.)" in flat
+    assert "Proofreading Team at http://127.0.0.1/proofreaders" in flat and "Internet Archive.)" in flat
     assert "[Illustration: A ship at sea.]" in flat and "CHAPTER IV THE RISE OF THE HOUSE" in flat
     assert "Behind_the_Tech_Episode_29.txt" in flat and "KEVIN SCOTT:" in flat
     assert "Louis Papineau spoke first" not in flat and "Yeah, that is right" not in flat
