@@ -33,16 +33,19 @@ sys.path.insert(0, str(ROOT))
 from pipeline.core import schema  # noqa: E402
 from pipeline.core.names import normalize_name  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
-from pipeline.index.claims import index_claims  # noqa: E402
-from pipeline.index.communities import index_communities  # noqa: E402
-from pipeline.index.community_reports import index_community_reports  # noqa: E402
-from pipeline.index.entities_and_relationships import index_entities  # noqa: E402
-from pipeline.index.extracted_graph import index_extracted_graph  # noqa: E402
+from pipeline.index import (  # noqa: E402
+    claims,
+    communities,
+    community_reports,
+    documents,
+    entities_and_relationships,
+    extracted_graph,
+    text_units,
+)
+from pipeline.index.context import IndexContext  # noqa: E402
 from pipeline.io.store import NamespaceStore  # noqa: E402
-from pipeline.ops.chunking import chunk_documents_table  # noqa: E402
 from pipeline.ops.communities import top_communities  # noqa: E402
 from pipeline.ops.extraction.lexicon import DESCRIPTORS, HONORIFICS, PERSON_HEADS  # noqa: E402
-from pipeline.ops.ingest import documents_table, read_documents  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -68,30 +71,24 @@ OTHER_PERSON = frozenset({"mrs", "miss", "ms", "madam", "madame", "mademoiselle"
 
 
 def build(input_dir: Path, work: Path, name: str) -> tuple[NamespaceStore, Settings, dict[str, float]]:
+    """Index `input_dir` offline up to community reports with the assets' own runners; seconds per stage."""
     settings = Settings(storage_root=work / "storage")
-    store = NamespaceStore(settings.storage_root, name)
-    engine = OfflineEngine()
+    ctx = IndexContext.build(name, settings, engine=OfflineEngine())
     seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    docs = documents_table(read_documents(input_dir).documents)
-    units, docs, _ = chunk_documents_table(
-        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
-    )
-    store.write_table(schema.DOCUMENTS, docs)
-    store.write_table(schema.TEXT_UNITS, units)
-    seconds["ingest_and_chunk"] = time.perf_counter() - started
-    for stage, fn in [
-        ("extraction", lambda: index_extracted_graph(store, settings, engine)),
-        ("entities", lambda: index_entities(store, settings, engine)),
-        ("claims", lambda: index_claims(store)),
-        ("communities", lambda: index_communities(store, settings)),
-        ("reports", lambda: index_community_reports(store, settings, engine)),
-    ]:
+    for stage, run in (
+        ("documents", lambda: documents.run(ctx, input_dir)),
+        ("text_units", lambda: text_units.run(ctx)),
+        ("extraction", lambda: extracted_graph.run(ctx)),
+        ("entities", lambda: entities_and_relationships.run(ctx)),
+        ("claims", lambda: claims.run(ctx)),
+        ("communities", lambda: communities.run(ctx)),
+        ("reports", lambda: community_reports.run(ctx)),
+    ):
         started = time.perf_counter()
-        fn()
-        seconds[stage] = time.perf_counter() - started
-        print(f"{name} {stage}: {seconds[stage]:.1f}s", file=sys.stderr, flush=True)
-    return store, settings, {k: round(v, 1) for k, v in seconds.items()}
+        run()
+        seconds[stage] = round(time.perf_counter() - started, 1)
+        print(f"{name} {stage}: {seconds[stage]}s", file=sys.stderr, flush=True)
+    return ctx.store, settings, seconds
 
 
 def _words(key: str) -> list[str]:

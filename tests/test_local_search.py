@@ -402,6 +402,7 @@ def test_an_unrelated_question_is_no_results_with_the_reason(tiny, embedder):
     result = run_local(store, "What is the airspeed velocity of an unladen swallow?", embedder)
     assert result.status == "no_results" and not result.seeds
     assert "relevance floor 0.25" in result.reason and result.communities == []
+    assert result.selection == "" and result.context == {}  # no selector call, no context built
 
 
 def test_top_k_and_level_are_validated_with_a_clear_error():

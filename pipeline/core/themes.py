@@ -5,12 +5,13 @@ quotes: put together the ones about the same thing, name what they share, and ke
 two of each group.
 
 1. Each point's content words: lower-cased, four letters or more, not a function word, a plural 's'
-   dropped ('spirits' -> 'spirit'; not from 'christmas', 'census', 'analysis'). Words in at least half of all points say nothing about one theme (they are the
-   question's own topic) and are left out.
-2. Points, best first, join the theme they overlap most (shared words / the smaller set's size, at
-   least `JOIN_OVERLAP`); a point that joins none opens a theme while there are fewer than
-   `MAX_THEMES`, else it is left out.
-3. A theme is named by its words that most of its points share (ties: the best point's order) and
+   dropped ('spirits' -> 'spirit'; not from 'christmas', 'census', 'analysis'). Words in at least half
+   of all points say nothing about one theme (they are the question's own topic) and are left out.
+2. Points, best first, join a theme: the one a point of the same community opened (one report, one
+   theme), else the theme they overlap most (shared words / the smaller set's size, at least
+   `JOIN_OVERLAP`); a point that joins none opens a theme while there are fewer than `MAX_THEMES`,
+   else it is left out.
+3. A theme is named by the names its points mention most and the words most of them share, and
    written as its best `SENTENCES_PER_THEME` points, cited with the communities of all of them.
 """
 
@@ -28,13 +29,13 @@ _WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")  # "men's" -> men, s; "instance--liter
 # Function words of four letters or more (shorter words are never content words here).
 STOP_WORDS = frozenset(
     """
-    that this these those there their theirs them they then than thus what when where which while whom
-    whose with within without from into onto upon about above after again against also although always
-    among another because been before being below between both cannot could does doing down during each
-    either else even ever every further have having here hers herself himself itself just least less like
-    made make many might more most much must myself neither never none nothing once only other others ought
-    over same shall should since some such sure than that their through till under unless until very
-    were what whatever whether which will would your yours yourself said says well still each
+    about above after again against also although always among another because been before being below
+    between both cannot could does doing down during each either else even ever every from further have
+    having here hers herself himself into itself just least less like made make many might more most much
+    must myself neither never none nothing once only onto other others ought over said same says shall
+    should since some still such sure than that their theirs them then there these they this those through
+    thus till under unless until upon very well were what whatever when where whether which while whom whose
+    will with within without would your yours yourself
     """.split()
 )
 
@@ -78,15 +79,10 @@ def group_into_themes(descriptions: list[str], communities: list[list[int]] | No
     for i, ws in enumerate(words):
         if not ws:
             continue
-        best, best_overlap = next((owner[c] for c in communities[i] if c in owner), None), 0.0
-        if best is not None:
-            best_overlap = 1.0
-        for theme in themes if best is None else []:
-            shared = sum(1 for w in ws if w in theme.words)
-            overlap = shared / min(len(ws), len(theme.words))
-            if overlap > best_overlap:
-                best, best_overlap = theme, overlap
-        if best is None or best_overlap < JOIN_OVERLAP:
+        best = next((owner[c] for c in communities[i] if c in owner), None)
+        if best is None:
+            best = _closest(themes, ws)
+        if best is None:
             if len(themes) >= MAX_THEMES:
                 continue
             best = Theme()
@@ -96,6 +92,16 @@ def group_into_themes(descriptions: list[str], communities: list[list[int]] | No
         for c in communities[i]:
             owner.setdefault(c, best)
     return themes
+
+
+def _closest(themes: list[Theme], words: list[str]) -> Theme | None:
+    """The theme these words overlap most, if by at least `JOIN_OVERLAP`."""
+    best, best_overlap = None, JOIN_OVERLAP
+    for theme in themes:
+        overlap = sum(1 for w in words if w in theme.words) / min(len(words), len(theme.words))
+        if overlap >= best_overlap and (best is None or overlap > best_overlap):
+            best, best_overlap = theme, overlap
+    return best
 
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")

@@ -43,8 +43,10 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
     text_units = store.read_table(schema.TEXT_UNITS)
-    lowercase = lowercase_words(text_units.column("text").to_pylist())
-    graph = resolve_graph(units, ResolutionOptions.from_settings(settings), engine, lowercase)
+    options = ResolutionOptions.from_settings(settings)
+    # the corpus's lower-case words: read only for the opt-in common-word rule
+    lowercase = lowercase_words(text_units.column("text").to_pylist()) if options.drop_common_words else None
+    graph = resolve_graph(units, options, engine, lowercase)
     store.write_table(schema.ENTITIES, graph.entities)
     store.write_table(schema.RELATIONSHIPS, graph.relationships)
     text_units = link_text_units(text_units, "entity_ids", graph.entities)

@@ -182,7 +182,7 @@ def _text_units(
     if store.has_table(schema.TEXT_UNITS):
         units = store.read_table(schema.TEXT_UNITS)
         if store.has_table(schema.DOCUMENTS):
-            units = mask_text_units(units, store.read_table(schema.DOCUMENTS))
+            units = mask_text_units(units, store.read_table(schema.DOCUMENTS, ["id", "text"]))
         return units, f"the namespace's stored text_units ({folder} is missing)"
     raise FileNotFoundError(f"no input folder {folder} and no stored text_units for {store.namespace!r}")
 

@@ -61,7 +61,7 @@ def _extract(
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
     identity = _identity(settings, engine)
     # Front matter (headings, captions, credits) is blank to the extractor (rule 0).
-    units = mask_text_units(units, store.read_table(schema.DOCUMENTS))
+    units = mask_text_units(units, store.read_table(schema.DOCUMENTS, ["id", "text"]))
     if not identity.reusable:
         run = extract_graph(units, ExtractionOptions.from_settings(settings), engine, progress=progress)
         table = to_table(run.units)

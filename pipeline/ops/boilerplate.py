@@ -134,9 +134,10 @@ def front_matter(text: str, start: int = 0, end: int | None = None) -> tuple[Reg
         ("heading", _CAPS_RUN),
     ):
         found.extend(Region(m.start(), m.end(), kind) for m in pattern.finditer(text, start, end))
-    found.extend(_contents(text, start, end))
-    found.extend(_front_sections(text, start, end))
-    found.extend(_capital_paragraphs(text, start, end))
+    paragraphs = _paragraphs(text, start, end)
+    found.extend(_contents(text, paragraphs, start, end))
+    found.extend(_front_sections(text, paragraphs))
+    found.extend(_capital_paragraphs(text, paragraphs))
     return tuple(_merge(found))
 
 
@@ -155,11 +156,10 @@ def _is_list_paragraph(block: str) -> bool:
     return bool(_PAGE_REF.search(lines[-1])) or not _LOWER.search(block) or refs * 2 >= len(lines) > 1
 
 
-def _contents(text: str, start: int, end: int) -> list[Region]:
+def _contents(text: str, paragraphs: list[tuple[int, int]], start: int, end: int) -> list[Region]:
     """Tables of contents and lists of illustrations: a heading and the list paragraphs after it, and any
     paragraph made mostly of lines that end with a page number."""
     out = []
-    paragraphs = _paragraphs(text, start, end)
     for s, e in paragraphs:
         block = text[s:e]
         lines = [ln for ln in block.splitlines() if ln.strip()]
@@ -179,11 +179,10 @@ def _contents(text: str, start: int, end: int) -> list[Region]:
     return out
 
 
-def _front_sections(text: str, start: int, end: int) -> list[Region]:
+def _front_sections(text: str, paragraphs: list[tuple[int, int]]) -> list[Region]:
     """A preface, foreword, dedication or acknowledgements: from its heading to the next heading (a
     paragraph with no lower-case letter), by publishing convention the book's apparatus, not its text."""
     out = []
-    paragraphs = _paragraphs(text, start, end)
     for k, (s, e) in enumerate(paragraphs):
         if not _SECTION_HEAD.match(text[s:e]):
             continue
@@ -196,11 +195,11 @@ def _front_sections(text: str, start: int, end: int) -> list[Region]:
     return out
 
 
-def _capital_paragraphs(text: str, start: int, end: int) -> list[Region]:
+def _capital_paragraphs(text: str, paragraphs: list[tuple[int, int]]) -> list[Region]:
     """Paragraphs with letters but no lower-case letter: title-page lines and headings."""
     return [
         Region(s, e, "heading")
-        for s, e in _paragraphs(text, start, end)
+        for s, e in paragraphs
         if e - s <= 400 and _LETTER.search(text[s:e]) and not _LOWER.search(text[s:e])
     ]
 
@@ -233,11 +232,27 @@ def mask(text: str, regions: Iterable[Region], offset: int = 0) -> str:
     return "".join(chars)
 
 
+_REGIONS_BY_DOCUMENT: dict[tuple[str, int, int], tuple[Region, ...]] = {}
+_REGIONS_CACHED = 4096  # documents; only the regions are kept, never the texts
+
+
+def _document_regions(doc_id: str, text: str) -> tuple[Region, ...]:
+    """A document's front matter, computed once per process for one text (global search asks again on
+    every question; hashing the text costs far less than the rules)."""
+    key = (doc_id, len(text), hash(text))
+    regions = _REGIONS_BY_DOCUMENT.get(key)
+    if regions is None:
+        if len(_REGIONS_BY_DOCUMENT) >= _REGIONS_CACHED:
+            _REGIONS_BY_DOCUMENT.clear()
+        regions = _REGIONS_BY_DOCUMENT[key] = content_span(text).regions
+    return regions
+
+
 def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
     """`units` with each text's front matter blanked (`mask`), by its document's regions."""
     wanted = set(units.column("document_id").to_pylist())
     regions = {
-        doc_id: content_span(text).regions
+        doc_id: _document_regions(doc_id, text)
         for doc_id, text in zip(
             documents.column("id").to_pylist(), documents.column("text").to_pylist(), strict=True
         )

@@ -48,7 +48,7 @@ def canonical_keys(typed_keys: Iterable[tuple[str, str]]) -> list[Merge]:
     types: dict[str, Counter[str]] = {}
     for key, etype in typed_keys:
         types.setdefault(key, Counter())[etype] += 1
-    person_like = {k for k, c in types.items() if _majority_type(c) in _PERSON_LIKE}
+    person_like = {k for k, c in types.items() if majority_type(c) in _PERSON_LIKE}
     has_person = {k for k in person_like if types[k][PERSON] > 0}
 
     step: dict[str, Merge] = {}
@@ -89,7 +89,7 @@ def canonical_keys(typed_keys: Iterable[tuple[str, str]]) -> list[Merge]:
     return out
 
 
-def _majority_type(counts: Counter[str]) -> str:
+def majority_type(counts: Counter[str]) -> str:
     """The most frequent type other than GENERIC_TYPE (GENERIC_TYPE when untyped; ties: name order)."""
     typed = {t: n for t, n in counts.items() if t != GENERIC_TYPE}
     return min(typed, key=lambda t: (-typed[t], t)) if typed else GENERIC_TYPE

@@ -45,7 +45,7 @@ from rapidfuzz import fuzz, process
 from pipeline.core import schema, tables
 from pipeline.core.names import entity_id, normalize_name, relationship_id
 from pipeline.engine.base import Engine
-from pipeline.ops.canonical import canonical_keys
+from pipeline.ops.canonical import canonical_keys, majority_type
 from pipeline.ops.descriptions import (
     DescriptionItem,
     DescriptionOptions,
@@ -241,8 +241,7 @@ def _mentions(units: Sequence[UnitExtraction], stats: ResolutionStats) -> list[_
     stats.keys_with_several_types = sum(1 for c in typed.values() if len(c) > 1)
     for m in out:
         if m.type == GENERIC_TYPE and m.key in typed:
-            counts = typed[m.key]
-            m.type = min(counts, key=lambda t: (-counts[t], t))
+            m.type = majority_type(typed[m.key])
             stats.generic_mentions_typed += 1
     return out
 

@@ -78,19 +78,19 @@ def load_report_contexts(store: NamespaceStore, level: int | None = None) -> lis
         )
     ]
     claims_by_entity = _claims_by_entity(store)
-    wanted: set[str] = set()
+    members: dict[int, tuple[list[str], list[str]]] = {}  # community -> (entity ids, unique text unit ids)
     for r in selected:
-        unit_ids = [u for leaf in leaves_under(r["community"]) for u in by_id[leaf]["text_unit_ids"] or []]
-        wanted.update(list(dict.fromkeys(unit_ids))[:MAX_EXCERPTS_PER_REPORT])
-    unit_text = _text_units(store, wanted)
+        leaves = [by_id[leaf] for leaf in leaves_under(r["community"])]
+        entity_ids = [e for leaf in leaves for e in leaf["entity_ids"] or []]
+        unit_ids = list(dict.fromkeys(u for leaf in leaves for u in leaf["text_unit_ids"] or []))
+        members[r["community"]] = (entity_ids, unit_ids)
+    unit_text = _text_units(
+        store, {u for _, units in members.values() for u in units[:MAX_EXCERPTS_PER_REPORT]}
+    )
 
     contexts = []
     for r in sorted(selected, key=lambda r: r["community"]):
-        entity_ids: list[str] = []
-        unit_ids: list[str] = []
-        for leaf in leaves_under(r["community"]):
-            entity_ids += by_id[leaf]["entity_ids"] or []
-            unit_ids += by_id[leaf]["text_unit_ids"] or []
+        entity_ids, unit_ids = members[r["community"]]
         claims, seen = [], set()
         for eid in entity_ids:
             for claim in claims_by_entity.get(eid, []):
@@ -104,7 +104,7 @@ def load_report_contexts(store: NamespaceStore, level: int | None = None) -> lis
                 f"- [Claim {c['id'][:12]}] ({c['status']}) {_excerpt(c['description'] or c['source_text'] or '')}"
                 for c in claims[:MAX_CLAIMS_PER_REPORT]
             ]
-        excerpts = [u for u in dict.fromkeys(unit_ids) if u in unit_text][:MAX_EXCERPTS_PER_REPORT]
+        excerpts = [u for u in unit_ids[:MAX_EXCERPTS_PER_REPORT] if u in unit_text]
         if excerpts:
             lines.append("Source excerpts:")
             lines += [f'- [Text unit {u[:12]}] "{_excerpt(unit_text[u])}"' for u in excerpts]

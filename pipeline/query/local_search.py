@@ -49,6 +49,13 @@ class _Stopped(Exception):
     pass
 
 
+class _NoResults(Exception):
+    """Nothing in the index answers the question; the message says why."""
+
+
+NOTHING_RELEVANT = "The index holds nothing relevant to this question."
+
+
 @dataclass(frozen=True)
 class LocalSearchConfig:
     top_k: int = 8
@@ -272,40 +279,38 @@ async def local_search_async(
             for p in passages[: cfg.passages.depth]
         ]
         candidates = [_community_row(index, c, score, seed_ids) for c, score in ranked]
+        floor = embedder.calibration.relevant
+        best = None if seeds else _best_similarity(passage_index, query_vector, semantic)
+        if best is not None and best < floor:  # nothing matched, nothing near enough: no selector call
+            raise _NoResults(
+                f"no entity matched the question and no passage or report is relevant to it (best cosine "
+                f"{best:.2f} < relevance floor {floor:.2f})"
+            )
         check("community selection")
         chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
         result.communities = chosen
         ranked_chunks = evidence_chunks(index, [c["id"] for c in chosen], passages, cfg.evidence_limit)
-        best = _best_similarity(passage_index, query_vector, semantic)
-        floor = embedder.calibration.relevant
-        if not seeds and best < floor:  # rule: nothing matched and nothing is near enough to matter
-            result.status = "no_results"
-            result.reason = (
-                f"no entity matched the question and no passage or report is relevant to it (best cosine "
-                f"{best:.2f} < relevance floor {floor:.2f})"
-            )
-            result.communities, result.answer = [], "The index holds nothing relevant to this question."
-        elif not ranked_chunks and not chosen and not seeds:
-            result.status, result.reason = "no_results", "no entity, community or chunk matched the question"
-            result.answer = "The index holds nothing relevant to this question."
-        else:
-            check("context")
-            context, result.evidence = build_local_context(
-                index,
-                question,
-                seed_ids,
-                chosen,
-                ranked_chunks,
-                max_tokens=cfg.context_max_tokens,
-                encoding=cfg.encoding,
-                shares=cfg.context_shares,
-            )
-            result.context, result.context_rows = describe_context(context)
-            check("answer")
-            result.answer = await engine.local_answer(
-                question, context, embedder, deadline=deadline, cancel=cancel
-            )
-            result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
+        if not ranked_chunks and not chosen and not seeds:
+            raise _NoResults("no entity, community or chunk matched the question")
+        check("context")
+        context, result.evidence = build_local_context(
+            index,
+            question,
+            seed_ids,
+            chosen,
+            ranked_chunks,
+            max_tokens=cfg.context_max_tokens,
+            encoding=cfg.encoding,
+            shares=cfg.context_shares,
+        )
+        result.context, result.context_rows = describe_context(context)
+        check("answer")
+        result.answer = await engine.local_answer(
+            question, context, embedder, deadline=deadline, cancel=cancel
+        )
+        result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
+    except _NoResults as exc:
+        result.status, result.reason, result.answer = "no_results", str(exc), NOTHING_RELEVANT
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason = "cancelled", str(exc)
     timings[clock["stage"]] = round(1000 * (time.monotonic() - clock["at"]), 1)

@@ -13,8 +13,8 @@
 - Rank (0-10): grows with content, saturating: 10 * s / (s + 6) with s = log2(1 + size) / 2 +
   log2(1 + evidence) + log2(1 + claims) / 4, where the evidence is the number of distinct sentences in
   the relationships' descriptions. Degree is not counted: a bin of unconnected entities, or a list of
-  names in one sentence (every pair an edge), ranks low however large. It depends only on the community itself, so a reused report's
-  rank stays correct.
+  names in one sentence (every pair an edge), ranks low however large. It depends only on the community
+  itself, so a reused report's rank stays correct.
 """
 
 from __future__ import annotations
@@ -222,10 +222,9 @@ def _findings(context: ReportContext) -> list[Finding]:
 
 
 def _rank(context: ReportContext) -> tuple[float, str]:
-    # distinct sentences, not edge weights: a list of ten names in one sentence is one piece of evidence
+    # Distinct sentences, not edge weights or degree: a list of ten names in one sentence gives every pair
+    # an edge, which measures how long lists are, not how much the text says about the community.
     evidence = len({s for r in context.relationships for s in _sentences(r.description)})
-    # Degree is left out: a list of names in one sentence gives every pair an edge, so degree measures
-    # how long lists are, not how much the text says about the community.
     strength = (
         math.log2(1 + context.size) / 2 + math.log2(1 + evidence) + math.log2(1 + len(context.claims)) / 4
     )
