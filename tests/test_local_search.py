@@ -18,6 +18,7 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.index.text_unit_embeddings import index_text_units
 from pipeline.io.store import NamespaceStore
+from pipeline.query.community_rank import expand, topology_candidates
 from pipeline.query.entity_match import (
     MatchOptions,
     alias_channel,
@@ -27,13 +28,7 @@ from pipeline.query.entity_match import (
     semantic_channel,
 )
 from pipeline.query.local_index import load_local_index
-from pipeline.query.local_search import (
-    LocalSearchConfig,
-    LocalSearchError,
-    expand,
-    local_search_async,
-    topology_candidates,
-)
+from pipeline.query.local_search import LocalSearchConfig, LocalSearchError, local_search_async
 from pipeline.query.query_intent import QueryIntent, offline_intent
 
 PARAGRAPHS = [

@@ -16,17 +16,22 @@ reason, never raised. The answer's `[Data: ...]` citations are resolved against 
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pipeline.core import schema
-from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.community_rank import (
+    community_row,
+    expand,
+    rank_communities,
+    semantic_candidates,
+    topology_candidates,
+)
 from pipeline.query.entity_match import MatchOptions, match_entities
 from pipeline.query.local_context import (
     ContextShares,
@@ -35,7 +40,7 @@ from pipeline.query.local_context import (
     resolve_citations,
 )
 from pipeline.query.local_index import LocalIndex, load_local_index
-from pipeline.query.local_tasks import CommunitySelection
+from pipeline.query.local_tasks import CommunitySelection, LocalContext
 from pipeline.query.passage_index import load_passage_index
 from pipeline.query.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
 from pipeline.query.query_intent import QueryIntent, offline_intent
@@ -118,79 +123,6 @@ class LocalSearchResult:
         return asdict(self)
 
 
-def expand(index: LocalIndex, seeds: list[str], hops: int) -> list[str]:
-    """Entities within `hops` edges of the seeds (seeds first, then by distance)."""
-    dist = {s: 0 for s in seeds}
-    queue = deque(seeds)
-    while queue:
-        node = queue.popleft()
-        if dist[node] >= hops:
-            continue
-        for nb in sorted(index.neighbours.get(node, {})):
-            if nb not in dist:
-                dist[nb] = dist[node] + 1
-                queue.append(nb)
-    return sorted(dist, key=lambda e: (dist[e], e))
-
-
-def topology_candidates(index: LocalIndex, reached: list[str], level: int | None) -> list[int]:
-    """The communities of the reached entities: their leaves, or at `level` their ancestor (or self) at
-    that level. An entity whose branch stops above `level` has no community there and adds none (asking
-    for level 1 never returns a level-0 community)."""
-    found = {index.lift(index.leaf_of[e], level) for e in reached if e in index.leaf_of}
-    return sorted(c for c in found if _eligible(index, c, level) or level is None)
-
-
-def _eligible(index: LocalIndex, community: int, level: int | None) -> bool:
-    row = index.communities.get(community)
-    if row is None:
-        return False
-    return row["level"] == level if level is not None else not row["children"]
-
-
-def semantic_candidates(index: LocalIndex, vector: Any, level: int | None, k: int) -> list[tuple[int, float]]:
-    """Community reports nearest to the question-and-themes vector, at the requested level (default: leaves)."""
-    store = index.store
-    if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-        return []
-    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
-    search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(max(4 * k, 32))
-    if level is not None:
-        search = search.where(f"level = {int(level)}", prefilter=True)
-    out = []
-    for row in search.to_list():
-        if _eligible(index, row["community"], level):
-            out.append((row["community"], 1.0 - float(row["_distance"])))
-        if len(out) >= k:
-            break
-    return out
-
-
-def rank_communities(
-    index: LocalIndex,
-    seeds: list[str],
-    topology: list[int],
-    semantic: list[tuple[int, float]],
-    top_k: int,
-    rrf_k: int,
-) -> list[tuple[int, float]]:
-    """RRF of semantic rank, Jaccard overlap of seeds and members, and seed-member edge-weight sum."""
-    candidates = list(dict.fromkeys([*topology, *(c for c, _ in semantic)]))
-    seed_set = set(seeds)
-    overlap, structural = {}, {}
-    for c in candidates:
-        members = index.members(c)
-        union = members | seed_set
-        overlap[c] = len(members & seed_set) / len(union) if union else 0.0
-        structural[c] = sum(w for s in seeds for m, w in index.neighbours.get(s, {}).items() if m in members)
-    lists = [
-        [c for c, _ in semantic],
-        [c for c in sorted(candidates, key=lambda c: -overlap[c]) if overlap[c] > 0],
-        [c for c in sorted(candidates, key=lambda c: -structural[c]) if structural[c] > 0],
-    ]
-    return [(int(c), s) for c, s in reciprocal_rank_fusion(lists, k=rrf_k)][:top_k]
-
-
 def evidence_chunks(
     index: LocalIndex, selected: list[int], passages: list[RankedPassage], limit: int
 ) -> list[dict]:
@@ -231,6 +163,32 @@ async def local_search_async(
     deadline: float | None = None,
     cancel: CancelSignal | None = None,
 ) -> LocalSearchResult:
+    async def answer(context: LocalContext) -> str:
+        return await engine.local_answer(question, context, embedder, deadline=deadline, cancel=cancel)
+
+    result, _ = await local_search_with(store, question, engine, embedder, cfg, answer, deadline, cancel)
+    return result
+
+
+Answerer = Callable[[LocalContext], Awaitable[str]]
+
+
+async def local_search_with(
+    store: NamespaceStore,
+    question: str,
+    engine: Engine,
+    embedder: Embedder,
+    cfg: LocalSearchConfig,
+    answer: Answerer,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+    *,
+    parse: bool = True,
+    select: bool = True,
+) -> tuple[LocalSearchResult, LocalContext | None]:
+    """Local search with `answer` asked of the context it builds; the result and that context (None when
+    the search stopped before it). `parse=False` takes the offline parse of the question and
+    `select=False` the community ranking as it is, with no model call for either (DRIFT's follow-ups)."""
     started = time.monotonic()
     if not question or not question.strip():
         raise ValueError("question must not be empty")
@@ -243,6 +201,7 @@ async def local_search_async(
             f"community level {level} does not exist in namespace {store.namespace!r}; levels are {index.levels}"
         )
     result = LocalSearchResult(question, "completed")
+    context: LocalContext | None = None
     match = cfg.match
     if match.semantic_threshold is None:
         match = replace(match, semantic_threshold=embedder.calibration.entity)
@@ -258,7 +217,9 @@ async def local_search_async(
 
     try:
         check("query parsing")
-        intent = await _intent(engine, question, result, deadline, cancel)
+        intent = (
+            await _intent(engine, question, result, deadline, cancel) if parse else offline_intent(question)
+        )
         result.intent = intent.model_dump()
         check("entity matching")
         query_vector, theme_vector = embedder.embed([question, " ".join([question, *intent.themes])])
@@ -278,7 +239,7 @@ async def local_search_async(
             {"id": p.id, "score": round(p.score, 6), "signals": p.ranks}
             for p in passages[: cfg.passages.depth]
         ]
-        candidates = [_community_row(index, c, score, seed_ids) for c, score in ranked]
+        candidates = [community_row(index, c, score, seed_ids) for c, score in ranked]
         floor = embedder.calibration.relevant
         best = None if seeds else _best_similarity(passage_index, query_vector, semantic)
         if best is not None and best < floor:  # nothing matched, nothing near enough: no selector call
@@ -287,7 +248,10 @@ async def local_search_async(
                 f"{best:.2f} < relevance floor {floor:.2f})"
             )
         check("community selection")
-        chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
+        if select:
+            chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
+        else:
+            chosen, result.selection = candidates, "ranking"
         result.communities = chosen
         ranked_chunks = evidence_chunks(index, [c["id"] for c in chosen], passages, cfg.evidence_limit)
         if not ranked_chunks and not chosen and not seeds:
@@ -305,9 +269,7 @@ async def local_search_async(
         )
         result.context, result.context_rows = describe_context(context)
         check("answer")
-        result.answer = await engine.local_answer(
-            question, context, embedder, deadline=deadline, cancel=cancel
-        )
+        result.answer = await answer(context)
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except _NoResults as exc:
         result.status, result.reason, result.answer = "no_results", str(exc), NOTHING_RELEVANT
@@ -317,7 +279,7 @@ async def local_search_async(
     result.timings_ms = timings
     result.usage = dict(engine.usage.counters())
     result.duration_s = round(time.monotonic() - started, 3)
-    return result
+    return result, context
 
 
 def _best_similarity(passages: Any, query_vector: Any, semantic: list[tuple[int, float]]) -> float:
@@ -379,20 +341,6 @@ async def _select(
     result.selection = "fallback"
     result.fallbacks["selection"] = f"{reason}; used the ranking"
     return candidates
-
-
-def _community_row(index: LocalIndex, community: int, score: float, seeds: list[str]) -> dict[str, Any]:
-    row = index.communities.get(community, {})
-    report = index.reports.get(community, {})
-    members = index.members(community)
-    return {
-        "id": community,
-        "level": row.get("level"),
-        "title": report.get("title") or row.get("title") or f"Community {community}",
-        "summary": report.get("summary") or "",
-        "score": round(score, 6),
-        "matched_entities": [index.entities[s]["title"] for s in seeds if s in members],
-    }
 
 
 def local_search(
