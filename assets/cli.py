@@ -14,6 +14,7 @@ import sys
 import time
 from types import ModuleType
 
+from assets.query_cli import add_query_parsers, not_ready
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
@@ -95,128 +96,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_query_vector(args: argparse.Namespace) -> int:
-    from pipeline.runtime import cached_embedder
-    from pipeline.vector_tool import create_vector_query_tool
-    from pipeline.vector_tool.namespace_stores import namespace_store
-
-    settings = load_settings()
-    store = namespace_store(settings, args.namespace, args.store)
-    tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
-    out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
-    if "error" in out:
-        if str(out["error"]).startswith(TableNotFoundError.__name__):
-            return _not_ready(str(out["error"]).split(": ", 1)[-1])
-        print(f"error: {out['error']}", file=sys.stderr)
-        return 2
-    hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
-    if args.json:
-        print(json.dumps(hits, indent=2, default=str))
-        return 0
-    for rank, hit in enumerate(hits, start=1):
-        snippet = " ".join(str(hit.get("text", "")).split())[:200]
-        print(
-            f"{rank}. score={hit['score']:.3f}  {hit.get('document_title')} "
-            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={hit['id'][:12]}\n   {snippet}"
-        )
-    return 0
-
-
-def _filter_pair(value: str) -> tuple[str, object]:
-    key, sep, raw = value.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
-    try:
-        return key, json.loads(raw)  # numbers, true/false, null, "quoted"
-    except json.JSONDecodeError:
-        return key, raw
-
-
-def cmd_query_chunks(args: argparse.Namespace) -> int:
-    from pipeline.chunk_graph import ChunkGraphError
-    from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
-    from pipeline.runtime import cached_embedder
-
-    settings = load_settings()
-    store = NamespaceStore.from_settings(settings, args.namespace)
-    embedder = cached_embedder(settings)
-    try:
-        graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
-        hits = graph.query(
-            embedder.embed([args.query])[0],
-            top_k=args.top_k,
-            random_walk_steps=args.steps,
-            restart_prob=args.restart_prob,
-            filter=dict(args.filter) or None,
-            seed=args.seed,
-            method=args.method,
-        )
-    except ChunkGraphError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, default=str))
-        return 0
-    for rank, hit in enumerate(hits, start=1):
-        meta = hit.metadata
-        snippet = " ".join(hit.content.split())[:200]
-        print(
-            f"{rank}. score={hit.score:.4f}  {meta.get('document_title')} "
-            f"[{meta.get('start_char')}:{meta.get('end_char')}]  id={hit.id[:12]}\n   {snippet}"
-        )
-    return 0
-
-
-def cmd_query_global(args: argparse.Namespace) -> int:
-    from pipeline.query.global_context import GlobalContextError
-    from pipeline.query.global_search import GlobalSearchConfig, global_search
-
-    config = GlobalSearchConfig.from_settings(
-        load_settings(), level=args.level, seed=args.seed, response_type=args.response_type
-    )
-    try:
-        result = global_search(args.namespace, args.query, config=config)
-    except GlobalContextError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
-    print(result.answer)
-    cited = ", ".join(str(c) for c in result.cited_communities)
-    print(f"\n[status: {result.status}; batches: {result.batches}; cited communities: {cited or '-'}]")
-    if result.reason:
-        print(f"[{result.reason}]")
-    return 0 if result.status in ("completed", "partial", "no_results") else 1
-
-
-def cmd_query_local(args: argparse.Namespace) -> int:
-    from pipeline.query.local_search import LocalSearchError, local_search
-
-    try:
-        result = local_search(args.namespace, args.query, top_k=args.top_k, community_level=args.level)
-    except LocalSearchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
-    print(result.answer)
-    print("\nCommunities:")
-    for c in result.communities:
-        matched = f" (matched: {', '.join(c['matched_entities'])})" if c["matched_entities"] else ""
-        print(f"  [{c['id']}] level {c['level']}: {c['title']}{matched}")
-    print("Evidence:")
-    for ev in result.evidence[: args.show_evidence]:
-        snippet = " ".join(ev["text"].split())[:160]
-        print(
-            f"  [{ev['ref']}] {ev['kind']} {ev['document_title']} [{ev['start_char']}:{ev['end_char']}] {snippet}"
-        )
-    if result.status != "completed":
-        print(f"[status: {result.status}; {result.reason}]")
-    return 0 if result.status in ("completed", "no_results") else 1
-
-
 def cmd_communities(args: argparse.Namespace) -> int:
     from pipeline.core import schema
     from pipeline.ops.communities import top_communities
@@ -271,62 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_communities)
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
-    p = q.add_parser("vector", help="vector search over the namespace's text units")
-    p.add_argument("--namespace", required=True, type=_namespace)
-    p.add_argument(
-        "--store",
-        choices=("lancedb", "pgvector", "chroma"),
-        default="lancedb",
-        help="pgvector (PIPELINE_PGVECTOR_DSN) and chroma get the text units copied from LanceDB first",
-    )
-    p.add_argument("--top-k", default="5", help="results to return (a number; invalid gives 10)")
-    p.add_argument(
-        "--filter", default=None, help='metadata filter as JSON, e.g. \'{"document_title": "a.txt"}\''
-    )
-    p.add_argument("--json", action="store_true")
-    p.add_argument("query")
-    p.set_defaults(func=cmd_query_vector)
-
-    p = q.add_parser("chunks", help="chunk-graph search: random walk with restart from the nearest chunks")
-    p.add_argument("--namespace", required=True, type=_namespace)
-    p.add_argument("--top-k", type=int, default=10)
-    p.add_argument("--steps", type=int, default=100, help="random walk steps per seed")
-    p.add_argument("--restart-prob", type=float, default=0.15)
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed seed)")
-    p.add_argument("--method", choices=("walk", "ppr"), default="walk", help="ppr: exact limit of the walks")
-    p.add_argument(
-        "--filter",
-        type=_filter_pair,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="metadata equality filter, e.g. document_title=a.txt (repeatable)",
-    )
-    p.add_argument("--json", action="store_true")
-    p.add_argument("query")
-    p.set_defaults(func=cmd_query_chunks)
-
-    p = q.add_parser("global", help="map-reduce over community reports: corpus-wide questions")
-    p.add_argument("--namespace", required=True, type=_namespace)
-    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
-    p.add_argument(
-        "--response-type",
-        default="multiple paragraphs",
-        help='length and form of the answer, e.g. "a single paragraph" (default: multiple paragraphs)',
-    )
-    p.add_argument("--json", action="store_true", help="print the whole result")
-    p.add_argument("query")
-    p.set_defaults(func=cmd_query_global)
-
-    p = q.add_parser("local", help="entity/graph/vector retrieval with evidence cited to document offsets")
-    p.add_argument("--namespace", required=True, type=_namespace)
-    p.add_argument("--top-k", type=int, default=8, help="communities to keep")
-    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
-    p.add_argument("--show-evidence", type=int, default=8, help="evidence items to print")
-    p.add_argument("--json", action="store_true", help="print the whole result")
-    p.add_argument("query")
-    p.set_defaults(func=cmd_query_local)
+    add_query_parsers(q, _namespace)
     return parser
 
 
@@ -338,19 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except TableNotFoundError as exc:
-        return _not_ready(str(exc))
+        return not_ready(str(exc))
     except (ConfigError, InvalidNamespaceError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-
-EXIT_NOT_READY = 3
-
-
-def _not_ready(reason: str) -> int:
-    """A query on a namespace without the tables it reads: the same status the HTTP API and MCP give."""
-    print(f"[status: index_not_ready; {reason}]")
-    return EXIT_NOT_READY
 
 
 if __name__ == "__main__":

@@ -347,3 +347,76 @@ RELEVANCE_SCORE = Prompt(
     user='Query: {query}\n\nPassage:\n{text}\n\nAnswer as JSON: {{"score": <a number from 0 to 1>}}',
 )
 PROMPTS[RELEVANCE_SCORE.name] = RELEVANCE_SCORE
+
+
+# ---- DRIFT search (pipeline.query.drift_search): primer, follow-ups, reduce ----
+# Microsoft GraphRAG's DRIFT prompts in short: each step answers, scores its answer against the overall
+# question and proposes follow-up questions that a local search can answer.
+_DRIFT_STEP_FIELDS = (
+    "Answer as JSON with three fields:\n"
+    "- answer: your intermediate answer, using only the data, each statement followed by the rows it comes "
+    "from as [Data: <section> (<ids>)];\n"
+    "- score: a number from 0 to 100 for how well your answer answers the overall question;\n"
+    "- follow_up_queries: at most {max_follow_ups} questions about specific named entities of the data "
+    "whose answers would complete yours; none when your answer is complete."
+)
+DRIFT_PRIMER = Prompt(
+    name="drift_primer",
+    version="drift_primer-v1",
+    system=(
+        "You are an analyst starting a search over a knowledge graph built from documents. You get a "
+        "question and the community reports closest to it, each a row of the Reports table whose first "
+        "column is the community id. Use only what the reports say; do not make anything up."
+    ),
+    user=(
+        "Overall question: {question}\n\n"
+        "-----Reports-----\nid|title|content\n{reports}\n\n" + _DRIFT_STEP_FIELDS + "\n"
+        "Cite reports as [Data: Reports (<ids>)].\n"
+        'JSON: {{"answer": "...", "score": <0-100>, "follow_up_queries": ["..."]}}'
+    ),
+)
+DRIFT_FOLLOW_UP = Prompt(
+    name="drift_follow_up",
+    version="drift_follow_up-v1",
+    system=LOCAL_ANSWER.system,
+    user=(
+        "Overall question: {question}\n"
+        "Follow-up question (answer this one, for the overall question): {follow_up}\n\n"
+        "Data tables:\n{context}\n\n" + _DRIFT_STEP_FIELDS + "\n"
+        'JSON: {{"answer": "...", "score": <0-100>, "follow_up_queries": ["..."]}}'
+    ),
+)
+DRIFT_REDUCE = Prompt(
+    name="drift_reduce",
+    version="drift_reduce-v1",
+    system=(
+        "You write the final answer to a question from the intermediate answers of a search over a "
+        "knowledge graph. Each intermediate answer is labeled with the question it answered and its score "
+        "(0-100, how well it answers the overall question); they are listed best first. Use only what they "
+        "say: merge what overlaps, leave out what does not help, and add no facts of your own. Keep their "
+        "[Data: ...] citations exactly as written after the statements they support. If they do not "
+        "answer the question, say so plainly rather than guess."
+    ),
+    user=(
+        "Question: {question}\n\n"
+        "Response length and format: {response_type}, in markdown.\n\n"
+        "Intermediate answers:\n{context}"
+    ),
+)
+PROMPTS.update({p.name: p for p in (DRIFT_PRIMER, DRIFT_FOLLOW_UP, DRIFT_REDUCE)})
+
+
+# ---- basic search (pipeline.query.basic_search): vector RAG over text units ----
+BASIC_ANSWER = Prompt(
+    name="basic_answer",
+    version="basic_answer-v1",
+    system=(
+        "You answer a question from passages of documents, given as the Sources table whose first column "
+        "is the passage's id. Use only facts from these passages. If they do not answer the question, say "
+        "so; do not make anything up.\n"
+        "Support each statement with the passages it comes from, as [Data: Sources (id, id)], at most five "
+        'ids per citation (add "+more" when there are more). Cite only ids that appear in the table.'
+    ),
+    user="Question: {question}\n\nData tables:\n{context}",
+)
+PROMPTS[BASIC_ANSWER.name] = BASIC_ANSWER

@@ -252,6 +252,13 @@ class Settings(BaseSettings):
         description="RRF constant of local search's entity matching and community ranking "
         "(graphrag-ts's service default, rrfK 80)",
     )
+    # DRIFT search (pipeline.query.drift_search); Microsoft GraphRAG's defaults are 20 / 5 / 3 / 20 / 32:
+    # up to 66 model calls a question. Ours: at most primer_folds + depth x breadth + 1 = 9.
+    drift_primer_k: int = Field(default=8, ge=1, le=100, description="Community reports the primer reads")
+    drift_primer_folds: int = Field(default=2, ge=1, le=20, description="Primer calls the reports split into")
+    drift_depth: int = Field(default=2, ge=0, le=10, description="Rounds of follow-up local searches")
+    drift_breadth: int = Field(default=3, ge=1, le=50, description="Follow-ups answered per round")
+    drift_concurrency: int = Field(default=4, ge=1, le=64, description="DRIFT calls in flight at once")
     # Vector query tool (pipeline/vector_tool): the PostgreSQL server for `query vector --store pgvector`
     pgvector_dsn: str | None = Field(
         default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"

@@ -63,7 +63,13 @@ QUERY_TIME = {"query", "vector_tool", "service"}
 # LLM task; the implementations stay above ops.
 ENGINE_CONTRACT = {"pipeline.engine", "pipeline.engine.base"}
 # Query-time tasks with an offline and an LLM form live with their stage; the engine picks the form.
-QUERY_TASKS = {"pipeline.query.global_tasks", "pipeline.query.local_tasks", "pipeline.query.query_intent"}
+QUERY_TASKS = {
+    "pipeline.query.global_tasks",
+    "pipeline.query.local_tasks",
+    "pipeline.query.query_intent",
+    "pipeline.query.drift_tasks",
+    "pipeline.query.basic_tasks",
+}
 EMBEDDER_CONTRACT = {"pipeline.embeddings", "pipeline.embeddings.base"}
 ENGINE_ALSO = {"pipeline.query", *QUERY_TASKS, *EMBEDDER_CONTRACT}
 

@@ -21,6 +21,8 @@ Where each pair lives (offline form / LLM form):
 - `community_report`: `ops/reports/offline.py` / the prompt, in `llm.py`
 - `map_answer`, `reduce_answer`: `query/global_tasks.py`
 - `query_intent`: `query/query_intent.py`; `select_communities`, `local_answer`: `query/local_tasks.py`
+- `drift_primer`, `drift_follow_up`, `drift_reduce`: `query/drift_tasks.py`
+- `basic_answer`: `query/basic_tasks.py`
 The query-time task modules import only core, prompts, llm and the embedder protocol, so the engine may
 import them without pulling in query-time code (tests/test_layout.py).
 
@@ -47,6 +49,7 @@ from pipeline.ops.extraction.models import (
     UnitExtraction,
 )
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
+from pipeline.query.drift_tasks import DriftReduceRequest, DriftStep, FollowUpRequest, PrimerRequest
 from pipeline.query.global_tasks import MapAnswer, MapRequest, ReduceAnswer, ReduceRequest
 from pipeline.query.local_tasks import CommunitySelection, LocalContext
 from pipeline.query.query_intent import QueryIntent
@@ -188,10 +191,64 @@ class LocalSearcher(Protocol):
     ) -> str: ...
 
 
+# ---- DRIFT search (pipeline.query.drift_tasks) --------------------------------------------------------
+@runtime_checkable
+class DriftSearcher(Protocol):
+    async def drift_primer(
+        self,
+        request: PrimerRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep:
+        """A fold of community reports -> an intermediate answer, its score and follow-up questions."""
+        ...
+
+    async def drift_follow_up(
+        self,
+        request: FollowUpRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep: ...
+
+    async def drift_reduce(
+        self,
+        request: DriftReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str: ...
+
+
+# ---- basic search (pipeline.query.basic_tasks) ---------------------------------------------------------
+@runtime_checkable
+class BasicSearcher(Protocol):
+    async def basic_answer(
+        self,
+        question: str,
+        context: LocalContext,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str: ...
+
+
 # ---- the engine ------------------------------------------------------------------------------------
 @runtime_checkable
 class Engine(
-    Summarizer, CommunityReporter, Extractor, DescriptionSummarizer, GlobalSearcher, LocalSearcher, Protocol
+    Summarizer,
+    CommunityReporter,
+    Extractor,
+    DescriptionSummarizer,
+    GlobalSearcher,
+    LocalSearcher,
+    DriftSearcher,
+    BasicSearcher,
+    Protocol,
 ):
     """All task protocols plus batch running; a new task adds its protocol to the bases."""
 

@@ -28,6 +28,16 @@ from pipeline.ops.extraction.models import (
     UnitExtraction,
 )
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
+from pipeline.query.basic_tasks import llm_basic_answer
+from pipeline.query.drift_tasks import (
+    DriftReduceRequest,
+    DriftStep,
+    FollowUpRequest,
+    PrimerRequest,
+    llm_follow_up,
+    llm_primer,
+)
+from pipeline.query.drift_tasks import llm_reduce as llm_drift_reduce
 from pipeline.query.global_tasks import (
     MapAnswer,
     MapRequest,
@@ -186,6 +196,60 @@ class LLMEngine:
         cancel: CancelSignal | None = None,
     ) -> str:
         return await llm_answer(
+            self.client,
+            question,
+            context,
+            deadline=deadline,
+            cancel=cancel,
+            max_tokens=self.limits.local_answer,
+        )
+
+    # ---- DRIFT and basic search ---------------------------------------------------------------------
+    async def drift_primer(
+        self,
+        request: PrimerRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep:
+        return await llm_primer(
+            self.client, request, deadline=deadline, cancel=cancel, max_tokens=self.limits.local_answer
+        )
+
+    async def drift_follow_up(
+        self,
+        request: FollowUpRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep:
+        return await llm_follow_up(
+            self.client, request, deadline=deadline, cancel=cancel, max_tokens=self.limits.local_answer
+        )
+
+    async def drift_reduce(
+        self,
+        request: DriftReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return await llm_drift_reduce(
+            self.client, request, deadline=deadline, cancel=cancel, max_tokens=self.limits.reduce
+        )
+
+    async def basic_answer(
+        self,
+        question: str,
+        context: LocalContext,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return await llm_basic_answer(
             self.client,
             question,
             context,

@@ -26,6 +26,16 @@ from pipeline.ops.extraction.models import (
 from pipeline.ops.extraction.offline import extract_request, offline_identity
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
+from pipeline.query.basic_tasks import offline_basic_answer
+from pipeline.query.drift_tasks import (
+    DriftReduceRequest,
+    DriftStep,
+    FollowUpRequest,
+    PrimerRequest,
+    offline_follow_up,
+    offline_primer,
+)
+from pipeline.query.drift_tasks import offline_reduce as offline_drift_reduce
 from pipeline.query.global_tasks import (
     MapAnswer,
     MapRequest,
@@ -139,6 +149,47 @@ class OfflineEngine:
         cancel: CancelSignal | None = None,
     ) -> str:
         return offline_answer(question, context, embedder)
+
+    # ---- DRIFT and basic search ---------------------------------------------------------------------
+    async def drift_primer(
+        self,
+        request: PrimerRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep:
+        return offline_primer(request, embedder)
+
+    async def drift_follow_up(
+        self,
+        request: FollowUpRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> DriftStep:
+        return offline_follow_up(request, embedder)
+
+    async def drift_reduce(
+        self,
+        request: DriftReduceRequest,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return offline_drift_reduce(request)
+
+    async def basic_answer(
+        self,
+        question: str,
+        context: LocalContext,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> str:
+        return offline_basic_answer(question, context, embedder)
 
     # ---- running -----------------------------------------------------------------------------------
     def run_batch(

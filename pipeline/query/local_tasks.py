@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
+from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
 
 OFFLINE_ANSWER_SENTENCES = 5
@@ -125,33 +126,58 @@ def citation(section: Section, ids: list[int]) -> str:
     return f"[Data: {LABELS[section]} ({', '.join(str(i) for i in ids)})]"
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> str:
-    """The context's sentences closest to the question, each cited to its row as the LLM answer is.
+def ranked_sentences(
+    question: str, context: LocalContext, embedder: Embedder, sections: tuple[Section, ...] = SECTIONS[1:]
+) -> list[tuple[Section, int, str, float]]:
+    """The sentences of the context's best-ranked rows, closest to the question first, each once:
+    (section, row id, sentence, cosine).
 
     Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked
     relationships, entities and claims (the builder put those touching the matched entities first);
     embedding every sentence of the whole context would cost seconds per question on a CPU."""
     sentences: list[tuple[Section, int, str]] = []
-    for section in ("relationships", "entities", "claims", "sources"):
+    for section in ("reports", "relationships", "entities", "claims", "sources"):
+        if section not in sections:
+            continue
         for row in context.of(section)[:OFFLINE_ANSWER_ROWS]:
-            for s in _SENTENCE.split(" ".join(row.text.split())):
-                if len(s.split()) >= 4:
-                    sentences.append((section, row.id, s.strip()))
+            for s in split_sentences(row.text):
+                if len(s.clean.split()) >= 4:
+                    sentences.append((section, row.id, s.clean))
     if not sentences:
-        return "The index holds no evidence for this question."
+        return []
     vectors = embedder.embed([question] + [s for *_, s in sentences])
-    order = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")
-    picked, seen = [], set()
-    for i in order:
+    sims = vectors[1:] @ vectors[0]
+    out, seen = [], set()
+    for i in np.argsort(-sims, kind="stable"):
         section, row_id, s = sentences[int(i)]
-        if s.lower() not in seen:
-            seen.add(s.lower())
-            picked.append(f"{s} {citation(section, [row_id])}")
-        if len(picked) >= OFFLINE_ANSWER_SENTENCES:
-            break
+        if (key := sentence_key(s)) not in seen:
+            seen.add(key)
+            out.append((section, row_id, s, float(sims[int(i)])))
+    return out
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def sentence_key(sentence: str) -> str:
+    """What makes two sentences the same statement: their words, lower-cased, without a caption's
+    'Illustration:' label, numbers or punctuation (a book repeats its captions in the text)."""
+    words = _WORD.findall(sentence.lower())
+    return " ".join(words[1:] if words[:1] == ["illustration"] else words)
+
+
+NO_EVIDENCE = "The index holds no evidence for this question."
+
+
+def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> str:
+    """The context's sentences closest to the question (`ranked_sentences`), each cited to its row as
+    the LLM answer is, after the titles of the best three reports."""
+    picked = [
+        f"{s} {citation(section, [row_id])}"
+        for section, row_id, s, _ in ranked_sentences(question, context, embedder)[:OFFLINE_ANSWER_SENTENCES]
+    ]
+    if not picked:
+        return NO_EVIDENCE
     intro = ""
     if reports := context.of("reports")[:3]:
         titles = "; ".join(r.ref.get("title") or "" for r in reports)

@@ -1,0 +1,329 @@
+"""`pipeline query <mode>`: the query commands of the CLI, one per mode (vector, chunks, global, local,
+drift, basic). Each calls `pipeline` directly (no Dagster), prints the answer with its status and
+citations (or the whole result with --json), and exits 0 on an answer, 1 on a cancelled or failed query,
+2 on a bad request and 3 when the namespace is not indexed yet. `--estimate` on the modes that call a
+model prints what one question can cost without sending anything (`pipeline.query.query_estimate`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.settings import load_settings
+
+EXIT_NOT_READY = 3
+
+
+def not_ready(reason: str) -> int:
+    """A query on a namespace without the tables it reads: the same status the HTTP API and MCP give."""
+    print(f"[status: index_not_ready; {reason}]")
+    return EXIT_NOT_READY
+
+
+def cmd_query_vector(args: argparse.Namespace) -> int:
+    from pipeline.runtime import cached_embedder
+    from pipeline.vector_tool import create_vector_query_tool
+    from pipeline.vector_tool.namespace_stores import namespace_store
+
+    settings = load_settings()
+    store = namespace_store(settings, args.namespace, args.store)
+    tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
+    out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
+    if "error" in out:
+        if str(out["error"]).startswith(TableNotFoundError.__name__):
+            return not_ready(str(out["error"]).split(": ", 1)[-1])
+        print(f"error: {out['error']}", file=sys.stderr)
+        return 2
+    hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
+    if args.json:
+        print(json.dumps(hits, indent=2, default=str))
+        return 0
+    for rank, hit in enumerate(hits, start=1):
+        snippet = " ".join(str(hit.get("text", "")).split())[:200]
+        print(
+            f"{rank}. score={hit['score']:.3f}  {hit.get('document_title')} "
+            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={hit['id'][:12]}\n   {snippet}"
+        )
+    return 0
+
+
+def _filter_pair(value: str) -> tuple[str, object]:
+    key, sep, raw = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    try:
+        return key, json.loads(raw)  # numbers, true/false, null, "quoted"
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def cmd_query_chunks(args: argparse.Namespace) -> int:
+    from pipeline.chunk_graph import ChunkGraphError
+    from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
+    from pipeline.runtime import cached_embedder
+
+    settings = load_settings()
+    store = NamespaceStore.from_settings(settings, args.namespace)
+    embedder = cached_embedder(settings)
+    try:
+        graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
+        hits = graph.query(
+            embedder.embed([args.query])[0],
+            top_k=args.top_k,
+            random_walk_steps=args.steps,
+            restart_prob=args.restart_prob,
+            filter=dict(args.filter) or None,
+            seed=args.seed,
+            method=args.method,
+        )
+    except ChunkGraphError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], indent=2, default=str))
+        return 0
+    for rank, hit in enumerate(hits, start=1):
+        meta = hit.metadata
+        snippet = " ".join(hit.content.split())[:200]
+        print(
+            f"{rank}. score={hit.score:.4f}  {meta.get('document_title')} "
+            f"[{meta.get('start_char')}:{meta.get('end_char')}]  id={hit.id[:12]}\n   {snippet}"
+        )
+    return 0
+
+
+def cmd_query_global(args: argparse.Namespace) -> int:
+    from pipeline.query.global_context import GlobalContextError
+    from pipeline.query.global_search import GlobalSearchConfig, global_search
+
+    settings = load_settings()
+    config = GlobalSearchConfig.from_settings(
+        settings, level=args.level, seed=args.seed, response_type=args.response_type
+    )
+    if args.estimate:
+        return _estimate("global", args, settings, config)
+    try:
+        result = global_search(args.namespace, args.query, config=config)
+    except GlobalContextError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+        return 0
+    print(result.answer)
+    cited = ", ".join(str(c) for c in result.cited_communities)
+    print(f"\n[status: {result.status}; batches: {result.batches}; cited communities: {cited or '-'}]")
+    if result.reason:
+        print(f"[{result.reason}]")
+    return 0 if result.status in ("completed", "partial", "no_results") else 1
+
+
+def cmd_query_local(args: argparse.Namespace) -> int:
+    from pipeline.query.local_search import LocalSearchError, local_search
+
+    try:
+        result = local_search(args.namespace, args.query, top_k=args.top_k, community_level=args.level)
+    except LocalSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+        return 0
+    print(result.answer)
+    print("\nCommunities:")
+    for c in result.communities:
+        matched = f" (matched: {', '.join(c['matched_entities'])})" if c["matched_entities"] else ""
+        print(f"  [{c['id']}] level {c['level']}: {c['title']}{matched}")
+    print("Evidence:")
+    for ev in result.evidence[: args.show_evidence]:
+        snippet = " ".join(ev["text"].split())[:160]
+        print(
+            f"  [{ev['ref']}] {ev['kind']} {ev['document_title']} [{ev['start_char']}:{ev['end_char']}] {snippet}"
+        )
+    if result.status != "completed":
+        print(f"[status: {result.status}; {result.reason}]")
+    return 0 if result.status in ("completed", "no_results") else 1
+
+
+def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -> int:
+    from pipeline.query.query_estimate import estimate_query
+    from pipeline.runtime import cached_embedder
+
+    store = NamespaceStore.from_settings(settings, args.namespace)
+    estimate = estimate_query(mode, store, args.query, settings, cached_embedder(settings), config)
+    print(json.dumps(estimate.to_dict(), indent=2) if args.json else estimate.render())
+    return 0
+
+
+def _citations(citations: list[dict[str, Any]]) -> None:
+    """Where each cited row comes from: a passage's document and offsets, or the row's name."""
+    if citations:
+        print("Citations:")
+    for c in citations:
+        if c.get("start_char") is not None:
+            print(
+                f"  [{c['section']} {c['id']}] {c.get('document_title')} [{c['start_char']}:{c['end_char']}]"
+            )
+        else:
+            name = c.get("title") or c.get("source") and f"{c.get('source')} -> {c.get('target')}" or ""
+            print(f"  [{c['section']} {c['id']}] {name}")
+
+
+def cmd_query_drift(args: argparse.Namespace) -> int:
+    from pipeline.query.drift_search import DriftSearchConfig, DriftSearchError, drift_search
+
+    settings = load_settings()
+    given = {
+        "primer_k": args.primer_k,
+        "primer_folds": args.primer_folds,
+        "depth": args.depth,
+        "breadth": args.breadth,
+        "community_level": args.level,
+        "response_type": args.response_type,
+    }
+    try:
+        config = DriftSearchConfig.from_settings(settings, **given)
+        if args.estimate:
+            return _estimate("drift", args, settings, config)
+        result = drift_search(args.namespace, args.query, settings=settings, config=config)
+    except DriftSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+        return 0
+    print(result.answer)
+    print("\nSearch tree:")
+    by_id = {n.id: n for n in result.nodes}
+
+    def show(node_id: int, indent: int) -> None:
+        n = by_id[node_id]
+        print(f"{'  ' * indent}- [{n.id}] {n.status} score={n.score:g}: {n.question}")
+        for child in n.children:
+            show(child, indent + 1)
+
+    if 0 in by_id:
+        show(0, 1)
+    _citations(result.citations)
+    u = result.usage
+    print(
+        f"\n[status: {result.status}; model calls: primer {u['primer_calls']}, follow-ups "
+        f"{u['follow_up_calls']}, reduce {u['reduce_calls']} (at most {u['max_calls']})]"
+    )
+    if result.reason:
+        print(f"[{result.reason}]")
+    return 0 if result.status in ("completed", "partial", "no_results") else 1
+
+
+def cmd_query_basic(args: argparse.Namespace) -> int:
+    from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search
+
+    settings = load_settings()
+    try:
+        config = BasicSearchConfig.from_settings(settings, top_k=args.top_k, full_text=not args.no_full_text)
+        if args.estimate:
+            return _estimate("basic", args, settings, config)
+        result = basic_search(args.namespace, args.query, settings=settings, config=config)
+    except BasicSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+        return 0
+    print(result.answer)
+    _citations(result.citations)
+    print(f"\n[status: {result.status}; passages: {len(result.sources)}]")
+    if result.reason:
+        print(f"[{result.reason}]")
+    return 0 if result.status in ("completed", "no_results") else 1
+
+
+def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
+    p = q.add_parser("vector", help="vector search over the namespace's text units")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument(
+        "--store",
+        choices=("lancedb", "pgvector", "chroma"),
+        default="lancedb",
+        help="pgvector (PIPELINE_PGVECTOR_DSN) and chroma get the text units copied from LanceDB first",
+    )
+    p.add_argument("--top-k", default="5", help="results to return (a number; invalid gives 10)")
+    p.add_argument(
+        "--filter", default=None, help='metadata filter as JSON, e.g. \'{"document_title": "a.txt"}\''
+    )
+    p.add_argument("--json", action="store_true")
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_vector)
+
+    p = q.add_parser("chunks", help="chunk-graph search: random walk with restart from the nearest chunks")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--steps", type=int, default=100, help="random walk steps per seed")
+    p.add_argument("--restart-prob", type=float, default=0.15)
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed seed)")
+    p.add_argument("--method", choices=("walk", "ppr"), default="walk", help="ppr: exact limit of the walks")
+    p.add_argument(
+        "--filter",
+        type=_filter_pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata equality filter, e.g. document_title=a.txt (repeatable)",
+    )
+    p.add_argument("--json", action="store_true")
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_chunks)
+
+    p = q.add_parser("global", help="map-reduce over community reports: corpus-wide questions")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
+    p.add_argument(
+        "--response-type",
+        default="multiple paragraphs",
+        help='length and form of the answer, e.g. "a single paragraph" (default: multiple paragraphs)',
+    )
+    p.add_argument("--json", action="store_true", help="print the whole result")
+    p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_global)
+
+    p = q.add_parser("local", help="entity/graph/vector retrieval with evidence cited to document offsets")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument("--top-k", type=int, default=8, help="communities to keep")
+    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
+    p.add_argument("--show-evidence", type=int, default=8, help="evidence items to print")
+    p.add_argument("--json", action="store_true", help="print the whole result")
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_local)
+
+    p = q.add_parser("drift", help="DRIFT: primer over community reports, follow-up local searches, reduce")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument("--primer-k", type=int, default=None, help="reports the primer reads (default 8)")
+    p.add_argument("--primer-folds", type=int, default=None, help="primer calls (default 2)")
+    p.add_argument("--depth", type=int, default=None, help="rounds of follow-ups (default 2)")
+    p.add_argument("--breadth", type=int, default=None, help="follow-ups answered per round (default 3)")
+    p.add_argument("--level", type=int, default=None, help="community level of the primer's reports")
+    p.add_argument("--response-type", default=None, help='e.g. "a single paragraph"')
+    p.add_argument("--json", action="store_true", help="print the whole result, the tree included")
+    p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_drift)
+
+    p = q.add_parser("basic", help="vector RAG: the nearest passages answered with citations (the baseline)")
+    p.add_argument("--namespace", required=True, type=namespace)
+    p.add_argument("--top-k", type=int, default=None, help="passages in the context (default 10)")
+    p.add_argument("--no-full-text", action="store_true", help="dense search only (no BM25 fusion)")
+    p.add_argument("--json", action="store_true", help="print the whole result")
+    p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
+    p.add_argument("query")
+    p.set_defaults(func=cmd_query_basic)
+
+
+ESTIMATE_HELP = (
+    "print the model calls, tokens and cost one question can take, per phase, without calling the model"
+)

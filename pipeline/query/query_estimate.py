@@ -1,0 +1,185 @@
+"""`pipeline query <mode> --estimate`: the model calls, tokens and cost one question can take, per phase,
+counted without sending anything.
+
+Rules:
+- Retrieval runs as the query would (embedding, report and passage search): no model is involved in it.
+- A phase whose prompts are known before any model answers is `exact`: global search's map batches, the
+  DRIFT primer's folds, basic search's one answer. Completion tokens are at most the phase's
+  max_tokens (the output limit sent with the call).
+- A phase that depends on the model's answers is an `upper bound`: DRIFT's follow-ups (depth x breadth
+  calls, each prompt within the local context budget) and every reduce (within its budget).
+- Cost is tokens at the configured prices (`PIPELINE_LLM_PRICES` over `pipeline.llm.usage.DEFAULT_PRICES`);
+  a model missing from the table costs 0. The LLM cache is not consulted: a repeated question is cheaper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipeline.core.tokens import count_tokens
+from pipeline.embeddings.base import Embedder
+from pipeline.io.store import NamespaceStore
+from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
+
+
+@dataclass
+class Phase:
+    phase: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int  # the output limits of those calls: the most they can return
+    basis: str  # exact | upper bound
+
+
+@dataclass
+class QueryEstimate:
+    mode: str
+    namespace: str
+    question: str
+    model: str
+    engine: str  # the configured engine: "offline" sends nothing whatever this says
+    phases: list[Phase] = field(default_factory=list)
+    cost_usd: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self.phases)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["calls"] = self.calls
+        out["prompt_tokens"] = sum(p.prompt_tokens for p in self.phases)
+        out["completion_tokens"] = sum(p.completion_tokens for p in self.phases)
+        return out
+
+    def render(self) -> str:
+        lines = [
+            f"{self.mode} search on {self.namespace!r} with {self.model} ({self.engine} engine): at most "
+            f"{self.calls} model calls, ${self.cost_usd:.4f}",
+            f"  {'phase':<12} {'calls':>6} {'prompt tok':>11} {'max completion':>15}  basis",
+        ]
+        for p in self.phases:
+            lines.append(
+                f"  {p.phase:<12} {p.calls:>6} {p.prompt_tokens:>11} {p.completion_tokens:>15}  {p.basis}"
+            )
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _tokens(messages: list[dict[str, str]], encoding: str) -> int:
+    return count_tokens("\n".join(m["content"] for m in messages), encoding)
+
+
+def _finish(estimate: QueryEstimate, settings: Any) -> QueryEstimate:
+    prices = {**DEFAULT_PRICES, **settings.llm_prices}
+    estimate.cost_usd = round(
+        sum(
+            estimate_cost(settings.llm_model, p.prompt_tokens, p.completion_tokens, prices)
+            for p in estimate.phases
+        ),
+        6,
+    )
+    if settings.llm_provider == "offline":
+        estimate.notes.append("the configured engine is offline: a real run sends none of these calls")
+    return estimate
+
+
+def estimate_query(
+    mode: str, store: NamespaceStore, question: str, settings: Any, embedder: Embedder, config: Any
+) -> QueryEstimate:
+    """The calls one question of `mode` (global | drift | basic) can take, with `config` its mode's config."""
+    estimate = QueryEstimate(mode, store.namespace, question, settings.llm_model, settings.llm_provider)
+    if mode == "global":
+        _global(estimate, store, question, config)
+    elif mode == "drift":
+        _drift(estimate, store, question, settings, embedder, config)
+    elif mode == "basic":
+        _basic(estimate, store, question, settings, embedder, config)
+    else:
+        raise ValueError(f"no estimate for {mode!r} search")
+    return _finish(estimate, settings)
+
+
+def _global(estimate: QueryEstimate, store: NamespaceStore, question: str, config: Any) -> None:
+    from pipeline.query.global_search import plan_batches
+    from pipeline.query.global_tasks import map_messages
+
+    batches = plan_batches(store, question, config)
+    prompt = sum(_tokens(map_messages(question, b.content), config.encoding) for b in batches)
+    estimate.phases.append(Phase("map", len(batches), prompt, len(batches) * config.map_reserve, "exact"))
+    if batches:
+        estimate.phases.append(
+            Phase(
+                "reduce",
+                1,
+                config.reduce_budget - config.reduce_reserve,
+                config.reduce_reserve,
+                "upper bound",
+            )
+        )
+
+
+def _drift(
+    estimate: QueryEstimate,
+    store: NamespaceStore,
+    question: str,
+    settings: Any,
+    embedder: Embedder,
+    config: Any,
+) -> None:
+    from pipeline.query.drift_search import primer_reports, split_folds
+    from pipeline.query.drift_tasks import PrimerRequest, primer_messages
+    from pipeline.query.local_index import load_local_index
+
+    index = load_local_index(store)
+    hits = primer_reports(store, index, embedder.embed([question])[0], config)
+    folds = split_folds([r for r, _ in hits], config.primer_folds) if hits else []
+    answer_limit = settings.llm_local_answer_max_tokens
+    prompt = sum(
+        _tokens(
+            primer_messages(
+                PrimerRequest(question=question, reports=f, max_follow_ups=config.follow_ups_per_step)
+            ),
+            config.local.encoding,
+        )
+        for f in folds
+    )
+    estimate.phases.append(Phase("primer", len(folds), prompt, len(folds) * answer_limit, "exact"))
+    if not folds:
+        estimate.notes.append(
+            "no community report to prime from: the query answers no_results without a call"
+        )
+        return
+    n = config.depth * config.breadth
+    estimate.phases.append(
+        Phase("follow-ups", n, n * config.local.context_max_tokens, n * answer_limit, "upper bound")
+    )
+    estimate.phases.append(
+        Phase("reduce", 1, config.reduce_budget, settings.llm_reduce_max_tokens, "upper bound")
+    )
+
+
+def _basic(
+    estimate: QueryEstimate,
+    store: NamespaceStore,
+    question: str,
+    settings: Any,
+    embedder: Embedder,
+    config: Any,
+) -> None:
+    from pipeline.query.basic_search import build_basic_context, retrieve
+
+    units, _ = retrieve(store, embedder, question, config)
+    context = build_basic_context(question, units, config.context_max_tokens, config.encoding)
+    calls = 1 if units else 0
+    estimate.phases.append(
+        Phase(
+            "answer",
+            calls,
+            context.prompt_tokens * calls,
+            settings.llm_local_answer_max_tokens * calls,
+            "exact",
+        )
+    )
