@@ -57,3 +57,29 @@ def dagster_instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[objec
             os.environ.pop("DAGSTER_HOME", None)
         else:
             os.environ["DAGSTER_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def sample_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """samples/demo indexed offline through the Dagster job, as `make demo` does (once per session: the
+    query-mode tests only read it); returns the storage root holding namespace 'demo'."""
+    from dagster import DagsterInstance
+
+    from assets.launch import run_index
+
+    storage = tmp_path_factory.mktemp("sample_book_storage")
+    home = make_dagster_home(tmp_path_factory.mktemp("sample_book_dagster"))
+    saved = {k: os.environ.get(k) for k in ("PIPELINE_STORAGE_ROOT", "DAGSTER_HOME")}
+    os.environ.update(PIPELINE_STORAGE_ROOT=str(storage), DAGSTER_HOME=str(home))
+    instance = DagsterInstance.get()
+    try:
+        result = run_index("demo", input_dir=str(REPO_ROOT / "samples" / "demo"), instance=instance)
+    finally:
+        instance.dispose()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert result.success, result.failures
+    return storage

@@ -124,8 +124,23 @@ def test_query_assets_refresh_after_their_upstream_changes(dagster_instance) -> 
     after = evaluate_automation_conditions(
         defs=defs, instance=dagster_instance, asset_selection=selection, cursor=idle.cursor
     )
-    for key in ("global_map_batches", "global_map_answers", "global_answers", "local_answers"):
+    for key in (
+        "global_map_batches",
+        "global_map_answers",
+        "global_answers",
+        "local_answers",
+        "drift_answers",
+    ):
         assert after.get_requested_partitions(AssetKey(key)) == {"auto_a"}, key
+    # Basic search reads only the text units' vectors: it refreshes when they change, not the reports.
+    assert after.get_requested_partitions(AssetKey("basic_answers")) == set()
+    dagster_instance.report_runless_asset_event(
+        AssetMaterialization(asset_key="text_unit_embeddings", partition="auto_b")
+    )
+    later = evaluate_automation_conditions(
+        defs=defs, instance=dagster_instance, asset_selection=selection, cursor=after.cursor
+    )
+    assert later.get_requested_partitions(AssetKey("basic_answers")) == {"auto_b"}
 
 
 @pytest.mark.parametrize("name", ["input_root_sensor", "query_refresh_sensor"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import threading
 from collections import defaultdict
@@ -207,25 +206,6 @@ def test_a_cancelled_intent_call_cancels_the_search_instead_of_falling_back(tiny
 
 
 # ---- the sample book --------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def sample_book(tmp_path_factory, dagster_instance):
-    """samples/demo indexed offline through the Dagster job, as `make demo` does."""
-    from assets.launch import run_index
-
-    storage = tmp_path_factory.mktemp("storage")
-    old = os.environ.get("PIPELINE_STORAGE_ROOT")
-    os.environ["PIPELINE_STORAGE_ROOT"] = str(storage)
-    try:
-        result = run_index("demo", input_dir=str(REPO / "samples" / "demo"), instance=dagster_instance)
-    finally:
-        if old is None:
-            os.environ.pop("PIPELINE_STORAGE_ROOT", None)
-        else:
-            os.environ["PIPELINE_STORAGE_ROOT"] = old
-    assert result.success, result.failures
-    return storage
-
-
 @pytest.mark.parametrize("budget", [12_000, 6_000])
 def test_on_the_sample_book_the_answer_prompt_fills_its_budget_with_entity_and_relationship_rows(
     sample_book, budget, tmp_path, monkeypatch

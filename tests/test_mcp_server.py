@@ -21,7 +21,14 @@ from pipeline.service.queries import QueryService
 from tests.test_service import KEY_A, KEY_B, ServiceData, build_service_data, offline_settings, serving
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TOOLS = {"global_search", "local_search", "chunk_graph_search", "vector_query"}
+TOOLS = {
+    "global_search",
+    "local_search",
+    "drift_search",
+    "basic_search",
+    "chunk_graph_search",
+    "vector_query",
+}
 
 
 @pytest.fixture(scope="module")

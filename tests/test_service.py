@@ -171,6 +171,8 @@ def auth(key: str) -> dict[str, str]:
 BODIES = {
     "global": {"namespace": "acme", "question": "What is Scrooge's business world like?"},
     "local": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?"},
+    "drift": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "depth": 1},
+    "basic": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "top_k": 2},
     "chunks": {"namespace": "acme", "query": "Who is Marley?", "top_k": 2},
     "vector": {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 2},
 }
@@ -190,6 +192,12 @@ def test_each_endpoint_answers_for_its_tenant(client: httpx.Client) -> None:
     assert local["answer"] and local["evidence"]
     ev = local["evidence"][0]
     assert ev["document_id"] == "doc-acme" and ev["end_char"] > ev["start_char"]
+    drift = answers["drift"]["result"]
+    assert drift["answer"] and drift["tree"]["id"] == 0 and drift["nodes"][0]["status"] == "answered"
+    assert drift["usage"]["max_calls"] == drift["config"]["max_calls"]
+    basic = answers["basic"]["result"]
+    assert basic["answer"] and basic["citations"]
+    assert all(c["document_id"] == "doc-acme" and c["end_char"] > c["start_char"] for c in basic["citations"])
     top = answers["vector"]["result"]["hits"][0]
     assert top["text"].startswith("Ebenezer Scrooge") and "vector" not in top
     assert len(answers["chunks"]["result"]["hits"]) == 2
@@ -213,7 +221,7 @@ def test_status_lists_tables_rows_times_and_readiness(client: httpx.Client) -> N
 
 def test_openapi_health_and_readiness(client: httpx.Client) -> None:
     spec = client.get("/openapi.json").json()
-    for path in ("/v1/query/global", "/v1/query/local", "/v1/query/chunks", "/v1/query/vector"):
+    for path in (f"/v1/query/{kind}" for kind in BODIES):
         assert "requestBody" in spec["paths"][path]["post"]
         assert {"401", "403", "409", "422", "429", "504"} <= set(spec["paths"][path]["post"]["responses"])
     assert "/v1/namespaces/{namespace}/status" in spec["paths"]

@@ -21,11 +21,15 @@ from dagster import (
 from assets.indexing.observe import step_engine
 from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
+from pipeline.query.basic_search import BasicSearchConfig
+from pipeline.query.drift_search import DriftSearchConfig
 from pipeline.query.global_search import GlobalSearchConfig
 from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.questions import load_questions
 from pipeline.query.saved_questions import (
     count,
+    write_basic_answers,
+    write_drift_answers,
     write_global_answers,
     write_global_batches,
     write_global_map_answers,
@@ -57,6 +61,27 @@ class LocalQuestionsConfig(Config):
     questions_file: str | None = None
     top_k: int = 8
     level: int | None = None
+
+
+class DriftQuestionsConfig(Config):
+    questions: list[str] = []
+    """Questions for DRIFT search; with none here and no file, nothing is asked."""
+    questions_file: str | None = None
+    primer_k: int | None = None
+    """Reports the primer reads (default: settings.drift_primer_k)."""
+    primer_folds: int | None = None
+    depth: int | None = None
+    breadth: int | None = None
+    level: int | None = None
+    """Community level of the primer's reports (default: every level)."""
+    response_type: str = "multiple paragraphs"
+
+
+class BasicQuestionsConfig(Config):
+    questions: list[str] = []
+    """Questions for basic (vector RAG) search; with none here and no file, nothing is asked."""
+    questions_file: str | None = None
+    top_k: int = 10
 
 
 def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
@@ -200,4 +225,86 @@ def local_answers(
     )
 
 
-query_assets = [global_map_batches, global_map_answers, global_answers, local_answers]
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("report_embeddings")],
+    automation_condition=REFRESH,
+    description="Saved DRIFT questions: primer over reports, follow-up local searches, reduce; the tree kept.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def drift_answers(
+    context: AssetExecutionContext,
+    config: DriftQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = DriftSearchConfig.from_settings(
+        settings,
+        primer_k=config.primer_k,
+        primer_folds=config.primer_folds,
+        depth=config.depth,
+        breadth=config.breadth,
+        community_level=config.level,
+        response_type=config.response_type,
+    )
+    answers = write_drift_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    return MaterializeResult(
+        metadata={
+            "questions": answers.table.num_rows,
+            **{s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")},
+            "model_calls": sum(answers.table.column("model_calls").to_pylist()),
+            "max_calls_per_question": cfg.max_calls,
+            "answers": MetadataValue.md(answers.markdown),
+            **engine.usage.as_metadata(),
+            "duration_s": _elapsed(started),
+        }
+    )
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("text_unit_embeddings")],
+    automation_condition=REFRESH,
+    description="Saved basic questions: the nearest passages (dense + BM25) answered with citations.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def basic_answers(
+    context: AssetExecutionContext,
+    config: BasicQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = BasicSearchConfig.from_settings(settings, top_k=config.top_k)
+    answers = write_basic_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    return MaterializeResult(
+        metadata={
+            "questions": answers.table.num_rows,
+            "answers": MetadataValue.md(answers.markdown),
+            **engine.usage.as_metadata(),
+            "duration_s": _elapsed(started),
+        }
+    )
+
+
+query_assets = [
+    global_map_batches,
+    global_map_answers,
+    global_answers,
+    local_answers,
+    drift_answers,
+    basic_answers,
+]

@@ -18,6 +18,8 @@ QUERY_GLOBAL_BATCHES = "query_global_batches"
 QUERY_GLOBAL_MAP_ANSWERS = "query_global_map_answers"
 QUERY_GLOBAL_ANSWERS = "query_global_answers"
 QUERY_LOCAL_ANSWERS = "query_local_answers"
+QUERY_DRIFT_ANSWERS = "query_drift_answers"
+QUERY_BASIC_ANSWERS = "query_basic_answers"
 
 # LanceDB table names
 LANCE_TEXT_UNITS = "text_units"
@@ -384,3 +386,30 @@ def vector_array(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
 
 # --- strict writing: a table's columns are listed here and nowhere else ---
 #
+
+QUERY_DRIFT_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("reason", pa.string()),
+        ("nodes", pa.int64()),  # steps in the tree, open ones included
+        ("answered", pa.int64()),
+        ("failed_steps", pa.int64()),
+        ("model_calls", pa.int64()),  # primer + follow-up + reduce task calls
+        ("max_calls", pa.int64()),
+        ("tree_json", pa.string()),  # every node: question, status, score, answer, citations, children
+        ("citations_json", pa.string()),  # the rows the final answer cites
+    ]
+)
+
+QUERY_BASIC_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("reason", pa.string()),
+        ("sources_json", pa.string()),  # the retrieved units: id, document, offsets, scores
+        ("citations_json", pa.string()),
+    ]
+)

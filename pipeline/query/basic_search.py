@@ -22,7 +22,7 @@ from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.basic_tasks import basic_messages
@@ -77,8 +77,7 @@ def retrieve(
     store: NamespaceStore, embedder: Embedder, question: str, config: BasicSearchConfig
 ) -> tuple[list[dict[str, Any]], float]:
     """The top_k units, best first, each with its fused score and its dense cosine, and the best cosine."""
-    if not store.has_lance_table(schema.LANCE_TEXT_UNITS):
-        raise TableNotFoundError(f"LanceDB table '{schema.LANCE_TEXT_UNITS}' missing (basic search reads it)")
+    store.open_lance_table(schema.LANCE_TEXT_UNITS)  # TableNotFoundError, naming the asset, when missing
     depth = 2 * config.top_k
     dense = vector_search(store, embedder, question, k=depth)
     rows = {r["id"]: r for r in dense}

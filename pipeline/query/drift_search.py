@@ -39,12 +39,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.drift_tasks import (
@@ -237,33 +239,40 @@ def primer_reports(
     store: NamespaceStore, index: LocalIndex, vector: np.ndarray, cfg: DriftSearchConfig
 ) -> list[tuple[PrimerReport, float]]:
     """The `primer_k` reports nearest to the question vector, best first, with their cosines."""
-    if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-        raise TableNotFoundError(
-            f"LanceDB table '{schema.LANCE_COMMUNITY_REPORTS}' missing (DRIFT search reads the reports)"
-        )
-    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
+    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)  # TableNotFoundError when missing
     if table.count_rows() == 0:
         return []
-    search = table.search(vector).metric("cosine").limit(cfg.primer_k)
-    search = search.select(["community", "title", "full_content", "summary", "_distance"])
+    search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(cfg.primer_k)
     if cfg.community_level is not None:
         search = search.where(f"level = {int(cfg.community_level)}", prefilter=True)
+    hits = [(int(row["community"]), 1.0 - float(row["_distance"])) for row in search.to_list()]
+    texts = _report_texts(store, [c for c, _ in hits])
     out = []
-    for row in search.to_list():
-        community = int(row["community"])
+    for community, similarity in hits:
         members = index.members(community)
         central = sorted(
             (m for m in members if m in index.entities),
             key=lambda m: (-len(index.neighbours.get(m, {})), index.entities[m]["title"]),
         )
+        known = index.reports.get(community, {})
+        title, text = texts.get(community, (None, None))
         report = PrimerReport(
             community=community,
-            title=row.get("title") or f"Community {community}",
-            text=row.get("full_content") or row.get("summary") or "",
+            title=title or known.get("title") or f"Community {community}",
+            text=text or known.get("summary") or "",
             entities=[index.entities[m]["title"] for m in central[:CENTRAL_ENTITIES]],
         )
-        out.append((report, 1.0 - float(row["_distance"])))
+        out.append((report, similarity))
     return out
+
+
+def _report_texts(store: NamespaceStore, communities: list[int]) -> dict[int, tuple[str, str]]:
+    """(title, full report) of these communities, from the reports table (only their rows are kept)."""
+    if not communities or not store.has_table(schema.COMMUNITY_REPORTS):
+        return {}
+    t = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "title", "full_content", "summary"])
+    t = t.filter(pc.is_in(t.column("community"), pa.array(communities, t.schema.field("community").type)))
+    return {r["community"]: (r["title"], r["full_content"] or r["summary"]) for r in t.to_pylist()}
 
 
 def split_folds(reports: list[PrimerReport], folds: int) -> list[list[PrimerReport]]:

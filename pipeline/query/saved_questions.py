@@ -19,7 +19,9 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
+from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
 from pipeline.query.batcher import Batch
+from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_search import (
     GlobalSearchConfig,
     GlobalTasks,
@@ -158,6 +160,59 @@ def write_local_answers(
     table = tables.to_table(rows, schema.QUERY_LOCAL_ANSWERS_SCHEMA)
     store.write_table(schema.QUERY_LOCAL_ANSWERS, table)
     return AnswersTable(table, "\n".join(md) or "No local questions configured.")
+
+
+def write_drift_answers(
+    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: DriftSearchConfig
+) -> AnswersTable:
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(drift_search_async(store, question, engine, embedder, config))
+        u = res.usage
+        rows.append(
+            {
+                "question": question,
+                "status": res.status,
+                "answer": res.answer,
+                "reason": res.reason,
+                "nodes": len(res.nodes),
+                "answered": sum(1 for n in res.nodes if n.status == "answered"),
+                "failed_steps": res.failed_steps,
+                "model_calls": u["primer_calls"] + u["follow_up_calls"] + u["reduce_calls"],
+                "max_calls": u["max_calls"],
+                "tree_json": json.dumps(res.to_dict()["nodes"], default=str),
+                "citations_json": json.dumps(res.citations, default=str),
+            }
+        )
+        outline = "\n".join(f"- [{n.id}] {n.status} ({n.score:g}): {n.question}" for n in res.nodes)
+        md.append(f"### {question}\n\n**{res.status}**\n\n{res.answer}\n\nSteps:\n{outline}\n")
+    table = tables.to_table(rows, schema.QUERY_DRIFT_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_DRIFT_ANSWERS, table)
+    return AnswersTable(table, "\n".join(md) or "No DRIFT questions configured.")
+
+
+def write_basic_answers(
+    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: BasicSearchConfig
+) -> AnswersTable:
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(basic_search_async(store, question, engine, embedder, config))
+        rows.append(
+            {
+                "question": question,
+                "status": res.status,
+                "answer": res.answer,
+                "reason": res.reason,
+                "sources_json": json.dumps(
+                    [{k: v for k, v in s.items() if k != "text"} for s in res.sources]
+                ),
+                "citations_json": json.dumps(res.citations, default=str),
+            }
+        )
+        md.append(f"### {question}\n\n**{res.status}** ({len(res.sources)} passages)\n\n{res.answer}\n")
+    table = tables.to_table(rows, schema.QUERY_BASIC_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_BASIC_ANSWERS, table)
+    return AnswersTable(table, "\n".join(md) or "No basic questions configured.")
 
 
 def count(table: pa.Table, column: str, value: Any) -> int:

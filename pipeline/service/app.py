@@ -27,7 +27,9 @@ from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import BodyLimitMiddleware
 from pipeline.service.models import (
+    BasicQuery,
     ChunkQuery,
+    DriftQuery,
     ErrorResponse,
     GlobalQuery,
     LocalQuery,
@@ -139,7 +141,7 @@ def create_app(
     app = FastAPI(
         title="GraphRAG query service",
         version="1",
-        description="Global, local, chunk-graph and vector queries over one tenant's namespace per request.",
+        description="Global, local, DRIFT, basic, chunk-graph and vector queries over one tenant's namespace per request.",
         lifespan=lifespan,
     )
     app.state.service = service
@@ -162,6 +164,16 @@ def create_app(
     @app.post("/v1/query/local", response_model=QueryResponse, responses=ERRORS, tags=["query"])
     async def query_local(body: LocalQuery, caller: Caller) -> dict[str, Any]:
         """Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`)."""
+        return await service.run(caller, body)
+
+    @app.post("/v1/query/drift", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_drift(body: DriftQuery, caller: Caller) -> dict[str, Any]:
+        """DRIFT: primer over reports, follow-up local searches, reduce; the tree in `nodes` (`drift_search`)."""
+        return await service.run(caller, body)
+
+    @app.post("/v1/query/basic", response_model=QueryResponse, responses=ERRORS, tags=["query"])
+    async def query_basic(body: BasicQuery, caller: Caller) -> dict[str, Any]:
+        """Vector RAG: the nearest passages answered with citations (`pipeline.query.basic_search`)."""
         return await service.run(caller, body)
 
     @app.post("/v1/query/chunks", response_model=QueryResponse, responses=ERRORS, tags=["query"])

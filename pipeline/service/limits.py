@@ -152,6 +152,8 @@ def bound_result(kind: str, result: dict[str, Any], bounds: OutputBounds) -> tup
         ("points", ("description",)),
         ("communities", ("summary",)),
         ("hits", ("text", "content")),
+        ("sources", ("text",)),  # basic: the retrieved passages
+        ("nodes", ("answer",)),  # drift: the tree's steps
         ("context_rows", ()),  # local: what each context id names (no long texts, but many rows)
         ("citations", ()),
     ):

@@ -1,4 +1,5 @@
-"""The MCP server: global_search, local_search, chunk_graph_search and vector_query as tools.
+"""The MCP server: global_search, local_search, drift_search, basic_search, chunk_graph_search and vector_query
+as tools.
 
 Two transports, same keys and namespaces as the HTTP API:
 - stdio (`graphrag-mcp`, or `python -m pipeline.service mcp`): the key comes from the environment
@@ -24,7 +25,9 @@ from pydantic import ValidationError
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError, Unauthorized
 from pipeline.service.models import (
+    BasicQuery,
     ChunkQuery,
+    DriftQuery,
     GlobalQuery,
     LocalQuery,
     Namespace,
@@ -38,7 +41,9 @@ KEY_ENV = "GRAPHRAG_API_KEY"
 INSTRUCTIONS = (
     "GraphRAG retrieval over one namespace (tenant index) per call. global_search answers corpus-wide "
     "questions from community summaries; local_search answers questions about specific entities with "
-    "cited evidence; chunk_graph_search and vector_query return matching text chunks."
+    "cited evidence; drift_search starts from the nearest community reports and follows up with local "
+    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; "
+    "chunk_graph_search and vector_query return matching text chunks."
 )
 
 
@@ -100,6 +105,45 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
             top_k=top_k,
             community_level=community_level,
             timeout_s=timeout_s,
+        )
+
+    @server.tool()
+    async def drift_search(
+        namespace: Namespace,
+        question: Question,
+        ctx: Context,
+        primer_k: int | None = None,
+        depth: int | None = None,
+        breadth: int | None = None,
+        community_level: int | None = None,
+        timeout_s: TimeoutS = None,
+    ) -> dict[str, Any]:
+        """Answer a question that needs both breadth and detail: a primer over the community reports
+        nearest to it, `depth` rounds of `breadth` follow-up local searches, and a reduce. The result's
+        `nodes` are the search tree (question, answer, score, citations, children)."""
+        return await call(
+            ctx,
+            DriftQuery,
+            namespace=namespace,
+            question=question,
+            primer_k=primer_k,
+            depth=depth,
+            breadth=breadth,
+            community_level=community_level,
+            timeout_s=timeout_s,
+        )
+
+    @server.tool()
+    async def basic_search(
+        namespace: Namespace,
+        question: Question,
+        ctx: Context,
+        top_k: int = 10,
+        timeout_s: TimeoutS = None,
+    ) -> dict[str, Any]:
+        """Answer from the passages nearest the question (vector RAG), cited to their document offsets."""
+        return await call(
+            ctx, BasicQuery, namespace=namespace, question=question, top_k=top_k, timeout_s=timeout_s
         )
 
     @server.tool()

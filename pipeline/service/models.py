@@ -71,6 +71,30 @@ class LocalQuery(_Request):
     timeout_s: TimeoutS = None
 
 
+class DriftQuery(_Request):
+    """DRIFT: a primer over the nearest community reports, follow-up local searches, a reduce; the tree kept."""
+
+    namespace: Namespace
+    question: Question
+    primer_k: int | None = Field(default=None, ge=1, le=50, description="Reports the primer reads")
+    primer_folds: int | None = Field(default=None, ge=1, le=10, description="Primer calls")
+    depth: int | None = Field(default=None, ge=0, le=5, description="Rounds of follow-up local searches")
+    breadth: int | None = Field(default=None, ge=1, le=10, description="Follow-ups answered per round")
+    community_level: int | None = Field(
+        default=None, ge=0, le=64, description="Community level of the primer's reports; default: every level"
+    )
+    timeout_s: TimeoutS = None
+
+
+class BasicQuery(_Request):
+    """Vector RAG: the nearest passages (dense + BM25) answered with citations to their offsets."""
+
+    namespace: Namespace
+    question: Question
+    top_k: int = Field(default=10, ge=1, le=50, description="Passages in the answer's context")
+    timeout_s: TimeoutS = None
+
+
 class ChunkQuery(_Request):
     """Chunk-similarity graph: seeds by cosine, random walk with restart from each (seeded)."""
 
@@ -103,7 +127,7 @@ class VectorQuery(_Request):
 
 class QueryResponse(BaseModel):
     namespace: str
-    kind: Literal["global", "local", "chunks", "vector"]
+    kind: Literal["global", "local", "drift", "basic", "chunks", "vector"]
     status: str = Field(description="The library's status: completed | partial | no_results | cancelled")
     truncated: bool = Field(description="True when the answer or evidence was cut to the configured sizes")
     duration_s: float

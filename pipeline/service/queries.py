@@ -25,22 +25,26 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining
 from pipeline.llm.errors import LLMConfigError, LLMError
+from pipeline.query.basic_search import BasicSearchError
+from pipeline.query.drift_search import DriftSearchError
 from pipeline.query.global_context import GlobalContextError
 from pipeline.query.local_search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
 from pipeline.service.limits import KeyLimiter, OutputBounds, bound_result
-from pipeline.service.models import ChunkQuery, GlobalQuery, LocalQuery, VectorQuery
+from pipeline.service.models import BasicQuery, ChunkQuery, DriftQuery, GlobalQuery, LocalQuery, VectorQuery
 from pipeline.settings import Settings
 
 log = logging.getLogger("pipeline.service")
 
 # After the deadline the worker gets this long to notice it and hand back what it has done.
 GRACE_S = 1.0
-Request = GlobalQuery | LocalQuery | ChunkQuery | VectorQuery
+Request = GlobalQuery | LocalQuery | DriftQuery | BasicQuery | ChunkQuery | VectorQuery
 KIND_OF: dict[type, str] = {
     GlobalQuery: "global",
     LocalQuery: "local",
+    DriftQuery: "drift",
+    BasicQuery: "basic",
     ChunkQuery: "chunks",
     VectorQuery: "vector",
 }
@@ -53,6 +57,13 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("parquet", schema.COMMUNITIES),
         ("lancedb", schema.LANCE_TEXT_UNITS),
     ),
+    "drift": (
+        ("parquet", schema.ENTITIES),
+        ("parquet", schema.COMMUNITIES),
+        ("lancedb", schema.LANCE_COMMUNITY_REPORTS),
+        ("lancedb", schema.LANCE_TEXT_UNITS),
+    ),
+    "basic": (("lancedb", schema.LANCE_TEXT_UNITS),),
     "chunks": (("snapshot", "chunk_graph"),),
     "vector": (("lancedb", schema.LANCE_TEXT_UNITS),),
 }
@@ -190,6 +201,8 @@ class QueryService:
             runner = {
                 "global": self._global,
                 "local": self._local,
+                "drift": self._drift,
+                "basic": self._basic,
                 "chunks": self._chunks,
                 "vector": self._vector,
             }
@@ -200,7 +213,13 @@ class QueryService:
             raise IndexNotReady(
                 f"namespace {namespace!r}: its chunk graph cannot be loaded ({exc}); re-index it"
             ) from None
-        except (LocalSearchError, GlobalContextError, ChunkGraphError) as exc:
+        except (
+            LocalSearchError,
+            GlobalContextError,
+            DriftSearchError,
+            BasicSearchError,
+            ChunkGraphError,
+        ) as exc:
             raise InvalidRequest(str(exc)) from None
         except LLMConfigError as exc:
             log.error("query kind=%s: LLM configuration error: %s", kind, exc)
@@ -233,6 +252,33 @@ class QueryService:
             self.settings, top_k=req.top_k, community_level=req.community_level
         )
         coro = local_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
+        return engine.run_sync(coro).to_dict()
+
+    def _drift(
+        self, store: NamespaceStore, req: DriftQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
+
+        engine = self.new_engine()
+        config = DriftSearchConfig.from_settings(
+            self.settings,
+            primer_k=req.primer_k,
+            primer_folds=req.primer_folds,
+            depth=req.depth,
+            breadth=req.breadth,
+            community_level=req.community_level,
+        )
+        coro = drift_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
+        return engine.run_sync(coro).to_dict()
+
+    def _basic(
+        self, store: NamespaceStore, req: BasicQuery, deadline: float, cancel: threading.Event
+    ) -> dict:
+        from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
+
+        engine = self.new_engine()
+        config = BasicSearchConfig.from_settings(self.settings, top_k=req.top_k)
+        coro = basic_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
         return engine.run_sync(coro).to_dict()
 
     def _chunks(

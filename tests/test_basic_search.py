@@ -1,0 +1,80 @@
+"""Basic search offline: on the tiny hand-built graph (real LanceDB and MiniLM vectors) and on the sample
+book (samples/demo indexed through the Dagster job)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from pipeline.caches.sqlite_embedding import EmbeddingCache
+from pipeline.core import schema
+from pipeline.embeddings.cached import CachedEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.engine.offline import OfflineEngine
+from pipeline.io.store import NamespaceStore
+from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search, basic_search_async
+from tests.test_local_search import build_tiny_index
+
+QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, embedder):
+    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
+    build_tiny_index(store, embedder)
+    return store
+
+
+def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, embedder):
+    result = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, BasicSearchConfig()))
+    assert result.status == "completed"
+    assert result.sources[0]["text"].startswith("Bob Cratchit worked as Scrooge's clerk")
+    assert [s["score"] for s in result.sources] == sorted((s["score"] for s in result.sources), reverse=True)
+    assert "fifteen shillings" in result.answer and result.unresolved_citations == []
+    units = {u["id"]: u for u in tiny.read_table(schema.TEXT_UNITS).to_pylist()}
+    for c in result.citations:
+        unit = units[c["text_unit_id"]]
+        assert (c["document_id"], c["start_char"], c["end_char"]) == (
+            unit["document_id"],
+            unit["start_char"],
+            unit["end_char"],
+        )
+    assert result.usage["calls"] == 0  # offline: nothing sent
+
+
+def test_dense_only_is_an_option_and_top_k_is_validated(tiny, embedder):
+    cfg = BasicSearchConfig(top_k=2, full_text=False)
+    result = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, cfg))
+    assert len(result.sources) == 2 and all(s["cosine"] is not None for s in result.sources)
+    with pytest.raises(BasicSearchError):
+        BasicSearchConfig(top_k=0)
+
+
+def test_the_basic_answers_asset_writes_one_row_per_question(tiny, embedder):
+    from pipeline.query.saved_questions import write_basic_answers
+
+    write_basic_answers(tiny, [QUESTION], OfflineEngine(), embedder, BasicSearchConfig(top_k=2))
+    (row,) = tiny.read_table(schema.QUERY_BASIC_ANSWERS).to_pylist()
+    assert row["status"] == "completed" and len(json.loads(row["sources_json"])) == 2
+    assert json.loads(row["citations_json"])
+
+
+def test_on_the_sample_book_basic_cites_passages_whose_offsets_hold_them(sample_book):
+    from pipeline.settings import Settings
+
+    result = basic_search(
+        "demo", "What happens at Fezziwig's party?", settings=Settings(storage_root=sample_book)
+    )
+    assert result.status == "completed" and "Fezziwig" in result.answer and result.citations
+    store = NamespaceStore(sample_book, "demo")
+    (document,) = store.read_table(schema.DOCUMENTS).to_pylist()
+    units = {u["id"]: u for u in store.read_table(schema.TEXT_UNITS).to_pylist()}
+    for c in result.citations:
+        assert document["text"][c["start_char"] : c["end_char"]] == units[c["text_unit_id"]]["text"]
