@@ -51,6 +51,10 @@ demo: install dagster-home
 	$(VENV)/bin/pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
 	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
 	$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
+	@echo; echo "== DRIFT question (primer over reports, follow-up local searches, reduce) =="
+	$(VENV)/bin/pipeline query drift --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
+	@echo; echo "== basic question (vector RAG baseline: nearest passages, cited) =="
+	$(VENV)/bin/pipeline query basic --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
 
 # The sample indexed on a dask.distributed cluster (2 worker processes, 4 document shards) with the
 # Dagster instance and caches on PostgreSQL (pgserver) and the storage on S3 (moto), all on 127.0.0.1.

@@ -224,7 +224,7 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     try:
-        config = BasicSearchConfig.from_settings(settings, top_k=args.top_k, full_text=not args.no_full_text)
+        config = BasicSearchConfig.from_settings(settings, top_k=args.top_k, full_text=args.full_text)
         if args.estimate:
             return _estimate("basic", args, settings, config)
         result = basic_search(args.namespace, args.query, settings=settings, config=config)
@@ -317,7 +317,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
     p = q.add_parser("basic", help="vector RAG: the nearest passages answered with citations (the baseline)")
     p.add_argument("--namespace", required=True, type=namespace)
     p.add_argument("--top-k", type=int, default=None, help="passages in the context (default 10)")
-    p.add_argument("--no-full-text", action="store_true", help="dense search only (no BM25 fusion)")
+    p.add_argument("--full-text", action="store_true", help="fuse BM25 full-text hits with the dense ones")
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")

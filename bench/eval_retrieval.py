@@ -9,6 +9,8 @@ DIR holds a corpus `<name>_corpus.json` and its questions `<name>.json`, in the 
 The corpus is indexed through the Dagster job once per storage folder (`--reindex` runs the job again:
 every cached stage is reused, so this costs only what changed). Then every question is asked of
 - `vector`: plain vector search over text units (`pipeline.query.search.vector_search`);
+- `basic`: basic search (dense + BM25 fused, then the offline answer), ranked by its retrieved units: the
+  vector-RAG baseline every GraphRAG mode must beat;
 - `local`: local search (offline engine, whole flow with the answer), ranked by its fused passages;
 - each passage signal alone (`only:<signal>`) and the fusion without each (`without:<signal>`), with the
   seeds local search matched for that question (`pipeline.query.passage_rank`);
@@ -127,6 +129,7 @@ def main() -> None:
 
     from assets.launch import run_index
     from pipeline.engine.offline import OfflineEngine
+    from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
     from pipeline.io.store import NamespaceStore
     from pipeline.query.local_index import load_local_index
     from pipeline.query.local_search import LocalSearchConfig, local_search_async
@@ -153,6 +156,7 @@ def main() -> None:
     embedder = cached_embedder(load_settings())
     engine = OfflineEngine()
     cfg = LocalSearchConfig()
+    basic_cfg = BasicSearchConfig(top_k=max(KS))
     graph = load_local_index(store)
     passages = load_passage_index(store)
     title_of = {uid: graph.document_titles.get(u["document_id"], "") for uid, u in graph.text_units.items()}
@@ -167,6 +171,9 @@ def main() -> None:
         t = time.perf_counter()
         hits = vector_search(store, embedder, q["question"], k=10)
         tally.add("vector", [h["document_title"] for h in hits], gold, time.perf_counter() - t)
+        t = time.perf_counter()
+        basic = asyncio.run(basic_search_async(store, q["question"], engine, embedder, basic_cfg))
+        tally.add("basic", [s["document_title"] for s in basic.sources], gold, time.perf_counter() - t)
         t = time.perf_counter()
         res = asyncio.run(local_search_async(store, q["question"], engine, embedder, cfg))
         tally.add("local", [title_of[p["id"]] for p in res.passages], gold, time.perf_counter() - t)

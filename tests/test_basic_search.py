@@ -10,11 +10,13 @@ import pytest
 
 from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.core import schema
+from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search, basic_search_async
+from pipeline.query.search import text_search
 from tests.test_local_search import build_tiny_index
 
 QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
@@ -49,10 +51,18 @@ def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, emb
     assert result.usage["calls"] == 0  # offline: nothing sent
 
 
-def test_dense_only_is_an_option_and_top_k_is_validated(tiny, embedder):
-    cfg = BasicSearchConfig(top_k=2, full_text=False)
-    result = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, cfg))
-    assert len(result.sources) == 2 and all(s["cosine"] is not None for s in result.sources)
+def test_full_text_fusion_is_an_option_and_top_k_is_validated(tiny, embedder):
+    dense = asyncio.run(
+        basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, BasicSearchConfig(top_k=4))
+    )
+    assert all(s["cosine"] is not None for s in dense.sources)
+    assert [s["cosine"] for s in dense.sources] == sorted((s["cosine"] for s in dense.sources), reverse=True)
+    cfg = BasicSearchConfig(top_k=4, full_text=True)
+    fused = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, cfg))
+    # The fused order is the reciprocal-rank fusion of the dense order and BM25's.
+    lexical = [r["id"] for r in text_search(tiny, QUESTION, k=8)]
+    expected = reciprocal_rank_fusion([[s["text_unit_id"] for s in dense.sources], lexical], k=60)
+    assert lexical and [s["text_unit_id"] for s in fused.sources] == [u for u, _ in expected][:4]
     with pytest.raises(BasicSearchError):
         BasicSearchConfig(top_k=0)
 

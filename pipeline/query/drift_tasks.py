@@ -230,7 +230,7 @@ async def llm_reduce(
 def offline_reduce(request: DriftReduceRequest) -> str:
     """The first answer's topics line, then the answers' cited statements, best answer first, each
     statement once, at most `OFFLINE_REDUCE_LINES`."""
-    intro, lines, seen = "", [], set()
+    intro, lines, seen = "", [], []
     for answer in request.answers:
         for line in answer.answer.splitlines():
             line = line.strip()
@@ -239,7 +239,9 @@ def offline_reduce(request: DriftReduceRequest) -> str:
                 continue
             text = line.lstrip("- ").strip()
             key = sentence_key(re.sub(r"\[Data:[^\]]*\]", "", text))
-            if key and key not in seen and len(lines) < OFFLINE_REDUCE_LINES:
-                seen.add(key)
+            # The same statement from two steps, one a part of the other ('Fezziwig took their
+            # stations' in 'Mr. and Mrs. Fezziwig took their stations'), is kept once.
+            if key and not any(key in k or k in key for k in seen) and len(lines) < OFFLINE_REDUCE_LINES:
+                seen.append(key)
                 lines.append(f"- {text}")
     return "\n".join(([intro] if intro else []) + lines)
