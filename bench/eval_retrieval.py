@@ -129,8 +129,8 @@ def main() -> None:
 
     from assets.launch import run_index
     from pipeline.engine.offline import OfflineEngine
-    from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
     from pipeline.io.store import NamespaceStore
+    from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
     from pipeline.query.local_index import load_local_index
     from pipeline.query.local_search import LocalSearchConfig, local_search_async
     from pipeline.query.passage_index import load_passage_index
