@@ -101,9 +101,10 @@ def cmd_query_global(args: argparse.Namespace) -> int:
     from pipeline.query.global_search import GlobalSearchConfig, global_search
 
     settings = load_settings()
-    config = GlobalSearchConfig.from_settings(
-        settings, level=args.level, seed=args.seed, response_type=args.response_type
-    )
+    overrides = {"level": args.level, "seed": args.seed, "response_type": args.response_type}
+    if args.selection is not None:
+        overrides["selection"] = args.selection
+    config = GlobalSearchConfig.from_settings(settings, **overrides)
     if args.estimate:
         return _estimate("global", args, settings, config)
     try:
@@ -117,6 +118,18 @@ def cmd_query_global(args: argparse.Namespace) -> int:
     print(result.answer)
     cited = ", ".join(str(c) for c in result.cited_communities)
     print(f"\n[status: {result.status}; batches: {result.batches}; cited communities: {cited or '-'}]")
+    sel = result.selection
+    if sel.get("mode") == "dynamic":
+        u = result.usage
+        calls = f"rate {u['rate_calls']}, map {u['map_calls']}, reduce {u['reduce_calls']}"
+        print(
+            f"[dynamic selection: {sel['rated']} reports rated, {sel['kept']} kept, {sel['mapped_reports']} "
+            f"mapped; calls: {calls}]"
+        )
+        if sel.get("fallback"):
+            print(f"[{sel['fallback']}]")
+    elif sel.get("mode") == "level-auto":
+        print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
     if result.reason:
         print(f"[{result.reason}]")
     return 0 if result.status in ("completed", "partial", "no_results") else 1
@@ -242,6 +255,15 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     return 0 if result.status in ("completed", "no_results") else 1
 
 
+def _level(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a level number or 'auto', got {value!r}") from None
+
+
 def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
     p = q.add_parser("vector", help="vector search over the namespace's text units")
     p.add_argument("--namespace", required=True, type=namespace)
@@ -280,7 +302,19 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("global", help="map-reduce over community reports: corpus-wide questions")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
+    p.add_argument(
+        "--level",
+        type=_level,
+        default=None,
+        help="community level, or 'auto': the deepest whose reports fit the map calls (default: leaf "
+        "communities, or dynamic selection on a large namespace)",
+    )
+    p.add_argument(
+        "--selection",
+        choices=("auto", "dynamic", "static"),
+        default=None,
+        help="dynamic: rate reports top-down, map the relevant ones; auto: dynamic on large namespaces",
+    )
     p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
     p.add_argument(
         "--response-type",

@@ -235,7 +235,26 @@ GLOBAL_REDUCE = Prompt(
         'Answer as JSON: {{"answer": "..."}}'
     ),
 )
-PROMPTS.update({p.name: p for p in (GLOBAL_MAP, GLOBAL_REDUCE)})
+# Dynamic community selection (pipeline.query.community_selection): Microsoft GraphRAG's rating prompt in
+# short, several reports per call.
+GLOBAL_RATE = Prompt(
+    name="global_rate",
+    version="global_rate-v1",
+    system=(
+        "You judge whether community reports of a knowledge graph are relevant to a question. Rate each "
+        "report from 0 to 10: 0 when it has nothing to do with the question, 5 when it holds part of an "
+        "answer or context a good answer needs, 10 when it answers the question directly. For a broad "
+        "question about the whole collection (its main themes or topics), a report about a substantial "
+        "theme is relevant."
+    ),
+    user=(
+        "Question: {question}\n\n"
+        "Reports (id: title — summary):\n{reports}\n\n"
+        "Rate every report above, once each, by its id.\n"
+        'Answer as JSON: {{"ratings": [{{"community": <id>, "score": <0-10>}}]}}'
+    ),
+)
+PROMPTS.update({p.name: p for p in (GLOBAL_MAP, GLOBAL_REDUCE, GLOBAL_RATE)})
 
 
 # ---- community reports (pipeline.ops.reports) ----------------------------------------------------------

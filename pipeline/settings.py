@@ -252,6 +252,22 @@ class Settings(BaseSettings):
         description="RRF constant of local search's entity matching and community ranking "
         "(graphrag-ts's service default, rrfK 80)",
     )
+    # Global search's report selection (pipeline.query.community_selection)
+    global_selection: Literal["auto", "dynamic", "static"] = Field(
+        default="auto",
+        description="dynamic: rate reports top-down and map the relevant ones; static: map one level; "
+        "auto: dynamic above global_dynamic_min_communities communities",
+    )
+    global_dynamic_min_communities: int = Field(
+        default=300, ge=0, description="Communities above which auto selection is dynamic"
+    )
+    global_max_rated: int = Field(default=160, ge=1, description="Reports rated per question (dynamic)")
+    global_max_map_batches: int = Field(
+        default=8, ge=1, description="Map calls per question (dynamic selection and level auto)"
+    )
+    global_rate_threshold: float = Field(
+        default=2.0, ge=0, le=10, description="A report rated this (0-10) or more is mapped"
+    )
     # DRIFT search (pipeline.query.drift_search); Microsoft GraphRAG's defaults are 20 / 5 / 3 / 20 / 32:
     # up to 66 model calls a question. Ours: at most primer_folds + depth x breadth + 1 = 9.
     drift_primer_k: int = Field(default=8, ge=1, le=100, description="Community reports the primer reads")

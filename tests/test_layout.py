@@ -69,6 +69,7 @@ QUERY_TASKS = {
     "pipeline.query.query_intent",
     "pipeline.query.drift_tasks",
     "pipeline.query.basic_tasks",
+    "pipeline.query.selection_tasks",
 }
 EMBEDDER_CONTRACT = {"pipeline.embeddings", "pipeline.embeddings.base"}
 ENGINE_ALSO = {"pipeline.query", *QUERY_TASKS, *EMBEDDER_CONTRACT}

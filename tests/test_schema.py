@@ -20,9 +20,13 @@ from pipeline.ops.extraction.models import ExtractionFailure
 from pipeline.ops.extraction.table import failures_table as extraction_failures_table
 from pipeline.ops.reports.build import ReportFailure
 from pipeline.ops.reports.build import failures_table as report_failures_table
+from pipeline.query.basic_search import BasicSearchConfig
+from pipeline.query.drift_search import DriftSearchConfig
 from pipeline.query.global_search import GlobalSearchConfig
 from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.saved_questions import (
+    write_basic_answers,
+    write_drift_answers,
     write_global_answers,
     write_global_batches,
     write_global_map_answers,
@@ -191,10 +195,12 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
     engine, embedder = make_engine(settings), cached_embedder(settings)
     index_extraction_shard(store, settings, 0, 2, engine)
     questions = ["Who founded the Harbour Guild?"]
-    write_global_batches(store, questions, GlobalSearchConfig())
+    write_global_batches(store, questions, engine, embedder, GlobalSearchConfig())
     write_global_map_answers(store, engine, embedder, GlobalSearchConfig(), log=lambda _: None)
     write_global_answers(store, engine, embedder, GlobalSearchConfig())
     write_local_answers(store, questions, engine, embedder, LocalSearchConfig())
+    write_drift_answers(store, questions, engine, embedder, DriftSearchConfig(depth=1))
+    write_basic_answers(store, questions, engine, embedder, BasicSearchConfig())
     return store
 
 

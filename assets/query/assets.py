@@ -48,7 +48,11 @@ class GlobalQuestionsConfig(Config):
     questions_file: str | None = None
     """A text file (one question per line) or a CSV with a 'question' column."""
     level: int | None = None
-    """Community level of the reports (default: leaf communities)."""
+    """Community level of the reports (default: leaf communities, or dynamic selection on a large namespace)."""
+    auto_level: bool = False
+    """Map the deepest level whose reports fit settings.global_max_map_batches (overrides `level`)."""
+    selection: str | None = None
+    """auto | dynamic | static (default: settings.global_selection)."""
     seed: int = 0
     """Shuffle seed for the batches (fixed so a run is reproducible)."""
     response_type: str = "multiple paragraphs"
@@ -85,9 +89,14 @@ class BasicQuestionsConfig(Config):
 
 
 def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
-    return GlobalSearchConfig.from_settings(
-        settings.get_settings(), level=cfg.level, seed=cfg.seed, response_type=cfg.response_type
-    )
+    overrides = {
+        "level": "auto" if cfg.auto_level else cfg.level,
+        "seed": cfg.seed,
+        "response_type": cfg.response_type,
+    }
+    if cfg.selection is not None:
+        overrides["selection"] = cfg.selection
+    return GlobalSearchConfig.from_settings(settings.get_settings(), **overrides)
 
 
 def _elapsed(started: float) -> float:
@@ -103,17 +112,25 @@ def _elapsed(started: float) -> float:
     kinds={"parquet"},
 )
 def global_map_batches(
-    context: AssetExecutionContext, config: GlobalQuestionsConfig, pipeline_settings: PipelineSettingsResource
+    context: AssetExecutionContext,
+    config: GlobalQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
+    engine = step_engine(context, pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file)
-    table = write_global_batches(store, questions, _global_config(config, pipeline_settings))
+    table, selection = write_global_batches(
+        store, questions, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
+    )
     return MaterializeResult(
         metadata={
             "questions": len(questions),
             "batches": table.num_rows,
             "tokens": sum(table.column("tokens").to_pylist()),
+            **{f"selection_{k}": v for k, v in selection.items()},
+            **engine.usage.as_metadata(),
             "config": json.dumps(config.model_dump()),
             "duration_s": _elapsed(started),
         }

@@ -21,6 +21,7 @@ Where each pair lives (offline form / LLM form):
 - `community_report`: `ops/reports/offline.py` / the prompt, in `llm.py`
 - `map_answer`, `reduce_answer`: `query/global_tasks.py`
 - `query_intent`: `query/query_intent.py`; `select_communities`, `local_answer`: `query/local_tasks.py`
+- `rate_reports` (global search's dynamic selection): `query/selection_tasks.py`
 - `drift_primer`, `drift_follow_up`, `drift_reduce`: `query/drift_tasks.py`
 - `basic_answer`: `query/basic_tasks.py`
 The query-time task modules import only core, prompts, llm and the embedder protocol, so the engine may
@@ -53,6 +54,7 @@ from pipeline.query.drift_tasks import DriftReduceRequest, DriftStep, FollowUpRe
 from pipeline.query.global_tasks import MapAnswer, MapRequest, ReduceAnswer, ReduceRequest
 from pipeline.query.local_tasks import CommunitySelection, LocalContext
 from pipeline.query.query_intent import QueryIntent
+from pipeline.query.selection_tasks import RateAnswer, RateRequest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -161,6 +163,17 @@ class GlobalSearcher(Protocol):
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
     ) -> ReduceAnswer: ...
+
+    async def rate_reports(
+        self,
+        request: RateRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> RateAnswer:
+        """A few reports -> a 0-10 relevance rating each (dynamic community selection)."""
+        ...
 
 
 # ---- local search (pipeline.query.query_intent, pipeline.query.local_tasks) ------------------------

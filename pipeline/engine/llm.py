@@ -48,6 +48,7 @@ from pipeline.query.global_tasks import (
 )
 from pipeline.query.local_tasks import CommunitySelection, LocalContext, llm_answer, llm_select
 from pipeline.query.query_intent import QueryIntent, llm_intent
+from pipeline.query.selection_tasks import RateAnswer, RateRequest, llm_rate
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -168,6 +169,18 @@ class LLMEngine:
     ) -> ReduceAnswer:
         max_tokens = request.max_tokens or self.limits.reduce
         return await llm_reduce(self.client, request, deadline=deadline, cancel=cancel, max_tokens=max_tokens)
+
+    async def rate_reports(
+        self,
+        request: RateRequest,
+        embedder: Embedder,
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> RateAnswer:
+        return await llm_rate(
+            self.client, request, deadline=deadline, cancel=cancel, max_tokens=self.limits.map
+        )
 
     # ---- local search ------------------------------------------------------------------------------
     async def query_intent(

@@ -4,6 +4,7 @@ claims and short source excerpts from its descendant leaf communities, ids kept.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -40,8 +41,11 @@ def _excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
-def load_report_contexts(store: NamespaceStore, level: int | None = None) -> list[ReportContext]:
-    """Reports of leaf communities (default) or of `level`, in community order, augmented for the map step."""
+def load_report_contexts(
+    store: NamespaceStore, level: int | None = None, only: Collection[int] | None = None
+) -> list[ReportContext]:
+    """Reports of leaf communities (default), of `level`, or of the communities `only` names (any level),
+    in community order, augmented for the map step."""
     if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 0):
         raise GlobalContextError(f"community level must be a non-negative integer, got {level!r}")
     try:
@@ -68,11 +72,14 @@ def load_report_contexts(store: NamespaceStore, level: int | None = None) -> lis
                 out.append(c["community"])
         return out
 
+    wanted = set(only) if only is not None else None
     selected = [
         r
         for r in reports
         if (
-            r["level"] == level
+            r["community"] in wanted
+            if wanted is not None
+            else r["level"] == level
             if level is not None
             else not (by_id.get(r["community"], {}).get("children") or [])
         )

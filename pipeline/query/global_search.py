@@ -27,7 +27,16 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
-from pipeline.query.global_context import LevelNotFoundError, load_report_contexts
+from pipeline.query.community_selection import (
+    Selection,
+    SelectionCancelled,
+    auto_level,
+    community_count,
+    contexts_in_order,
+    fit_batches,
+    select_dynamic,
+)
+from pipeline.query.global_context import GlobalContextError, LevelNotFoundError, load_report_contexts
 from pipeline.query.global_tasks import (
     DEFAULT_RESPONSE_TYPE,
     MapAnswer,
@@ -44,13 +53,19 @@ from pipeline.query.global_tasks import (
     reduce_messages,
     skeleton_text,
 )
+from pipeline.query.selection_tasks import RateAnswer, RateRequest
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
+SELECTIONS = ("auto", "dynamic", "static")
+PHASES = ("rate", "map", "reduce")
+_PHASE_COUNTERS = ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures")
 
 
 @dataclass(frozen=True)
 class GlobalSearchConfig:
-    level: int | None = None  # None: leaf communities
+    level: int | str | None = (
+        None  # None: leaf communities; "auto": the deepest level that fits max_map_batches
+    )
     map_budget: int = 8000
     map_reserve: int = 512
     reduce_budget: int = 8000
@@ -60,6 +75,34 @@ class GlobalSearchConfig:
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
     encoding: str = "o200k_base"
     response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
+    # Which reports are mapped (`pipeline.query.community_selection`): "dynamic" rates them top-down,
+    # "static" maps one level, "auto" is dynamic when the namespace has more than
+    # `dynamic_min_communities` communities and no level was asked for.
+    selection: str = "auto"
+    dynamic_min_communities: int = 300
+    rate_threshold: float = 2.0  # 0-10: a report rated this or more is kept (GraphRAG: 1 of 0-5)
+    rate_batch_size: int = 8  # reports per rating call
+    max_rated: int = 160  # reports rated per question: at most ceil(160 / 8) = 20 rating calls
+    # 8 map calls: a broad question on MuSiQue-100 (3,202 communities) maps in 4 s offline on 2 cores.
+    max_map_batches: int = 8  # map calls per question, dynamic or level="auto"
+    keep_parent: bool = False  # a relevant child replaces its parent (GraphRAG's default)
+
+    def __post_init__(self) -> None:
+        if self.selection not in SELECTIONS:
+            raise GlobalContextError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+        level = self.level
+        if (
+            level is not None
+            and level != "auto"
+            and (isinstance(level, bool) or not isinstance(level, int) or level < 0)
+        ):
+            raise GlobalContextError(
+                f"community level must be a non-negative integer or 'auto', got {level!r}"
+            )
+        for name in ("rate_batch_size", "max_rated", "max_map_batches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise GlobalContextError(f"{name} must be a positive integer, got {value!r}")
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> GlobalSearchConfig:
@@ -69,6 +112,11 @@ class GlobalSearchConfig:
             "map_reserve": settings.llm_map_max_tokens,
             "reduce_reserve": settings.llm_reduce_max_tokens,
             "encoding": settings.encoding,
+            "selection": settings.global_selection,
+            "dynamic_min_communities": settings.global_dynamic_min_communities,
+            "max_rated": settings.global_max_rated,
+            "max_map_batches": settings.global_max_map_batches,
+            "rate_threshold": settings.global_rate_threshold,
         }
         return cls(**{**values, **overrides})
 
@@ -100,6 +148,8 @@ class GlobalSearchResult:
     batches: int = 0
     usage: dict[str, Any] = field(default_factory=dict)
     cited_communities: list[int] = field(default_factory=list)
+    selection: dict[str, Any] = field(default_factory=dict)  # mode, level, rated, kept, mapped_reports, ...
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)  # rate / map / reduce: calls and tokens
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +164,31 @@ class GlobalTasks:
         self.embedder = embedder
         self.map_calls = 0
         self.reduce_calls = 0
+        self.rate_calls = 0
+        self.phases: dict[str, dict[str, Any]] = {}
+        self._phase: tuple[str, dict[str, Any]] | None = None
+
+    def begin(self, phase: str) -> None:
+        """Counters from here to the next `begin` (or `end`) are `phase`'s: the phases run one after
+        another, so the difference of the engine's counters is what each spent."""
+        self.end()
+        self._phase = (phase, self.engine.usage.counters())
+
+    def end(self) -> None:
+        if self._phase is None:
+            return
+        phase, before = self._phase
+        now = self.engine.usage.counters()
+        spent = self.phases.setdefault(phase, {k: 0 for k in _PHASE_COUNTERS})
+        for k in _PHASE_COUNTERS:
+            spent[k] += now[k] - before[k]
+        self._phase = None
+
+    async def rate(
+        self, request: RateRequest, deadline: float | None, cancel: CancelSignal | None
+    ) -> RateAnswer:
+        self.rate_calls += 1
+        return await self.engine.rate_reports(request, self.embedder, deadline=deadline, cancel=cancel)
 
     async def map(
         self, request: MapRequest, deadline: float | None, cancel: CancelSignal | None
@@ -129,12 +204,48 @@ class GlobalTasks:
 
 
 def plan_batches(store: NamespaceStore, question: str, config: GlobalSearchConfig) -> list[Batch]:
-    """The map batches for a question (the prompt skeleton includes the question)."""
-    reports = load_report_contexts(store, config.level)
+    """The map batches for a question at the configured level (the prompt skeleton includes the question);
+    with level "auto", at the deepest level that fits `max_map_batches`."""
     skeleton = skeleton_text(map_messages(question, ""))
+    if config.level == "auto":
+        return auto_level(store, skeleton, config)[1]
+    reports = load_report_contexts(store, config.level)
     return build_batches(
         reports, skeleton, config.map_budget, config.map_reserve, config.seed, config.encoding
     )
+
+
+def selection_mode(store: NamespaceStore, config: GlobalSearchConfig) -> str:
+    """ "dynamic" or "static" for this namespace: auto is dynamic above `dynamic_min_communities`."""
+    if config.selection != "auto":
+        return config.selection
+    if config.level is not None:
+        return "static"  # a level was asked for
+    return "dynamic" if community_count(store) > config.dynamic_min_communities else "static"
+
+
+async def plan_search(
+    store: NamespaceStore,
+    question: str,
+    tasks: GlobalTasks,
+    config: GlobalSearchConfig,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> tuple[list[Batch], Selection]:
+    """The map batches and how their reports were chosen (static, level-auto or dynamic)."""
+    skeleton = skeleton_text(map_messages(question, ""))
+    if selection_mode(store, config) == "dynamic":
+        selection = await select_dynamic(store, question, tasks, config, deadline, cancel)
+        contexts = contexts_in_order(store, selection.communities)
+        batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
+    elif config.level == "auto":
+        level, batches, dropped = auto_level(store, skeleton, config)
+        selection = Selection("level-auto", level, dropped=dropped)
+    else:
+        batches = plan_batches(store, question, config)
+        selection = Selection("static", config.level)  # type: ignore[arg-type]
+    selection.mapped_reports = len({c for b in batches for c in b.community_ids})
+    return batches, selection
 
 
 async def run_map(
@@ -248,17 +359,29 @@ async def global_search_async(
     if not question or not question.strip():
         raise ValueError("question must not be empty")
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
+    tasks.begin("rate")
     try:
-        batches = plan_batches(store, question, config)
+        batches, selection = await plan_search(store, question, tasks, config, deadline, cancel)
     except LevelNotFoundError as exc:  # a level the graph does not have: nothing to answer from, not a crash
         result.reason = str(exc)
         return _finish(result, tasks, started)
-    result.batches = len(batches)
-    if not batches:
-        result.reason = "the namespace has no community reports at this level"
+    except SelectionCancelled as exc:
+        result.status, result.answer, result.reason = "cancelled", "", str(exc)
         return _finish(result, tasks, started)
+    result.batches = len(batches)
+    result.selection = selection.to_dict()
+    if not batches:
+        result.reason = (
+            f"no community report was rated relevant ({selection.rated} rated, threshold {config.rate_threshold:g} of 10)"
+            if selection.mode == "dynamic" and selection.rated
+            else "the namespace has no community reports at this level"
+        )
+        return _finish(result, tasks, started)
+    tasks.begin("map")
     maps = await run_map(tasks, question, batches, config, deadline, cancel)
-    return await reduce_map_results(question, len(batches), maps, tasks, config, deadline, cancel, started)
+    out = await reduce_map_results(question, len(batches), maps, tasks, config, deadline, cancel, started)
+    out.selection, out.level = result.selection, selection.level if selection.mode != "dynamic" else None
+    return out
 
 
 async def reduce_map_results(
@@ -308,6 +431,7 @@ async def reduce_map_results(
         max_tokens=config.reduce_reserve,
     )
     result.status = "partial" if failed else "completed"
+    tasks.begin("reduce")
     try:
         result.answer = (await tasks.reduce(request, deadline, cancel)).answer
     except (LLMCancelledError, LLMTimeoutError) as exc:
@@ -337,9 +461,11 @@ def _point_row(p: ReducePoint) -> dict[str, Any]:
 
 
 def _finish(result: GlobalSearchResult, tasks: GlobalTasks, started: float) -> GlobalSearchResult:
+    tasks.end()
     usage = dict(tasks.engine.usage.counters())
-    usage.update(map_calls=tasks.map_calls, reduce_calls=tasks.reduce_calls)
+    usage.update(map_calls=tasks.map_calls, reduce_calls=tasks.reduce_calls, rate_calls=tasks.rate_calls)
     result.usage = usage
+    result.phases = {p: dict(tasks.phases[p]) for p in PHASES if p in tasks.phases}
     result.duration_s = round(time.monotonic() - started, 3)
     return result
 

@@ -26,7 +26,7 @@ from pipeline.query.global_search import (
     GlobalSearchConfig,
     GlobalTasks,
     MapResult,
-    plan_batches,
+    plan_search,
     reduce_map_results,
     run_map,
 )
@@ -42,21 +42,35 @@ class AnswersTable:
     markdown: str
 
 
-def write_global_batches(store: NamespaceStore, questions: list[str], config: GlobalSearchConfig) -> pa.Table:
-    rows = [
-        {
-            "question": q,
-            "batch": b.index,
-            "community_ids": b.community_ids,
-            "tokens": b.tokens,
-            "content": b.content,
-        }
-        for q in questions
-        for b in plan_batches(store, q, config)
-    ]
+def write_global_batches(
+    store: NamespaceStore,
+    questions: list[str],
+    engine: Engine,
+    embedder: Embedder,
+    config: GlobalSearchConfig,
+) -> tuple[pa.Table, dict[str, Any]]:
+    """The map batches of each question (dynamic selection rates reports through the engine), and the
+    selection's counts summed over the questions (rated, kept, mapped_reports, rate_calls, ...)."""
+    rows, totals = [], {}
+    for q in questions:
+        tasks = GlobalTasks(engine, embedder)
+        batches, selection = engine.run_sync(plan_search(store, q, tasks, config))
+        for key, value in selection.to_dict().items():
+            if isinstance(value, int) and not isinstance(value, bool) and key != "level":
+                totals[key] = totals.get(key, 0) + value
+        rows += [
+            {
+                "question": q,
+                "batch": b.index,
+                "community_ids": b.community_ids,
+                "tokens": b.tokens,
+                "content": b.content,
+            }
+            for b in batches
+        ]
     table = tables.to_table(rows, schema.QUERY_GLOBAL_BATCHES_SCHEMA)
     store.write_table(schema.QUERY_GLOBAL_BATCHES, table)
-    return table
+    return table, totals
 
 
 def write_global_map_answers(
