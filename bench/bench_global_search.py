@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,9 @@ def main() -> None:
     out["offline"]["map_tokens_per_question"] = sum(b.tokens for b in batches)
 
     def responder(request: dict) -> str:
+        if request["messages"][0]["content"].startswith("You judge whether community reports"):
+            ids = re.findall(r"^(-?\d+): ", request["messages"][-1]["content"], re.MULTILINE)
+            return json.dumps({"ratings": [{"community": int(i), "score": 6} for i in ids]})
         if "Partial answers:" in request["messages"][-1]["content"]:
             return json.dumps({"answer": "A reduced answer [Communities: 1]"})
         return json.dumps({"points": [{"description": "A point", "score": 50, "communities": [1]}]})
@@ -115,7 +119,7 @@ def main() -> None:
             r = asyncio.run(global_search_async(store, q, GlobalTasks(LLMEngine(client)), config))
             timings.append((time.perf_counter() - t, r.batches))
     wall, n = timings[0]
-    ideal = n * LATENCY_S / config.map_concurrency + LATENCY_S  # map waves + one reduce
+    ideal = n * LATENCY_S / config.map_concurrency + LATENCY_S  # map waves + one reduce (static selection)
     out["proxy_200ms"] = {
         "batches": n,
         "map_concurrency": config.map_concurrency,
