@@ -174,7 +174,7 @@ def _drift(
     embedder: Embedder,
     config: Any,
 ) -> None:
-    from pipeline.query.drift_search import primer_reports, split_folds
+    from pipeline.query.drift_steps import primer_reports, split_folds
     from pipeline.query.drift_tasks import PrimerRequest, primer_messages
     from pipeline.query.local_index import load_local_index
 
