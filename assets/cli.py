@@ -19,6 +19,8 @@ from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
 
+EXIT_BUSY = 4
+
 
 def _namespace(value: str) -> str:
     try:
@@ -65,9 +67,18 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(
         f"indexing namespace {args.namespace!r}" + (f" from {args.input}" if args.input else ""), flush=True
     )
-    result = launch.run_index(
-        args.namespace, input_dir=args.input, on_event=lambda m: print("  " + m, flush=True)
-    )
+    from assets.namespace_lock import NamespaceBusy
+
+    try:
+        result = launch.run_index(
+            args.namespace,
+            input_dir=args.input,
+            on_event=lambda m: print("  " + m, flush=True),
+            wait=not args.no_wait,
+        )
+    except NamespaceBusy as exc:
+        print(f"error: {exc}; not started (--no-wait)", file=sys.stderr)
+        return EXIT_BUSY
     print(
         f"\nrun {result.run_id}: {'SUCCESS' if result.success else 'FAILED'} in {time.monotonic() - started:.1f}s"
     )
@@ -137,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
         "model (cached calls cost nothing); nothing is indexed",
     )
     p.add_argument("--json", action="store_true", help="with --estimate: the estimate as JSON")
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="refuse (exit 4) instead of waiting when the namespace has a run in progress",
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("status", help="a namespace's tables, row counts and materialization times")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
+from assets.namespace_lock import exclusive_namespace
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 from pipeline.core.namespace import validate_namespace
 
@@ -39,11 +40,15 @@ def run_index(
     input_dir: str | None = None,
     instance: DagsterInstance | None = None,
     on_event: Callable[[str], None] | None = None,
+    *,
+    wait: bool = True,
 ) -> IndexRunResult:
     """Register the namespace partition and materialize its indexing assets through Dagster.
 
     With PIPELINE_DASK_SCHEDULER set, the steps run on that dask cluster's workers, the namespace's
-    shards in parallel (`assets.distributed`); otherwise the whole chain runs in this process."""
+    shards in parallel (`assets.distributed`); otherwise the whole chain runs in this process. One run
+    per namespace at a time (`assets.namespace_lock`): this waits for the namespace's run in progress,
+    or raises NamespaceBusy with `wait=False`."""
     validate_namespace(namespace)
     from assets.definitions import defs
     from pipeline.settings import load_settings
@@ -52,17 +57,20 @@ def run_index(
         ensure_dagster_home()
         instance = DagsterInstance.get()
     add_namespace(instance, namespace)
-    if load_settings().dask_scheduler:
-        from assets.distributed import run_index_distributed
+    with exclusive_namespace(instance, namespace, wait=wait, on_wait=on_event):
+        if load_settings().dask_scheduler:
+            from assets.distributed import run_index_distributed
 
-        return run_index_distributed(namespace, input_dir, instance, on_event)
-    job = defs.resolve_job_def("index_namespace")
-    result = job.execute_in_process(
-        partition_key=namespace,
-        instance=instance,
-        run_config=documents_run_config(input_dir),
-        raise_on_error=False,
-    )
+            return run_index_distributed(namespace, input_dir, instance, on_event)
+        if on_event:
+            on_event(f"namespace {namespace!r} is free: the run starts")
+        job = defs.resolve_job_def("index_namespace")
+        result = job.execute_in_process(
+            partition_key=namespace,
+            instance=instance,
+            run_config=documents_run_config(input_dir),
+            raise_on_error=False,
+        )
     return summarize_run(result, on_event)
 
 
