@@ -235,3 +235,58 @@ def test_fuzzed_raw_bytes_are_422_not_500(offline_url: str, raw: bytes) -> None:
         timeout=60,
     )
     assert r.status_code in (200, 409, 403, 422), (raw, r.status_code, r.text)
+
+
+class HeldEmbedder:
+    """The real embedder, whose next call (once armed) waits until the test releases it: a step that
+    provably outlasts the query's deadline, triggered by an event rather than a clock."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001 - a CachedEmbedder
+        self.inner = inner
+        self.armed = False
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            self.go.wait(WAIT_S)
+        return self.inner.embed(texts)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - dimension, calibration, model_id, ...
+        return getattr(self.inner, name)
+
+
+def test_a_vector_query_past_its_deadline_frees_its_slot_one_step_later(
+    data, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: ANN001
+    from pipeline.vector_tool.stores import lancedb as lancedb_store
+
+    searches: list[str] = []
+    real_query = lancedb_store.LanceDBStore.query
+
+    def counted(self, *args, **kwargs):  # noqa: ANN001, ANN202 - a spy: the real search, counted
+        searches.append("search")
+        return real_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(lancedb_store.LanceDBStore, "query", counted)
+    held = HeldEmbedder(data.embedder)
+    service = QueryService(offline_settings(data), embedder=held)
+    service.warm_up()
+    with serving(service) as url:
+        held.armed = True
+        body = {"namespace": "acme", "query": "Marley had been dead seven years.", "timeout_s": 1}
+        try:
+            r = httpx.post(f"{url}/v1/query/vector", json=body, headers=auth(KEY_A), timeout=WAIT_S)
+            assert held.entered.is_set() and r.status_code == 504, r.text
+            assert service.limiter.in_flight() == 1  # the worker is still inside the embedding step
+        finally:
+            held.go.set()  # the embedding step ends now, long past the deadline
+        assert wait_for(lambda: service.limiter.in_flight() == 0)  # freed after that one step...
+        assert searches == []  # ...without running the next one
+        # and the key's slot serves the next query at once
+        ok = httpx.post(
+            f"{url}/v1/query/vector", json={**body, "timeout_s": 60}, headers=auth(KEY_A), timeout=WAIT_S
+        )
+        assert ok.status_code == 200 and searches == ["search"]

@@ -73,6 +73,16 @@ class UpstreamError(ServiceError):
     status, code = 502, "upstream_error"
 
 
+class _Abandoned(Exception):
+    """The deadline passed or the client left between two steps of a query without LLM calls."""
+
+
+def checkpoint(cancel: threading.Event, deadline: float, before: str) -> None:
+    """Stop between steps once the query is cancelled: its slot is free one step after the deadline."""
+    if cancel.is_set() or time.monotonic() >= deadline:
+        raise _Abandoned(f"deadline passed before {before}")
+
+
 class QueryService:
     def __init__(
         self,
@@ -207,6 +217,8 @@ class QueryService:
                 "vector": self._vector,
             }
             return runner[kind](store, request, deadline, cancel)
+        except _Abandoned as exc:  # the caller has answered 504 already; this only ends the work
+            return {"status": "cancelled", "reason": str(exc)}
         except TableNotFoundError as exc:
             raise not_ready(namespace, kind, exc) from None
         except SnapshotError as exc:
@@ -286,10 +298,11 @@ class QueryService:
     ) -> dict:
         from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
 
+        checkpoint(cancel, deadline, "loading the chunk graph")
         graph = load_namespace_chunk_graph(store, dimension=self.embedder.dimension)
+        checkpoint(cancel, deadline, "embedding the query")
         vector = self.embedder.embed([req.query])[0]
-        if cancel.is_set() or time.monotonic() >= deadline:
-            return {"query": req.query, "status": "cancelled", "reason": "deadline passed before the walk"}
+        checkpoint(cancel, deadline, "the walk")
         hits = graph.query(
             vector,
             top_k=req.top_k,
@@ -316,6 +329,11 @@ class QueryService:
             query_filter = parse_filter(req.filter)
         except FilterError as exc:
             raise InvalidRequest(str(exc)) from None
+        # Steps, each followed by a checkpoint: the query's embedding (the tool's own is then a cache
+        # hit), then the search.
+        checkpoint(cancel, deadline, "embedding the query")
+        self.embedder.embed([req.query])
+        checkpoint(cancel, deadline, "the vector search")
         tool = create_vector_query_tool(
             schema.LANCE_TEXT_UNITS, self.embedder, store=LanceDBStore(store), enable_filter=True
         )
