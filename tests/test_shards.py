@@ -100,3 +100,20 @@ def test_a_shard_part_made_under_another_configuration_is_not_taken(tmp_path: Pa
     summary = index_extracted_graph(store, load_settings(shards=2), OfflineEngine())
     assert summary.counts["shards_merged"] == 0
     assert summary.counts["claims"] > 0
+
+
+def test_parts_of_another_shard_count_are_removed_once_the_namespace_is_rebuilt(tmp_path: Path):
+    store = _store(tmp_path)
+    for k in range(2):
+        index_extraction_shard(store, load_settings(shards=2), k, 2, OfflineEngine())
+    settings = load_settings(shards=3)
+    for k in range(3):
+        index_extraction_shard(store, settings, k, 3, OfflineEngine())
+    before = store.files("shards", ".parquet")
+    assert sum("-of-002" in n for n in before) == 4 and sum("-of-003" in n for n in before) == 6
+    summary = index_extracted_graph(store, settings, OfflineEngine())
+    assert summary.counts["shards_merged"] == 3 and summary.counts["stale_shard_parts_removed"] == 4
+    assert sorted(store.files("shards", ".parquet")) == sorted(n for n in before if "-of-003" in n)
+    # back to one process: every part is stale then
+    summary = index_extracted_graph(store, load_settings(shards=1), OfflineEngine())
+    assert summary.counts["stale_shard_parts_removed"] == 6 and store.files("shards", ".parquet") == []

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SHARD_FOLDER = "shards"
-_SHARD_NAME = re.compile(rf"{SHARD_FOLDER}/(?P<table>[^/]+)\.\d+-of-\d+")
+_SHARD_NAME = re.compile(rf"{SHARD_FOLDER}/(?P<table>[^/]+)\.\d+-of-(?P<count>\d+)")
 
 
 class ShardMismatchError(RuntimeError):
@@ -56,6 +56,17 @@ def shard_base(name: str) -> str | None:
     """The table whose shard part `shard_table` stores as `name`; None for any other name."""
     match = _SHARD_NAME.fullmatch(name)
     return match["table"] if match else None
+
+
+def stale_parts(names: list[str], shards: int) -> list[str]:
+    """The shard part files among `names` ("shards/<table>.<k>-of-<n>.parquet") written under another
+    shard count than `shards`: once the namespace has been rebuilt under `shards`, nothing reads them."""
+    out = []
+    for name in names:
+        match = _SHARD_NAME.fullmatch(name.removesuffix(".parquet"))
+        if match and int(match["count"]) != shards:
+            out.append(name)
+    return out
 
 
 def order_like(parts: pa.Table, key: str, order: list[str]) -> pa.Table:

@@ -23,7 +23,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.core import schema
-from pipeline.core.shards import document_shards, order_like, shard_table, shard_units
+from pipeline.core.shards import (
+    SHARD_FOLDER,
+    document_shards,
+    order_like,
+    shard_table,
+    shard_units,
+    stale_parts,
+)
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Markdown, StageReport, md_table
@@ -170,10 +177,19 @@ def index_extracted_graph(
     failed = failed.take(pc.sort_indices(failed, [("text_unit_id", "ascending"), ("round", "ascending")]))
     store.write_table(schema.EXTRACTED_GRAPH, merged)
     store.write_table(schema.FAILED_EXTRACTIONS, failed)
+    # The namespace is rebuilt under `shards`: parts written under another count are read by nothing now.
+    stale = stale_parts(store.files(SHARD_FOLDER, ".parquet"), shards)
+    for name in stale:
+        store.delete_file(name)
     run = ExtractionRun("", from_table(merged))
     return ExtractionSummary(
         method=identity.method,
-        counts={**run.counts(), "shards": shards, "shards_merged": merged_shards},
+        counts={
+            **run.counts(),
+            "shards": shards,
+            "shards_merged": merged_shards,
+            "stale_shard_parts_removed": len(stale),
+        },
         failures=[ExtractionFailure(**row) for row in failed.to_pylist()],
         duration_s=round(time.monotonic() - started, 3),
         reused=fresh.reused if fresh else 0,

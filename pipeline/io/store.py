@@ -127,6 +127,11 @@ class NamespaceStore:
     def delete_file(self, name: str) -> bool:
         return self.storage.delete(self._key(name))
 
+    def files(self, folder: str, suffix: str = "") -> list[str]:
+        """Names (relative to the namespace) of the files directly under `folder` ending in `suffix`."""
+        prefix = f"{self.namespace}/"
+        return [f.key.removeprefix(prefix) for f in self.storage.list_files(self._key(folder), suffix)]
+
     # ---- Parquet -------------------------------------------------------------------------
     def parquet_path(self, table: str) -> Location:
         return self.location(f"{table}.parquet")
