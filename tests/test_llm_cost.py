@@ -265,9 +265,12 @@ LLM_ASSETS = {
     "entities",
     "relationships",
     "community_reports",
+    "global_map_batches",  # dynamic selection rates reports with the model
     "global_map_answers",
     "global_answers",
     "local_answers",
+    "drift_answers",
+    "basic_answers",
 }
 
 

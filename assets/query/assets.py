@@ -108,8 +108,10 @@ def _elapsed(started: float) -> float:
     group_name=GROUP,
     deps=[AssetKey("report_embeddings")],
     automation_condition=REFRESH,
-    description="Token-budgeted batches of community reports for each saved global question.",
+    description="Token-budgeted batches of community reports for each saved global question (on a large "
+    "namespace, the reports dynamic selection rated relevant).",
     kinds={"parquet"},
+    pool=LLM_POOL,
 )
 def global_map_batches(
     context: AssetExecutionContext,
