@@ -95,7 +95,13 @@ class Settings(BaseSettings):
         return parse_location(v) if isinstance(v, str | os.PathLike) else v
 
     @field_validator(
-        "s3_endpoint_url", "s3_access_key_id", "s3_secret_access_key", "cache_url", "cache_dir", mode="before"
+        "s3_endpoint_url",
+        "s3_access_key_id",
+        "s3_secret_access_key",
+        "cache_url",
+        "cache_dir",
+        "service_limits_url",
+        mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, v: Any) -> Any:
@@ -295,6 +301,11 @@ class Settings(BaseSettings):
     service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
     service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
     service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
+    service_limits_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL: the per-key limit counted across every service process on that "
+        "server (the cluster's PostgreSQL); unset = each process counts its own",
+    )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
@@ -309,11 +320,13 @@ class Settings(BaseSettings):
             return [s.strip() for s in v.split(",") if s.strip()]
         return v
 
-    @field_validator("cache_url")
+    @field_validator("cache_url", "service_limits_url")
     @classmethod
-    def _postgres_url(cls, v: SecretStr | None) -> SecretStr | None:
+    def _postgres_url(cls, v: SecretStr | None, info: Any) -> SecretStr | None:
         if v is not None and not v.get_secret_value().startswith(("postgresql://", "postgres://")):
-            raise ValueError("cache_url (PIPELINE_CACHE_URL) must be a postgresql:// URL")
+            raise ValueError(
+                f"{info.field_name} (PIPELINE_{info.field_name.upper()}) must be a postgresql:// URL"
+            )
         return v
 
     @model_validator(mode="after")

@@ -33,6 +33,7 @@ from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
 from pipeline.service.limits import KeyLimiter, OutputBounds, bound_result
 from pipeline.service.models import BasicQuery, ChunkQuery, DriftQuery, GlobalQuery, LocalQuery, VectorQuery
+from pipeline.service.shared_limits import PgKeyLimiter
 from pipeline.settings import Settings
 
 log = logging.getLogger("pipeline.service")
@@ -94,7 +95,13 @@ class QueryService:
     ) -> None:
         self.settings = settings
         self.keys = keys if keys is not None else KeyStore(settings.api_keys_file)
-        self.limiter = KeyLimiter(settings.service_key_concurrency)
+        # Shared by every process on one PostgreSQL when configured, else this process's own count.
+        limits_url = settings.service_limits_url
+        self.limiter: KeyLimiter | PgKeyLimiter = (
+            PgKeyLimiter(limits_url.get_secret_value(), settings.service_key_concurrency)
+            if limits_url is not None
+            else KeyLimiter(settings.service_key_concurrency)
+        )
         self.bounds = OutputBounds(
             settings.service_max_answer_chars,
             settings.service_max_evidence_items,

@@ -1,0 +1,109 @@
+"""The per-key limit shared by two real `graphrag-serve` processes through PostgreSQL (pgserver): a query
+held in one process (its LLM call kept unanswered by the fault proxy: an event, not a clock) takes the
+key's only slot, and the other process refuses the same key with 429 until it is released."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from deploy.local_cluster import free_port
+from pipeline.settings import Settings
+from tests.conftest import REPO_ROOT
+from tests.support.fault_proxy import FaultProxy
+from tests.support.pg import pg_dsn  # noqa: F401 - the session-scoped PostgreSQL fixture
+from tests.test_service import KEY_A, KEY_B, auth, build_service_data
+from tests.test_service_limits import scripted_model
+
+WAIT_S = 120.0  # only bounds how long a broken service could hang the test
+
+
+def _serve(port: int, env: dict[str, str], log) -> subprocess.Popen:  # noqa: ANN001
+    cmd = [sys.executable, "-m", "pipeline.service", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_ready(url: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} never became ready (exit {proc.poll()})")
+
+
+def test_two_service_processes_sharing_postgresql_enforce_one_per_key_limit(tmp_path, pg_dsn):  # noqa: F811
+    data = build_service_data(tmp_path / "data")
+    vector = {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 1}
+    with FaultProxy(None, responder=scripted_model) as proxy:
+        hold = proxy.hold()  # every LLM request stays unanswered until released
+        env = {
+            **os.environ,
+            "PIPELINE_STORAGE_ROOT": str(data.storage_root),
+            "PIPELINE_API_KEYS_FILE": str(data.keys_file),
+            "PIPELINE_SERVICE_KEY_CONCURRENCY": "1",
+            "PIPELINE_SERVICE_LIMITS_URL": pg_dsn,
+            "PIPELINE_SERVICE_TIMEOUT_S": "110",
+            "PIPELINE_LLM_PROVIDER": "openai",
+            "PIPELINE_LLM_BASE_URL": proxy.base_url,
+            "PIPELINE_LLM_API_KEY_ENV": "SHARED_LIMITS_TEST_KEY",
+            "SHARED_LIMITS_TEST_KEY": "sk-test",
+            "PIPELINE_LLM_MAX_RETRIES": "0",
+            "PIPELINE_LLM_TIMEOUT_S": "600",
+        }
+        urls, procs = [], []
+        try:
+            for name in ("a", "b"):
+                port = free_port()
+                with open(tmp_path / f"{name}.log", "wb") as log:
+                    procs.append(_serve(port, env, log))
+                urls.append(f"http://127.0.0.1:{port}")
+            for url, proc in zip(urls, procs, strict=True):
+                _wait_ready(url, proc)
+            answer: dict = {}
+
+            def held_query() -> None:
+                body = {"namespace": "acme", "question": "What is Scrooge's business?", "timeout_s": 100}
+                answer["r"] = httpx.post(
+                    f"{urls[0]}/v1/query/global", json=body, headers=auth(KEY_A), timeout=WAIT_S
+                )
+
+            worker = threading.Thread(target=held_query)
+            worker.start()
+            hold.wait_held(1, WAIT_S)  # process A's query is in flight: it holds the key's one slot
+            refused = httpx.post(
+                f"{urls[1]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S
+            )
+            assert refused.status_code == 429, refused.text
+            assert refused.json()["error"]["code"] == "too_many_requests" and refused.headers["retry-after"]
+            other = httpx.post(
+                f"{urls[1]}/v1/query/vector",
+                json={**vector, "namespace": "globex"},
+                headers=auth(KEY_B),
+                timeout=WAIT_S,
+            )
+            assert other.status_code == 200, other.text  # another key is not limited by it
+            hold.release()
+            worker.join(WAIT_S)
+            assert answer["r"].status_code == 200, answer["r"].text
+            again = httpx.post(f"{urls[1]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
+            assert again.status_code == 200, again.text  # the slot came back when A's query ended
+        finally:
+            hold.release()
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=WAIT_S)
+
+
+def test_a_limits_url_that_is_not_postgresql_is_a_clear_error():
+    with pytest.raises(ValueError, match="PIPELINE_SERVICE_LIMITS_URL"):
+        Settings(service_limits_url="redis://127.0.0.1:6379")
