@@ -77,6 +77,12 @@ def main() -> int:
         "PIPELINE_S3_ENDPOINT_URL": endpoint,
         "PIPELINE_S3_ACCESS_KEY_ID": "demo",
         "PIPELINE_S3_SECRET_ACCESS_KEY": "demo",
+        # Every step's stdout/stderr on the same S3 server (deploy/dagster.cluster.yaml's compute logs).
+        "DAGSTER_COMPUTE_LOGS_BUCKET": BUCKET,
+        "DAGSTER_COMPUTE_LOGS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "demo",
+        "AWS_SECRET_ACCESS_KEY": "demo",
+        "AWS_DEFAULT_REGION": "us-east-1",
         "PIPELINE_SHARDS": str(args.shards),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

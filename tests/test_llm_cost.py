@@ -301,5 +301,7 @@ def test_the_instance_configs_limit_the_llm_pool(tmp_path: Path, monkeypatch: py
     cluster.mkdir()
     shutil.copyfile(REPO_ROOT / "deploy" / "dagster.cluster.yaml", cluster / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_PG_URL", "postgresql+psycopg2://user:pass@127.0.0.1:1/db")
+    monkeypatch.setenv("DAGSTER_COMPUTE_LOGS_BUCKET", "logs")
+    monkeypatch.setenv("DAGSTER_COMPUTE_LOGS_ENDPOINT_URL", "http://127.0.0.1:1")
     loaded, _ = dagster_instance_config(str(cluster))  # validated, not connected
     assert loaded["concurrency"]["pools"] == {"default_limit": 4, "granularity": "run"}

@@ -226,6 +226,7 @@ def scale_out(
     shutil.copyfile(REPO_ROOT / "deploy" / "dagster.cluster.yaml", home / "dagster.yaml")
     env = {
         **s3_bucket.env("scale-out"),
+        **s3_bucket.compute_logs_env(),
         **_llm_env(proxy.base_url),
         "PIPELINE_CACHE_URL": urls["scale_caches"],
         "PIPELINE_SHARDS": str(SHARDS),
@@ -245,7 +246,57 @@ def scale_out(
         out["cluster_vectors"] = _vectors(store)
         out["step_pids"] = _step_pids(home)
         out["shard_metadata"] = _materializations(home, "extracted_graph_shard")
+        out["step_logs"] = _step_logs(home)
+        out["s3_log_objects"] = _s3_objects(s3_bucket, "dagster-compute-logs/")
     yield out
+
+
+def _s3_objects(bucket, prefix: str) -> dict[str, str]:  # noqa: ANN001 - tests.support.s3_server.S3Bucket
+    """key -> text of every object under `prefix` in the test bucket."""
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=bucket.endpoint_url,
+        aws_access_key_id=bucket.access_key_id,
+        aws_secret_access_key=bucket.secret_access_key,
+        region_name=bucket.region,
+    )
+    keys = [
+        o["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket.bucket, Prefix=prefix)
+        for o in page.get("Contents", [])
+    ]
+    return {
+        k: client.get_object(Bucket=bucket.bucket, Key=k)["Body"].read().decode(errors="replace")
+        for k in keys
+    }
+
+
+def _step_logs(home: Path) -> dict[str, dict]:
+    """job -> the captured stdout/stderr of its steps, read back through the instance (from S3) by this
+    process, which ran none of them, with the pids that wrote them."""
+    from dagster import DagsterEventType, DagsterInstance
+
+    out: dict[str, dict] = {}
+    with DagsterInstance.from_config(str(home)) as instance:
+        manager = instance.compute_log_manager
+        for run in instance.get_runs():
+            for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.LOGS_CAPTURED):
+                event = entry.get_dagster_event()
+                data = event.event_specific_data
+                log_key = manager.build_log_key_for_run(run.run_id, data.file_key)
+                captured = manager.get_log_data(log_key)
+                text = (captured.stdout or b"").decode(errors="replace") + (captured.stderr or b"").decode(
+                    errors="replace"
+                )
+                job = out.setdefault(
+                    run.job_name, {"text": "", "pids": set(), "steps": set(), "manager": type(manager)}
+                )
+                job["text"] += text
+                job["pids"].add(event.pid)
+                job["steps"] |= set(data.step_keys or [])
+    return out
 
 
 def _step_pids(home: Path) -> dict[str, list[int]]:
@@ -287,6 +338,21 @@ def test_cluster_outputs_equal_the_local_single_process_run_with_the_scripted_mo
     cluster_ids, cluster_vectors = scale_out["cluster_vectors"]
     assert cluster_ids == local_ids
     np.testing.assert_allclose(cluster_vectors, local_vectors, atol=1e-5)
+
+
+def test_a_worker_steps_logs_are_readable_through_the_instance_from_s3(scale_out):
+    """The shard steps ran on dask workers; their stdout/stderr was uploaded to the S3 bucket and reads
+    back here through the instance's compute log manager, as the UI reads it."""
+    from dagster_aws.s3.compute_log_manager import S3ComputeLogManager
+
+    shards = scale_out["step_logs"]["index_shards"]
+    assert shards["manager"] is S3ComputeLogManager
+    assert {"extracted_graph_shard", "text_unit_embeddings_shard"} <= shards["steps"]
+    assert scale_out["launcher_pid"] not in shards["pids"]  # captured by the workers, not the launcher
+    assert "extracted_graph_shard" in shards["text"] and "STEP_SUCCESS" in shards["text"]
+    # and the bytes are in the bucket, where any machine's webserver reads them
+    uploaded = "".join(scale_out["s3_log_objects"].values())
+    assert "extracted_graph_shard" in uploaded and "STEP_SUCCESS" in uploaded
 
 
 def test_steps_ran_in_more_than_one_worker_process(scale_out):

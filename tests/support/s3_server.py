@@ -35,6 +35,17 @@ class S3Bucket:
         """``s3://<bucket>/<prefix>``; pass a prefix unique to the test so that tests share no objects."""
         return f"s3://{self.bucket}/{prefix.strip('/')}" if prefix else f"s3://{self.bucket}"
 
+    def compute_logs_env(self) -> dict[str, str]:
+        """What deploy/dagster.cluster.yaml's S3 compute log manager reads: this bucket and server, and
+        the standard AWS credentials and region (boto3's chain)."""
+        return {
+            "DAGSTER_COMPUTE_LOGS_BUCKET": self.bucket,
+            "DAGSTER_COMPUTE_LOGS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "AWS_DEFAULT_REGION": self.region,
+        }
+
     def env(self, prefix: str = "") -> dict[str, str]:
         """PIPELINE_* variables pointing the storage root at ``uri(prefix)`` on this server."""
         return {
