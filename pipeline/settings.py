@@ -301,6 +301,15 @@ class Settings(BaseSettings):
     service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
     service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
     service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
+    service_key_rate: int | None = Field(
+        default=None,
+        ge=1,
+        description="Queries per key in any window of service_key_rate_window_s (429 "
+        "past it); unset = no rate limit",
+    )
+    service_key_rate_window_s: float = Field(
+        default=60.0, gt=0, description="The rate limit's sliding window"
+    )
     service_limits_url: SecretStr | None = Field(
         default=None,
         description="postgresql:// URL: the per-key limit counted across every service process on that "

@@ -1,6 +1,7 @@
-"""The per-key limit shared by two real `graphrag-serve` processes through PostgreSQL (pgserver): a query
+"""The per-key limits shared by two real `graphrag-serve` processes through PostgreSQL (pgserver): a query
 held in one process (its LLM call kept unanswered by the fault proxy: an event, not a clock) takes the
-key's only slot, and the other process refuses the same key with 429 until it is released."""
+key's only slot, and the other process refuses the same key with 429 until it is released; and the
+per-key rate, counted by both processes together."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import httpx
 import pytest
 
 from deploy.local_cluster import free_port
+from pipeline.service.errors import TooManyRequests
+from pipeline.service.limits import KeyRateLimiter
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
@@ -102,6 +105,63 @@ def test_two_service_processes_sharing_postgresql_enforce_one_per_key_limit(tmp_
             for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=WAIT_S)
+
+
+def test_the_per_key_rate_is_a_sliding_window_counted_by_the_process():
+    now = [1000.0]
+    limiter = KeyRateLimiter(2, window_s=60, clock=lambda: now[0])
+    limiter.check("k1")
+    now[0] += 10
+    limiter.check("k1")
+    limiter.check("k2")  # another key has its own window
+    now[0] += 20
+    with pytest.raises(TooManyRequests) as refused:
+        limiter.check("k1")
+    assert refused.value.headers["Retry-After"] == "30"  # the first query leaves the window at +60
+    now[0] += 30  # now the first query is 60 s old: out of the window
+    limiter.check("k1")
+    with pytest.raises(TooManyRequests):
+        limiter.check("k1")  # the refusal above was not counted, the two in the window are
+
+
+def test_two_service_processes_sharing_postgresql_enforce_one_per_key_rate(tmp_path, pg_dsn):  # noqa: F811
+    data = build_service_data(tmp_path / "data")
+    vector = {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 1}
+    env = {
+        **os.environ,
+        "PIPELINE_STORAGE_ROOT": str(data.storage_root),
+        "PIPELINE_API_KEYS_FILE": str(data.keys_file),
+        "PIPELINE_SERVICE_LIMITS_URL": pg_dsn,
+        "PIPELINE_SERVICE_KEY_RATE": "2",
+        # An hour: the three queries below fall in one window however slow the machine (no clock race).
+        "PIPELINE_SERVICE_KEY_RATE_WINDOW_S": "3600",
+    }
+    urls, procs = [], []
+    try:
+        for name in ("a", "b"):
+            port = free_port()
+            with open(tmp_path / f"{name}.log", "wb") as log:
+                procs.append(_serve(port, env, log))
+            urls.append(f"http://127.0.0.1:{port}")
+        for url, proc in zip(urls, procs, strict=True):
+            _wait_ready(url, proc)
+        first = httpx.post(f"{urls[0]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
+        second = httpx.post(f"{urls[1]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
+        assert first.status_code == second.status_code == 200, (first.text, second.text)
+        third = httpx.post(f"{urls[0]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
+        assert third.status_code == 429 and "3600 s" in third.json()["error"]["message"]
+        assert 1 <= int(third.headers["retry-after"]) <= 3600
+        other = httpx.post(
+            f"{urls[1]}/v1/query/vector",
+            json={**vector, "namespace": "globex"},
+            headers=auth(KEY_B),
+            timeout=WAIT_S,
+        )
+        assert other.status_code == 200  # another key's rate is its own
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=WAIT_S)
 
 
 def test_a_limits_url_that_is_not_postgresql_is_a_clear_error():

@@ -1,10 +1,14 @@
-"""Limits: queries in flight per API key, request body size, and the size of what a query returns."""
+"""Limits: queries in flight and queries per minute per API key, request body size, and the size of what a
+query returns."""
 
 from __future__ import annotations
 
 import json
+import math
 import threading
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +16,38 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.service.errors import BodyTooLarge, TooManyRequests
+
+
+def rate_refusal(limit: int, window_s: float, retry_after_s: float) -> TooManyRequests:
+    return TooManyRequests(
+        f"this API key has made {limit} queries in the last {window_s:g} s (its limit); retry later",
+        headers={"Retry-After": str(max(1, math.ceil(retry_after_s)))},
+    )
+
+
+class KeyRateLimiter:
+    """At most `limit` queries per key in any `window_s` (a sliding window), counted by this process; one
+    more is refused at once (429 with the seconds until the window's oldest query leaves it). A refused
+    query is not counted. `clock` is monotonic seconds."""
+
+    def __init__(
+        self, limit: int, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+
+    def check(self, key_id: str) -> None:
+        now = self._clock()
+        with self._lock:
+            seen = self._seen.setdefault(key_id, deque())
+            while seen and seen[0] <= now - self.window_s:
+                seen.popleft()
+            if len(seen) >= self.limit:
+                raise rate_refusal(self.limit, self.window_s, seen[0] + self.window_s - now)
+            seen.append(now)
 
 
 class KeyLimiter:

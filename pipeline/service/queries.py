@@ -31,9 +31,9 @@ from pipeline.query.global_context import GlobalContextError
 from pipeline.query.local_search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
-from pipeline.service.limits import KeyLimiter, OutputBounds, bound_result
+from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
 from pipeline.service.models import BasicQuery, ChunkQuery, DriftQuery, GlobalQuery, LocalQuery, VectorQuery
-from pipeline.service.shared_limits import PgKeyLimiter
+from pipeline.service.shared_limits import PgKeyLimiter, PgKeyRateLimiter
 from pipeline.settings import Settings
 
 log = logging.getLogger("pipeline.service")
@@ -102,6 +102,14 @@ class QueryService:
             if limits_url is not None
             else KeyLimiter(settings.service_key_concurrency)
         )
+        rate, window = settings.service_key_rate, settings.service_key_rate_window_s
+        self.rate: KeyRateLimiter | PgKeyRateLimiter | None = None
+        if rate is not None:
+            self.rate = (
+                PgKeyRateLimiter(limits_url.get_secret_value(), rate, window)
+                if limits_url is not None
+                else KeyRateLimiter(rate, window)
+            )
         self.bounds = OutputBounds(
             settings.service_max_answer_chars,
             settings.service_max_evidence_items,
@@ -149,6 +157,8 @@ class QueryService:
         deadline = deadline_in(timeout)
         cancel = threading.Event()
         started = time.monotonic()
+        if self.rate is not None:
+            self.rate.check(principal.key_id)  # a refused query is not counted against the rate
         self.limiter.acquire(principal.key_id)
         try:
             worker = asyncio.get_running_loop().run_in_executor(

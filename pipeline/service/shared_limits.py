@@ -1,10 +1,15 @@
-"""Per-key concurrency shared by every service process that points at one PostgreSQL server.
+"""Per-key concurrency and rate shared by every service process that points at one PostgreSQL server.
 
 Slot i of a key is PostgreSQL's session advisory lock (key, i): a query takes the first free slot
 (`pg_try_advisory_lock`, never waiting: a key at its limit is refused at once with 429, as the
 per-process limiter does) and gives it back when its worker has really stopped. The locks belong to this
-process's connection, so a process that dies frees its slots with it; nothing is written to any table.
-The URL holds a password: it is never logged, and errors are scrubbed of it.
+process's connection, so a process that dies frees its slots with it.
+
+The rate (`PgKeyRateLimiter`): each accepted query is a row (key, time) of `graphrag_key_queries`; a key
+with `limit` rows in the last `window_s` seconds (the server's clock) is refused, counted and inserted under a
+transaction-scoped advisory lock of the key so two processes cannot both take the last place. Rows older
+than the window are deleted as they are passed. The URL holds a password: it is never logged, and errors
+are scrubbed of it.
 """
 
 from __future__ import annotations
@@ -13,8 +18,15 @@ import hashlib
 import threading
 from typing import Any
 
-from pipeline.io.pg import CacheConnectionError, redact, url_label
+from pipeline.io.pg import CacheConnectionError, redact, shared_connection, url_label
 from pipeline.service.errors import TooManyRequests
+from pipeline.service.limits import rate_refusal
+
+RATE_TABLE = "graphrag_key_queries"
+_RATE_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {RATE_TABLE} (key_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    f"CREATE INDEX IF NOT EXISTS {RATE_TABLE}_key_at ON {RATE_TABLE} (key_id, at)",
+)
 
 
 def _key_number(key_id: str) -> int:
@@ -84,3 +96,39 @@ class PgKeyLimiter:
                 self._held.pop(key_id, None)
             if self._conn is not None and not self._conn.closed:
                 self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_key_number(key_id), slot))
+
+
+class PgKeyRateLimiter:
+    """`KeyRateLimiter`'s contract (`check`), counted across processes (module docstring)."""
+
+    def __init__(self, url: str, limit: int, window_s: float = 60.0) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._conn = shared_connection(url)
+
+    def __repr__(self) -> str:
+        return f"PgKeyRateLimiter({self._conn!r}, limit={self.limit}, window_s={self.window_s:g})"
+
+    def check(self, key_id: str) -> None:
+        window = f"{self.window_s} seconds"
+
+        def count_and_take(conn: Any) -> float | None:
+            """None when the query is taken; else the seconds until the window's oldest query leaves it."""
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, -1)", (_key_number(key_id),))
+                conn.execute(
+                    f"DELETE FROM {RATE_TABLE} WHERE key_id = %s AND at <= now() - %s::interval",
+                    (key_id, window),
+                )
+                n, oldest_age = conn.execute(
+                    f"SELECT count(*), extract(epoch FROM now() - min(at)) FROM {RATE_TABLE} WHERE key_id = %s",
+                    (key_id,),
+                ).fetchone()
+                if n >= self.limit:
+                    return self.window_s - float(oldest_age or 0.0)
+                conn.execute(f"INSERT INTO {RATE_TABLE} (key_id) VALUES (%s)", (key_id,))
+                return None
+
+        wait = self._conn.run(count_and_take, table=RATE_TABLE, ddl=_RATE_DDL)
+        if wait is not None:
+            raise rate_refusal(self.limit, self.window_s, wait)
