@@ -23,6 +23,7 @@ from typing import Any
 from dagster import AssetKey, DagsterInstance, JobDefinition, MultiPartitionKey, execute_job
 from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
 
+from assets.namespace_lock import holder_tags
 from assets.partitions import SHARD_COUNT, namespace_partitions, namespace_shard_partitions
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 
@@ -82,7 +83,7 @@ def run_index_distributed(
             "a distributed index needs a persistent Dagster instance that every worker shares "
             "(set DAGSTER_HOME to a folder whose dagster.yaml points at PostgreSQL)"
         )
-    ns_tags = dict(namespace_partitions.get_tags_for_partition_key(namespace))
+    ns_tags = dict(namespace_partitions.get_tags_for_partition_key(namespace)) | holder_tags()
     runs = [_execute("index_prepare", instance, ns_tags, documents_run_config(input_dir), on_event)]
     if runs[0].success:
         keys = [MultiPartitionKey({"namespace": namespace, "shard": str(k)}) for k in range(SHARD_COUNT)]

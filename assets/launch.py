@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from assets.namespace_lock import exclusive_namespace
+from assets.namespace_lock import exclusive_namespace, holder_tags
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 from pipeline.core.namespace import validate_namespace
 
@@ -69,6 +69,7 @@ def run_index(
             partition_key=namespace,
             instance=instance,
             run_config=documents_run_config(input_dir),
+            tags=holder_tags(),
             raise_on_error=False,
         )
     return summarize_run(result, on_event)

@@ -10,6 +10,11 @@ job in-process, past the queue, so it takes the same rule here:
    started, or a `pipeline index` on another machine of a shared instance);
 3. its own run is recorded in progress with the namespace's partition tag, so the queue holds back the
    daemon's runs of that namespace until it ends.
+A `pipeline index` that is killed (SIGKILL, OOM, a lost machine) never records its run's end, so the
+instance keeps it in progress for ever and every later run of the namespace would wait on it. Its runs
+carry the host that ran them (`holder_tags`): once this process holds the namespace's file lock, no live
+`pipeline index` of the namespace is left on this host, so an in-progress run tagged with this host is
+such an orphan, and it is marked failed (with the reason) instead of waited on.
 A namespace's shard runs (namespace x shard, `assets.distributed`) are parts of one index and run
 together by design: their partition tag is the pair, so the limit does not serialize them.
 """
@@ -17,26 +22,54 @@ together by design: their partition tag is the pair, so the limit does not seria
 from __future__ import annotations
 
 import fcntl
+import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 PARTITION_TAG = "dagster/partition"
 IN_PROGRESS = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 POLL_S = 2.0  # how often a waiting `pipeline index` looks again for the namespace's runs
+HOST_TAG = "graphrag/index_host"
+PID_TAG = "graphrag/index_pid"
 
 
 class NamespaceBusy(RuntimeError):
     """Another run of the namespace is in progress and the caller asked not to wait."""
 
 
-def runs_in_progress(instance: DagsterInstance, namespace: str) -> list[str]:
-    """Ids of the namespace's runs the instance records as in progress."""
-    runs = instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: namespace}, statuses=IN_PROGRESS))
-    return [r.run_id for r in runs]
+def holder_tags() -> dict[str, str]:
+    """Tags of a run that `pipeline index` executes itself, naming the process that holds it."""
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+
+
+def runs_in_progress(instance: DagsterInstance, namespace: str) -> list[DagsterRun]:
+    """The namespace's runs the instance records as in progress."""
+    return list(instance.get_runs(filters=RunsFilter(tags={PARTITION_TAG: namespace}, statuses=IN_PROGRESS)))
+
+
+def fail_orphaned_runs(
+    instance: DagsterInstance, runs: list[DagsterRun], say: Callable[[str], None]
+) -> list[DagsterRun]:
+    """Mark failed the runs a dead `pipeline index` of this host left in progress; the caller must hold
+    the namespace's file lock (module docstring). Returns the runs still in progress."""
+    host = socket.gethostname()
+    alive = []
+    for run in runs:
+        if run.tags.get(HOST_TAG) != host:
+            alive.append(run)
+            continue
+        reason = (
+            f"`pipeline index` (pid {run.tags.get(PID_TAG, '?')} on {host}) ended without finishing "
+            "this run (killed?); marked failed by the next run of the namespace"
+        )
+        instance.report_run_failed(run, message=reason)
+        say(f"run {run.run_id} of namespace {run.tags.get(PARTITION_TAG)!r}: {reason}")
+    return alive
 
 
 def _lock_path(instance: DagsterInstance, namespace: str) -> Path:
@@ -67,11 +100,15 @@ def exclusive_namespace(
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             announced = False
-            while busy := runs_in_progress(instance, namespace):
+            while busy := fail_orphaned_runs(instance, runs_in_progress(instance, namespace), say):
+                run_id = busy[0].run_id
                 if not wait:
-                    raise NamespaceBusy(f"namespace {namespace!r} has run {busy[0]} in progress")
+                    raise NamespaceBusy(f"namespace {namespace!r} has run {run_id} in progress")
                 if not announced:
-                    say(f"waiting: namespace {namespace!r} has run {busy[0]} in progress")
+                    say(
+                        f"waiting: namespace {namespace!r} has run {run_id} in progress "
+                        "(if it is dead, terminate it in the UI and this run goes on)"
+                    )
                     announced = True
                 time.sleep(POLL_S)
             yield

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dagster import DagsterRunStatus, RunsFilter
 
 from assets.launch import run_index
 from pipeline.core import schema
@@ -183,6 +184,7 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
         with scoped_env(**_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)):
             out["resume"] = run_index("crash", input_dir=str(folder), instance=dagster_instance)
         out["texts_resume"] = model.extracted_texts[n_before:]
+        out["runs"] = dagster_instance.get_runs(filters=RunsFilter(tags={"dagster/partition": "crash"}))
     yield out
 
 
@@ -196,6 +198,9 @@ def test_kill_during_extraction_then_resume_pays_no_completed_call_again(crash):
     assert cached == KILL_AT_REQUEST - 1 == answered - CRASH_CONCURRENCY
     resume = crash["resume"]
     assert resume.success, resume.failures
+    # the killed process's run was left STARTED; the resume marked it failed instead of waiting on it
+    killed = [r for r in crash["runs"] if r.run_id not in resume.run_ids]
+    assert [r.status for r in killed] == [DagsterRunStatus.FAILURE]
     x = _meta(resume, "extracted_graph")
     assert len(crash["texts_resume"]) == x["llm_calls"] == N_CRASH_DOCS - cached
     assert x["llm_cache_hits"] == cached

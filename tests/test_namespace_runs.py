@@ -8,15 +8,21 @@ unanswered), so the second provably starts while the first is in progress: it mu
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
-from dagster import RunsFilter
+from dagster import DagsterRunStatus, RunsFilter
+from dagster._core.test_utils import create_run_for_test
 
+from assets.launch import run_index
+from assets.namespace_lock import HOST_TAG, PID_TAG, NamespaceBusy
 from tests.conftest import REPO_ROOT
+from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy, client_pid
 from tests.support.graph_model import ScriptedGraphModel, extraction_text
 from tests.test_incremental_llm import _corpus, _llm_env
@@ -81,3 +87,51 @@ def test_the_queue_holds_one_run_per_namespace_in_both_instance_configs():
         assert config["run_coordinator"]["class"] == "QueuedRunCoordinator", path
         limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
         assert {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+
+
+def _in_progress(instance, namespace: str, tags: dict[str, str]) -> str:
+    """A run recorded STARTED whose process is gone, as a SIGKILLed `pipeline index` leaves it (the real
+    kill is in test_incremental_llm's crash test)."""
+    return create_run_for_test(
+        instance,
+        job_name="index_namespace",
+        status=DagsterRunStatus.STARTED,
+        tags={"dagster/partition": namespace, **tags},
+    ).run_id
+
+
+def test_a_run_left_in_progress_by_a_killed_index_on_this_host_is_failed_not_waited_on(
+    tmp_path, dagster_instance
+):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    (folder / "a.txt").write_text(
+        "Ada Lovelace wrote the first program for the Analytical Engine.", encoding="utf-8"
+    )
+    orphan = _in_progress(dagster_instance, "orphaned", {HOST_TAG: socket.gethostname(), PID_TAG: "999999"})
+    events: list[str] = []
+    with scoped_env(PIPELINE_STORAGE_ROOT=str(tmp_path / "storage")):
+        result = run_index(
+            "orphaned", input_dir=str(folder), instance=dagster_instance, on_event=events.append, wait=False
+        )
+    assert result.success, result.failures
+    run = dagster_instance.get_run_by_id(orphan)
+    assert run.status == DagsterRunStatus.FAILURE
+    assert any(orphan in e and "ended without finishing" in e for e in events), events
+    # the new run carries this process's host and pid, so a kill of it would be recovered the same way
+    new = dagster_instance.get_run_by_id(result.run_ids[0])
+    assert new.tags[HOST_TAG] == socket.gethostname() and new.tags[PID_TAG] == str(os.getpid())
+
+
+@pytest.mark.parametrize("tags", [{HOST_TAG: "another-host"}, {}], ids=["other host", "daemon run"])
+def test_a_run_in_progress_elsewhere_still_holds_the_namespace(tmp_path, dagster_instance, tags):
+    """Only this host's file lock proves a run's process dead: a run of another host (a shared instance)
+    or one the daemon launched (no host tag) is waited on, or refused with --no-wait."""
+    namespace = "elsewhere" + str(len(tags))
+    run_id = _in_progress(dagster_instance, namespace, tags)
+    with (
+        scoped_env(PIPELINE_STORAGE_ROOT=str(tmp_path / "storage")),
+        pytest.raises(NamespaceBusy, match=run_id),
+    ):
+        run_index(namespace, input_dir=str(tmp_path), instance=dagster_instance, wait=False)
+    assert dagster_instance.get_run_by_id(run_id).status == DagsterRunStatus.STARTED
