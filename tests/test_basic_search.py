@@ -39,7 +39,7 @@ def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, emb
     assert result.status == "completed"
     assert result.sources[0]["text"].startswith("Bob Cratchit worked as Scrooge's clerk")
     assert [s["score"] for s in result.sources] == sorted((s["score"] for s in result.sources), reverse=True)
-    assert "fifteen shillings" in result.answer and result.unresolved_citations == []
+    assert "fifteen shillings" in result.answer and result.unresolved_citations == [] and result.citations
     units = {u["id"]: u for u in tiny.read_table(schema.TEXT_UNITS).to_pylist()}
     for c in result.citations:
         unit = units[c["text_unit_id"]]
@@ -55,7 +55,7 @@ def test_full_text_fusion_is_an_option_and_top_k_is_validated(tiny, embedder):
     dense = asyncio.run(
         basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, BasicSearchConfig(top_k=4))
     )
-    assert all(s["cosine"] is not None for s in dense.sources)
+    assert len(dense.sources) == 4 and all(s["cosine"] is not None for s in dense.sources)
     assert [s["cosine"] for s in dense.sources] == sorted((s["cosine"] for s in dense.sources), reverse=True)
     cfg = BasicSearchConfig(top_k=4, full_text=True)
     fused = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, cfg))
@@ -67,13 +67,16 @@ def test_full_text_fusion_is_an_option_and_top_k_is_validated(tiny, embedder):
         BasicSearchConfig(top_k=0)
 
 
-def test_the_basic_answers_asset_writes_one_row_per_question(tiny, embedder):
+def test_saved_basic_answers_are_one_row_per_question(tiny, embedder):
     from pipeline.query.saved_questions import write_basic_answers
 
-    write_basic_answers(tiny, [QUESTION], OfflineEngine(), embedder, BasicSearchConfig(top_k=2))
-    (row,) = tiny.read_table(schema.QUERY_BASIC_ANSWERS).to_pylist()
-    assert row["status"] == "completed" and len(json.loads(row["sources_json"])) == 2
-    assert json.loads(row["citations_json"])
+    questions = [QUESTION, "What did Scrooge say about Christmas?"]
+    write_basic_answers(tiny, questions, OfflineEngine(), embedder, BasicSearchConfig(top_k=2))
+    rows = tiny.read_table(schema.QUERY_BASIC_ANSWERS).to_pylist()
+    assert [r["question"] for r in rows] == questions
+    for row in rows:
+        assert row["status"] == "completed" and len(json.loads(row["sources_json"])) == 2
+        assert json.loads(row["citations_json"])
 
 
 def test_on_the_sample_book_basic_cites_passages_whose_offsets_hold_them(sample_book):

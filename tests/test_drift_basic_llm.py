@@ -202,7 +202,8 @@ def test_cancelling_mid_tree_keeps_what_was_done_and_sends_no_reduce(tiny, embed
     assert result.status == "cancelled" and result.answer == "" and "cancelled" in result.reason
     assert result.nodes[0].status == "answered" and result.nodes[0].children  # the primer is kept
     assert model.requests["reduce"] == [] and len(model.requests["primer"]) == 2
-    assert result.usage["follow_up_calls"] <= DriftSearchConfig().breadth  # no second round began
+    assert result.usage["follow_up_calls"] <= DriftSearchConfig().breadth
+    assert all(n.calls == 0 and n.status == "open" for n in result.nodes if n.depth >= 2)  # no second round
 
 
 def test_drift_on_an_empty_namespace_sends_nothing(tmp_path, embedder):
@@ -210,7 +211,7 @@ def test_drift_on_an_empty_namespace_sends_nothing(tmp_path, embedder):
     build_empty_index(store, embedder.dimension)
     model = ScriptedModel()
     result, proxy = drift(store, embedder, tmp_path, model)
-    assert result.status == "no_results" and model.requests == {}
+    assert result.status == "no_results" and model.requests == {} and proxy.received == 0
 
 
 # ---- basic search -----------------------------------------------------------------------------------

@@ -147,7 +147,7 @@ def test_on_the_sample_book_drift_answers_with_citations_to_the_book(sample_book
     assert result.usage["primer_calls"] + result.usage["follow_up_calls"] + 1 <= result.usage["max_calls"]
 
 
-def test_the_drift_answers_asset_keeps_the_tree(tiny, embedder, tmp_path):
+def test_saved_drift_answers_keep_the_tree(tiny, embedder, tmp_path):
     from pipeline.query.saved_questions import write_drift_answers
 
     answers = write_drift_answers(tiny, [QUESTION], OfflineEngine(), embedder, DriftSearchConfig(depth=1))

@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import threading
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -17,7 +18,7 @@ from pipeline import prompts
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_global_search_llm import engine_for
 from tests.test_local_search import _vectors
@@ -187,7 +188,11 @@ def test_level_auto_takes_the_deepest_level_that_fits_the_map_calls(city, embedd
         selection="static", level="auto", map_budget=520, map_reserve=16, max_map_batches=3
     )
     result = run(store, TOPIC, embedder, tight)
-    assert result.selection["level"] < 2 and result.batches <= 3
+    # the same count, level by level, with the level fixed
+    fits = [lvl for lvl in (0, 1, 2) if len(plan_batches(store, TOPIC, replace(tight, level=lvl))) <= 3]
+    assert fits and max(fits) < 2  # the tight budget rules the deepest level out, not every level
+    assert result.selection["level"] == max(fits) and result.selection["dropped"] == 0
+    assert result.batches == len(plan_batches(store, TOPIC, replace(tight, level=max(fits))))
 
 
 # ---- through the scripted OpenAI-compatible server ----------------------------------------------------

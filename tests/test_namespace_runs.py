@@ -79,7 +79,7 @@ def test_two_index_runs_of_one_namespace_never_overlap_and_both_finish(tmp_path,
     assert model.snapshot()["extract_graph"] == 6  # the second run's extractions came from the cache
 
 
-def test_the_queue_holds_one_run_per_namespace_in_both_instance_configs():
+def test_both_instance_configs_declare_the_one_run_per_namespace_queue_limit():
     """The daemon's queue (UI, sensor, schedule and backfill runs) applies the same rule, on one machine
     and on the cluster's PostgreSQL instance."""
     for path in (REPO_ROOT / "dagster.yaml", REPO_ROOT / "deploy" / "dagster.cluster.yaml"):
@@ -100,7 +100,7 @@ def _in_progress(instance, namespace: str, tags: dict[str, str]) -> str:
     ).run_id
 
 
-def test_a_run_left_in_progress_by_a_killed_index_on_this_host_is_failed_not_waited_on(
+def test_a_run_recorded_in_progress_by_a_dead_index_of_this_host_is_failed_not_waited_on(
     tmp_path, dagster_instance
 ):
     folder = tmp_path / "input"

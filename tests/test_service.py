@@ -194,7 +194,10 @@ def test_each_endpoint_answers_for_its_tenant(client: httpx.Client) -> None:
     assert ev["document_id"] == "doc-acme" and ev["end_char"] > ev["start_char"]
     drift = answers["drift"]["result"]
     assert drift["answer"] and drift["tree"]["id"] == 0 and drift["nodes"][0]["status"] == "answered"
-    assert drift["usage"]["max_calls"] == drift["config"]["max_calls"]
+    # the request's depth reached the search: one round of follow-ups, the bound computed from it
+    cfg, usage = drift["config"], drift["usage"]
+    assert cfg["depth"] == 1 and usage["max_calls"] == cfg["primer_folds"] + cfg["breadth"] + 1
+    assert 0 < usage["follow_up_calls"] <= cfg["breadth"]
     basic = answers["basic"]["result"]
     assert basic["answer"] and basic["citations"]
     assert all(c["document_id"] == "doc-acme" and c["end_char"] > c["start_char"] for c in basic["citations"])

@@ -130,14 +130,14 @@ def auto_level(store: NamespaceStore, skeleton: str, config: Any) -> tuple[int, 
     levels = sorted({r["level"] for r in store.read_table(schema.COMMUNITIES, columns=["level"]).to_pylist()})
     if not levels:
         return 0, [], 0
-    for level in reversed(levels):
+    for level in reversed(levels):  # ends on levels[0], whose reports the fallback takes
         reports = load_report_contexts(store, level)
         batches = build_batches(
             reports, skeleton, config.map_budget, config.map_reserve, config.seed, config.encoding
         )
         if len(batches) <= config.max_map_batches:
             return level, batches, 0
-    top = sorted(load_report_contexts(store, levels[0]), key=lambda r: (-r.rank, r.community))
+    top = sorted(reports, key=lambda r: (-r.rank, r.community))
     batches, dropped = fit_batches(top, skeleton, config, config.max_map_batches)
     return levels[0], batches, dropped
 
