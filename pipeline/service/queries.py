@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
@@ -119,6 +120,7 @@ class QueryService:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self.warm = threading.Event()
+        self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="admission")
 
     # ---- shared, read-only pieces ---------------------------------------------------------------
     @property
@@ -157,9 +159,7 @@ class QueryService:
         deadline = deadline_in(timeout)
         cancel = threading.Event()
         started = time.monotonic()
-        if self.rate is not None:
-            self.rate.check(principal.key_id)  # a refused query is not counted against the rate
-        self.limiter.acquire(principal.key_id)
+        await self._admitted(principal.key_id)
         try:
             worker = asyncio.get_running_loop().run_in_executor(
                 None, self._work, principal.key_id, kind, namespace, request, deadline, cancel
@@ -211,6 +211,33 @@ class QueryService:
                 outcome,
                 time.monotonic() - started,
             )
+
+    def _admit(self, key_id: str) -> None:
+        """A concurrency slot, then a place in the rate window: a query refused by either is counted by
+        neither. With shared limits each is a PostgreSQL round trip."""
+        self.limiter.acquire(key_id)
+        if self.rate is None:
+            return
+        try:
+            self.rate.check(key_id)
+        except BaseException:
+            self.limiter.release(key_id)
+            raise
+
+    async def _admitted(self, key_id: str) -> None:
+        """`_admit` off the event loop (it may wait on the database), on threads of its own so that it
+        never queues behind running queries; a slot taken after the client left is given back."""
+        admission = asyncio.get_running_loop().run_in_executor(self._admission, self._admit, key_id)
+        try:
+            await asyncio.shield(admission)
+        except asyncio.CancelledError:
+
+            def give_back(done: asyncio.Future[None]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self.limiter.release(key_id)
+
+            admission.add_done_callback(give_back)
+            raise
 
     def _work(
         self,
