@@ -74,8 +74,9 @@ def redact(text: str, url: str) -> str:
 class PgConnection:
     """A lazily opened autocommit connection, serialised by a lock, reopened after fork or a dropped link."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, role: str = "cache") -> None:
         self._url = url
+        self._role = role  # what the server is for, in errors and in pg_stat_activity
         self._lock = threading.Lock()
         self._conn: Any = None
         self._pid = os.getpid()
@@ -88,11 +89,11 @@ class PgConnection:
         import psycopg
 
         try:
-            conn = psycopg.connect(self._url, autocommit=True, application_name="graphrag-cache")
+            conn = psycopg.connect(self._url, autocommit=True, application_name=f"graphrag-{self._role}")
         except Exception as exc:  # psycopg.Error, or ValueError-like errors on a malformed URL
             # from None: the original message may quote the URL; only the scrubbed one is kept.
             raise CacheConnectionError(
-                f"cache server {url_label(self._url)}: {redact(str(exc), self._url)}"
+                f"{self._role} server {url_label(self._url)}: {redact(str(exc), self._url)}"
             ) from None
         self._tables.clear()  # a fresh session re-checks its tables (cheap: once per table)
         return conn

@@ -18,7 +18,7 @@ import hashlib
 import threading
 from typing import Any
 
-from pipeline.io.pg import CacheConnectionError, redact, shared_connection, url_label
+from pipeline.io.pg import PgConnection, shared_connection
 from pipeline.service.errors import TooManyRequests
 from pipeline.service.limits import rate_refusal
 
@@ -39,26 +39,21 @@ class PgKeyLimiter:
 
     def __init__(self, url: str, limit: int) -> None:
         self.limit = limit
-        self._url = url
-        self._lock = threading.Lock()
-        self._conn: Any = None
+        # A connection of its own, not the shared one: the advisory locks belong to its session.
+        self._pg = PgConnection(url, role="limits")
+        self._lock = threading.Lock()  # guards _held for in_flight, read outside a database call
+        self._session: Any = None
         self._held: dict[str, list[int]] = {}  # this process's slots, per key
 
     def __repr__(self) -> str:
-        return f"PgKeyLimiter({url_label(self._url)}, limit={self.limit})"
+        return f"PgKeyLimiter({self._pg!r}, limit={self.limit})"
 
-    def _live(self) -> Any:
-        import psycopg
-
-        if self._conn is None or self._conn.closed:
-            try:
-                self._conn = psycopg.connect(self._url, autocommit=True, application_name="graphrag-limits")
-            except Exception as exc:  # noqa: BLE001 - its message may quote the URL
-                raise CacheConnectionError(
-                    f"limits server {url_label(self._url)}: {redact(str(exc), self._url)}"
-                ) from None
-            self._held.clear()  # a new session holds no lock
-        return self._conn
+    def _slots(self, conn: Any, key_id: str) -> list[int]:
+        """This session's slots of the key; a new session (reconnect, fork) holds none of the old one's."""
+        if conn is not self._session:
+            self._session = conn
+            self._held.clear()
+        return self._held.setdefault(key_id, [])
 
     def in_flight(self, key_id: str | None = None) -> int:
         """Queries this process has in flight (for one key, or all)."""
@@ -68,18 +63,24 @@ class PgKeyLimiter:
             return len(self._held.get(key_id, []))
 
     def acquire(self, key_id: str) -> None:
-        with self._lock:
-            conn = self._live()
-            mine = self._held.setdefault(key_id, [])
-            key = _key_number(key_id)
-            for slot in range(self.limit):
-                if slot in mine:  # the lock is re-entrant within a session: ours already
-                    continue
-                if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (key, slot)).fetchone()[0]:
-                    mine.append(slot)
-                    return
-            if not mine:
-                self._held.pop(key_id, None)
+        key = _key_number(key_id)
+
+        def take(conn: Any) -> bool:
+            with self._lock:
+                mine = self._slots(conn, key_id)
+                for slot in range(self.limit):
+                    # the lock is re-entrant within a session: a slot of ours is not free
+                    if (
+                        slot not in mine
+                        and conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (key, slot)).fetchone()[0]
+                    ):
+                        mine.append(slot)
+                        return True
+                if not mine:
+                    self._held.pop(key_id, None)
+                return False
+
+        if not self._pg.run(take):
             raise TooManyRequests(
                 f"this API key already has {self.limit} queries in flight across the service's processes "
                 f"(limit {self.limit}); retry later",
@@ -87,15 +88,18 @@ class PgKeyLimiter:
             )
 
     def release(self, key_id: str) -> None:
-        with self._lock:
-            mine = self._held.get(key_id)
-            if not mine:
-                return
-            slot = mine.pop()
-            if not mine:
-                self._held.pop(key_id, None)
-            if self._conn is not None and not self._conn.closed:
-                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_key_number(key_id), slot))
+        def give(conn: Any) -> None:
+            with self._lock:
+                mine = self._slots(conn, key_id)
+                if not mine:
+                    self._held.pop(key_id, None)
+                    return
+                slot = mine.pop()
+                if not mine:
+                    self._held.pop(key_id, None)
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_key_number(key_id), slot))
+
+        self._pg.run(give)
 
 
 class PgKeyRateLimiter:
