@@ -113,4 +113,5 @@ def exclusive_namespace(
                 time.sleep(POLL_S)
             yield
         finally:
+            # Not left to the close: a process forked meanwhile shares the open file and would keep it.
             fcntl.flock(handle, fcntl.LOCK_UN)

@@ -101,14 +101,17 @@ def cmd_query_global(args: argparse.Namespace) -> int:
     from pipeline.query.global_search import GlobalSearchConfig, global_search
 
     settings = load_settings()
-    overrides = {"level": args.level, "seed": args.seed, "response_type": args.response_type}
-    if args.selection is not None:
-        overrides["selection"] = args.selection
-    config = GlobalSearchConfig.from_settings(settings, **overrides)
+    config = GlobalSearchConfig.from_settings(
+        settings,
+        level=args.level,
+        seed=args.seed,
+        response_type=args.response_type,
+        selection=args.selection,
+    )
     if args.estimate:
         return _estimate("global", args, settings, config)
     try:
-        result = global_search(args.namespace, args.query, config=config)
+        result = global_search(args.namespace, args.query, settings=settings, config=config)
     except GlobalContextError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -89,14 +89,13 @@ class BasicQuestionsConfig(Config):
 
 
 def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
-    overrides = {
-        "level": "auto" if cfg.auto_level else cfg.level,
-        "seed": cfg.seed,
-        "response_type": cfg.response_type,
-    }
-    if cfg.selection is not None:
-        overrides["selection"] = cfg.selection
-    return GlobalSearchConfig.from_settings(settings.get_settings(), **overrides)
+    return GlobalSearchConfig.from_settings(
+        settings.get_settings(),
+        level="auto" if cfg.auto_level else cfg.level,
+        seed=cfg.seed,
+        response_type=cfg.response_type,
+        selection=cfg.selection,
+    )
 
 
 def _elapsed(started: float) -> float:

@@ -36,6 +36,15 @@ def is_cancelled(cancel: CancelSignal | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
+def stopped(cancel: CancelSignal | None, deadline: float | None) -> str | None:
+    """Why work must not start now ("cancelled", "deadline passed"), or None."""
+    if is_cancelled(cancel):
+        return "cancelled"
+    if deadline is not None and time.monotonic() >= deadline:
+        return "deadline passed"
+    return None
+
+
 async def wait_for_signal(cancel: CancelSignal) -> None:
     if isinstance(cancel, asyncio.Event):
         await cancel.wait()

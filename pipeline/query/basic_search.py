@@ -23,7 +23,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, is_cancelled
+from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.basic_tasks import basic_messages
 from pipeline.query.local_context import describe_context, resolve_citations
@@ -156,7 +156,7 @@ async def basic_search_async(
         if result.status == "no_results":
             result.answer = NOTHING_RELEVANT
             return _finish(result, engine, started)
-        if is_cancelled(cancel) or (deadline is not None and time.monotonic() >= deadline):
+        if stopped(cancel, deadline):
             result.status, result.reason = "cancelled", "cancelled before the answer"
             return _finish(result, engine, started)
         context = build_basic_context(question, units, config.context_max_tokens, config.encoding)

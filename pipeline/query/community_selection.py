@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +37,7 @@ import numpy as np
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.llm.batch import CancelSignal, is_cancelled
+from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
 from pipeline.query.global_context import LevelNotFoundError, ReportContext, load_report_contexts
@@ -73,7 +72,6 @@ class Selection:
     mapped_reports: int = 0
     dropped: int = 0  # kept reports that did not fit `max_map_batches`
     fallback: str | None = None
-    scores: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,12 +214,8 @@ async def select_dynamic(
     heapq.heapify(heap)
     kept: dict[int, float] = {}
     while heap and selection.rated < config.max_rated:
-        if is_cancelled(cancel) or (deadline is not None and time.monotonic() >= deadline):
-            raise SelectionCancelled(
-                "cancelled while rating reports"
-                if is_cancelled(cancel)
-                else "deadline passed while rating reports"
-            )
+        if why := stopped(cancel, deadline):
+            raise SelectionCancelled(f"{why} while rating reports")
         wave: list[list[int]] = []
         while heap and len(wave) < max(1, config.map_concurrency):
             room = config.max_rated - selection.rated - sum(len(b) for b in wave)
@@ -239,7 +233,6 @@ async def select_dynamic(
                     selection.failed_ratings += 1
                     kept[c] = config.rate_threshold
                     continue
-                selection.scores[c] = score
                 if score < config.rate_threshold:
                     continue
                 kept[c] = score
@@ -274,7 +267,7 @@ async def _rate(
     try:
         answer = await tasks.rate(RateRequest(question=question, reports=items), deadline, cancel)
     except (LLMCancelledError, LLMTimeoutError):
-        if is_cancelled(cancel) or (deadline is not None and time.monotonic() >= deadline):
+        if stopped(cancel, deadline):
             raise SelectionCancelled("cancelled while rating reports") from None
         return None
     except Exception:  # noqa: BLE001 - a failed rating keeps its reports (counted), never ends the search

@@ -42,7 +42,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal
+from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.drift_steps import (
     Cancelled,
@@ -53,7 +53,6 @@ from pipeline.query.drift_steps import (
     primer_reports,
     run_follow_up,
     run_primer,
-    stopped,
 )
 from pipeline.query.drift_tasks import (
     DriftReduceRequest,

@@ -17,7 +17,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, is_cancelled
+from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.drift_tasks import (
     DriftStep,
@@ -154,14 +154,6 @@ class Run:
 
 def _key(question: str) -> str:
     return " ".join(question.lower().split())
-
-
-def stopped(cancel: CancelSignal | None, deadline: float | None) -> str | None:
-    if is_cancelled(cancel):
-        return "cancelled"
-    if deadline is not None and time.monotonic() >= deadline:
-        return "deadline passed"
-    return None
 
 
 def primer_reports(

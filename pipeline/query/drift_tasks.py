@@ -40,7 +40,6 @@ class PrimerRequest(BaseModel):
     question: str
     reports: list[PrimerReport]
     max_follow_ups: int = Field(default=3, ge=0)
-    max_tokens: int | None = None
 
 
 class DriftStep(BaseModel):
@@ -56,7 +55,6 @@ class FollowUpRequest(BaseModel):
     follow_up: str  # the question this step answers
     context: LocalContext
     max_follow_ups: int = Field(default=3, ge=0)
-    max_tokens: int | None = None
 
 
 class StepAnswer(BaseModel):
@@ -70,7 +68,6 @@ class DriftReduceRequest(BaseModel):
     answers: list[StepAnswer]  # best first
     context: str  # the answers as the reduce prompt holds them (`reduce_block`), within its budget
     response_type: str
-    max_tokens: int | None = None
 
 
 def follow_up_for(entity: str, question: str) -> str:
@@ -100,7 +97,7 @@ async def llm_primer(
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
-        max_tokens=request.max_tokens or max_tokens,
+        max_tokens=max_tokens,
     )
 
 
@@ -178,7 +175,7 @@ async def llm_follow_up(
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
-        max_tokens=request.max_tokens or max_tokens,
+        max_tokens=max_tokens,
     )
 
 
@@ -223,7 +220,7 @@ async def llm_reduce(
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
-        max_tokens=request.max_tokens or max_tokens,
+        max_tokens=max_tokens,
     )
 
 

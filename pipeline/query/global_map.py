@@ -6,14 +6,13 @@ points of every batch that fit the reduce budget (`select_for_reduce`). The rule
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.llm.batch import CancelSignal, is_cancelled
+from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, prompt_budget
 from pipeline.query.global_context import GlobalContextError
@@ -83,7 +82,8 @@ class GlobalSearchConfig:
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> GlobalSearchConfig:
         """The reserves are the map and reduce answers' output limits (`llm_map_max_tokens`,
-        `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take."""
+        `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take.
+        An override of None keeps the default, as in the other modes' configs."""
         values = {
             "map_reserve": settings.llm_map_max_tokens,
             "reduce_reserve": settings.llm_reduce_max_tokens,
@@ -94,7 +94,7 @@ class GlobalSearchConfig:
             "max_map_batches": settings.global_max_map_batches,
             "rate_threshold": settings.global_rate_threshold,
         }
-        return cls(**{**values, **overrides})
+        return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
 
 
 @dataclass
@@ -174,11 +174,9 @@ async def run_map(
         result = MapResult(batch.index, batch.community_ids, "failed")
         async with gate:
             for _ in range(config.map_attempts):
-                if is_cancelled(cancel) or (deadline is not None and time.monotonic() >= deadline):
+                if why := stopped(cancel, deadline):
                     result.status = "cancelled"
-                    result.error = (
-                        "cancelled before the batch started" if is_cancelled(cancel) else "deadline passed"
-                    )
+                    result.error = "cancelled before the batch started" if why == "cancelled" else why
                     return result
                 result.attempts += 1
                 try:

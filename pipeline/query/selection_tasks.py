@@ -31,7 +31,6 @@ class RateItem(BaseModel):
 class RateRequest(BaseModel):
     question: str
     reports: list[RateItem]
-    max_tokens: int | None = None
 
 
 class Rating(BaseModel):
@@ -62,7 +61,7 @@ async def llm_rate(
         prompt_version=prompt.version,
         deadline=deadline,
         cancel=cancel,
-        max_tokens=request.max_tokens or max_tokens,
+        max_tokens=max_tokens,
     )
 
 

@@ -24,7 +24,7 @@ from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.llm.batch import deadline_in, remaining
+from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.query.basic_search import BasicSearchError
 from pipeline.query.drift_search import DriftSearchError
@@ -81,7 +81,7 @@ class _Abandoned(Exception):
 
 def checkpoint(cancel: threading.Event, deadline: float, before: str) -> None:
     """Stop between steps once the query is cancelled: its slot is free one step after the deadline."""
-    if cancel.is_set() or time.monotonic() >= deadline:
+    if stopped(cancel, deadline):
         raise _Abandoned(f"deadline passed before {before}")
 
 
@@ -291,9 +291,7 @@ class QueryService:
         from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
 
         engine = self.new_engine()
-        config = GlobalSearchConfig.from_settings(
-            self.settings, level=req.level, seed=0 if req.seed is None else req.seed
-        )
+        config = GlobalSearchConfig.from_settings(self.settings, level=req.level, seed=req.seed)
         tasks = GlobalTasks(engine, self.embedder)
         coro = global_search_async(store, req.question, tasks, config, deadline, cancel)
         return engine.run_sync(coro).to_dict()
