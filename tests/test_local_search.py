@@ -219,7 +219,8 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
     store.replace_lance_table(
         schema.LANCE_COMMUNITY_REPORTS,
         _vectors(
-            [{"community": c, "level": levels[c]} for c in REPORTS],
+            # as report_embeddings writes it: the report's text beside its vector
+            [{"community": c, "level": levels[c], "title": t, "summary": s} for c, (t, s) in REPORTS.items()],
             [s for _, s in REPORTS.values()],
             embedder,
             schema.lance_community_reports_schema,

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
@@ -163,37 +161,27 @@ def primer_reports(
     table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)  # TableNotFoundError when missing
     if table.count_rows() == 0:
         return []
-    search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(cfg.primer_k)
+    # The indexed rows carry the reports' text: the reports table is not read for k rows.
+    columns = ["community", "title", "summary", "full_content", "_distance"]
+    search = table.search(vector).metric("cosine").select(columns).limit(cfg.primer_k)
     if cfg.community_level is not None:
         search = search.where(f"level = {int(cfg.community_level)}", prefilter=True)
-    hits = [(int(row["community"]), 1.0 - float(row["_distance"])) for row in search.to_list()]
-    texts = _report_texts(store, [c for c, _ in hits])
     out = []
-    for community, similarity in hits:
+    for row in search.to_list():
+        community, similarity = int(row["community"]), 1.0 - float(row["_distance"])
         members = index.members(community)
         central = sorted(
             (m for m in members if m in index.entities),
             key=lambda m: (-len(index.neighbours.get(m, {})), index.entities[m]["title"]),
         )
-        known = index.reports.get(community, {})
-        title, text = texts.get(community, (None, None))
         report = PrimerReport(
             community=community,
-            title=title or known.get("title") or f"Community {community}",
-            text=text or known.get("summary") or "",
+            title=row["title"] or f"Community {community}",
+            text=row["full_content"] or row["summary"] or "",
             entities=[index.entities[m]["title"] for m in central[:CENTRAL_ENTITIES]],
         )
         out.append((report, similarity))
     return out
-
-
-def _report_texts(store: NamespaceStore, communities: list[int]) -> dict[int, tuple[str, str]]:
-    """(title, full report) of these communities, from the reports table (only their rows are kept)."""
-    if not communities or not store.has_table(schema.COMMUNITY_REPORTS):
-        return {}
-    t = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "title", "full_content", "summary"])
-    t = t.filter(pc.is_in(t.column("community"), pa.array(communities, t.schema.field("community").type)))
-    return {r["community"]: (r["title"], r["full_content"] or r["summary"]) for r in t.to_pylist()}
 
 
 def split_folds(reports: list[PrimerReport], folds: int) -> list[list[PrimerReport]]:
