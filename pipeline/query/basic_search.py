@@ -26,6 +26,8 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.basic_tasks import basic_messages
+from pipeline.query.batcher import pack
+from pipeline.query.global_tasks import skeleton_text
 from pipeline.query.local_context import describe_context, resolve_citations
 from pipeline.query.local_tasks import ContextRow, LocalContext
 from pipeline.query.search import text_search, vector_search
@@ -112,22 +114,18 @@ def build_basic_context(
     question: str, units: list[dict[str, Any]], max_tokens: int, encoding: str
 ) -> LocalContext:
     """The units, best first, as Sources rows numbered from 1, as many as the prompt's budget holds."""
-    skeleton = "\n".join(m["content"] for m in basic_messages(question, HEADER))
-    used = count_tokens(skeleton, encoding)
-    lines, rows = [], []
-    for n, unit in enumerate(units, start=1):
-        line = f"{n}|{' '.join(unit['text'].replace('|', '/').split())}"
-        cost = count_tokens("\n" + line, encoding)
-        if used + cost > max_tokens:
-            continue  # a shorter unit further down may still fit
-        used += cost
-        lines.append(line)
+    skeleton = skeleton_text(basic_messages(question, HEADER))
+    all_lines = [f"{n}|{' '.join(u['text'].replace('|', '/').split())}" for n, u in enumerate(units, start=1)]
+    kept = pack(all_lines, skeleton + "\n", max_tokens, encoding, sep="\n")
+    lines, rows = [all_lines[i] for i in kept], []
+    for i in kept:
+        unit = units[i]
         ref = {
             k: unit[k] for k in ("text_unit_id", "document_id", "document_title", "start_char", "end_char")
         }
-        rows.append(ContextRow(section="sources", id=n, text=unit["text"], ref=ref))
+        rows.append(ContextRow(section="sources", id=i + 1, text=unit["text"], ref=ref))
     text = "\n".join([HEADER, *lines]) if lines else ""
-    total = count_tokens("\n".join(m["content"] for m in basic_messages(question, text)), encoding)
+    total = count_tokens(skeleton_text(basic_messages(question, text)), encoding)
     return LocalContext(text=text, rows=rows, budget=max_tokens, prompt_tokens=total)
 
 

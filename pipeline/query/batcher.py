@@ -44,6 +44,23 @@ def prompt_budget(budget: int, reserve: int) -> int:
     return budget - reserve
 
 
+def pack(blocks: Sequence[str], base: str, limit: int, encoding: str, sep: str = "\n\n") -> list[int]:
+    """Indices of the blocks, in order, that fit within `limit` tokens after `base`, joined by `sep`. A
+    block that does not fit is skipped, not fatal: a shorter one further down may still fit. Counted block
+    by block (each once), then the joined text exactly, as tokens can merge across a join, dropping the
+    last kept blocks if need be."""
+    used = count_tokens(base, encoding)
+    kept: list[int] = []
+    for i, block in enumerate(blocks):
+        cost = count_tokens(block + sep, encoding)
+        if used + cost <= limit:
+            kept.append(i)
+            used += cost
+    while kept and count_tokens(base + sep.join(blocks[i] for i in kept), encoding) > limit:
+        kept.pop()
+    return kept
+
+
 def split_report(
     report: ReportContext, skeleton_tokens: int, limit: int, encoding: str = "o200k_base"
 ) -> list[str]:

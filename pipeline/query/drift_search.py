@@ -38,12 +38,12 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.batcher import pack
 from pipeline.query.drift_steps import (
     Cancelled,
     DriftNode,
@@ -61,6 +61,7 @@ from pipeline.query.drift_tasks import (
     reduce_block,
     reduce_messages,
 )
+from pipeline.query.global_tasks import skeleton_text
 from pipeline.query.local_context import resolve_citations
 from pipeline.query.local_index import load_local_index
 from pipeline.query.local_tasks import LocalContext
@@ -112,18 +113,11 @@ def _reduce_input(run: Run) -> tuple[list[StepAnswer], str]:
     answered = sorted(
         (n for n in run.nodes if n.status == "answered" and n.answer.strip()), key=lambda n: (-n.score, n.id)
     )
-    skeleton = "\n".join(m["content"] for m in reduce_messages(run.question, "", run.cfg.response_type))
-    used = count_tokens(skeleton, run.cfg.local.encoding)
-    chosen, blocks = [], []
-    for n in answered:
-        step = StepAnswer(question=n.question, answer=n.answer, score=n.score)
-        block = reduce_block(step)
-        cost = count_tokens(block + "\n\n", run.cfg.local.encoding)
-        if used + cost <= run.cfg.reduce_budget:
-            chosen.append(step)
-            blocks.append(block)
-            used += cost
-    return chosen, "\n\n".join(blocks)
+    skeleton = skeleton_text(reduce_messages(run.question, "", run.cfg.response_type))
+    steps = [StepAnswer(question=n.question, answer=n.answer, score=n.score) for n in answered]
+    blocks = [reduce_block(s) for s in steps]
+    kept = pack(blocks, skeleton, run.cfg.reduce_budget, run.cfg.local.encoding)
+    return [steps[i] for i in kept], "\n\n".join(blocks[i] for i in kept)
 
 
 async def drift_search_async(

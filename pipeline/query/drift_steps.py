@@ -26,7 +26,7 @@ from pipeline.query.drift_tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.query.global_tasks import DEFAULT_RESPONSE_TYPE
+from pipeline.query.global_tasks import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.local_context import prompt_tokens, resolve_citations
 from pipeline.query.local_index import LocalIndex
 from pipeline.query.local_search import LocalSearchConfig, LocalSearchError, local_search_with
@@ -322,5 +322,5 @@ def _follow_up_overhead(question: str, follow_up: str, cfg: DriftSearchConfig) -
     request = FollowUpRequest(
         question=question, follow_up=follow_up, context=empty, max_follow_ups=cfg.follow_ups_per_step
     )
-    drift = count_tokens("\n".join(m["content"] for m in follow_up_messages(request)), cfg.local.encoding)
+    drift = count_tokens(skeleton_text(follow_up_messages(request)), cfg.local.encoding)
     return max(0, drift - prompt_tokens(follow_up, "", cfg.local.encoding))

@@ -9,12 +9,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.batcher import Batch, prompt_budget
+from pipeline.query.batcher import Batch, pack, prompt_budget
 from pipeline.query.global_context import GlobalContextError
 from pipeline.query.global_tasks import (
     DEFAULT_RESPONSE_TYPE,
@@ -237,23 +236,10 @@ def select_for_reduce(
     """The best points that fit the reduce budget together; one that does not fit is skipped, not fatal."""
     limit = prompt_budget(config.reduce_budget, config.reduce_reserve)
     skeleton = skeleton_text(reduce_messages(question, "", config.response_type))
-    used = count_tokens(skeleton + "\n", config.encoding)
-    chosen: list[ReducePoint] = []
-    blocks: list[str] = []
-    for point in ranked_points(results):
-        block = reduce_block(point)
-        # Counted block by block (the text is only re-tokenized once, below): a point costs its own
-        # tokens plus the blank line that separates it from the next.
-        cost = count_tokens(block + "\n\n", config.encoding)
-        if used + cost <= limit:
-            chosen.append(point)
-            blocks.append(block)
-            used += cost
-    # Tokens can merge across a join; the exact count decides, dropping the last points if need be.
-    while blocks and count_tokens(skeleton + "\n" + "\n\n".join(blocks), config.encoding) > limit:
-        chosen.pop()
-        blocks.pop()
-    return chosen, "\n\n".join(blocks)
+    points = ranked_points(results)
+    blocks = [reduce_block(p) for p in points]
+    kept = pack(blocks, skeleton + "\n", limit, config.encoding)
+    return [points[i] for i in kept], "\n\n".join(blocks[i] for i in kept)
 
 
 def point_row(p: ReducePoint) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
+from pipeline.query.global_tasks import skeleton_text
 
 
 @dataclass
@@ -69,7 +70,7 @@ class QueryEstimate:
 
 
 def _tokens(messages: list[dict[str, str]], encoding: str) -> int:
-    return count_tokens("\n".join(m["content"] for m in messages), encoding)
+    return count_tokens(skeleton_text(messages), encoding)
 
 
 def _finish(estimate: QueryEstimate, settings: Any) -> QueryEstimate:
