@@ -41,6 +41,8 @@ from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.batcher import Batch, build_batches, prompt_budget
 from pipeline.query.global_context import LevelNotFoundError, ReportContext, load_report_contexts
+from pipeline.query.index_cache import cached_index, table_versions
+from pipeline.query.passage_index import vector_matrix
 from pipeline.query.query_intent import offline_intent
 from pipeline.query.selection_tasks import RateItem, RateRequest
 
@@ -89,7 +91,7 @@ class Selection:
 
 def community_count(store: NamespaceStore) -> int:
     try:
-        return store.read_table(schema.COMMUNITIES, columns=["community"]).num_rows
+        return len(community_tree(store).parent)
     except TableNotFoundError as exc:
         raise TableNotFoundError(f"{exc} (global search needs community reports)") from None
 
@@ -151,6 +153,17 @@ class _Tree:
     roots: list[int]
 
 
+def community_tree(store: NamespaceStore) -> _Tree:
+    """The namespace's community tree with its reports' vectors, read once per version of its tables
+    (a question reads it to choose the mode, then to rate)."""
+    versions = table_versions(
+        store,
+        parquet=(schema.COMMUNITIES, schema.COMMUNITY_REPORTS),
+        lance=(schema.LANCE_COMMUNITY_REPORTS,),
+    )
+    return cached_index(store, "community_tree", versions, lambda: _tree(store))
+
+
 def _tree(store: NamespaceStore) -> _Tree:
     communities = store.read_table(
         schema.COMMUNITIES, columns=["community", "level", "parent", "children"]
@@ -161,9 +174,11 @@ def _tree(store: NamespaceStore) -> _Tree:
     has = {r["community"] for r in reports}
     vectors: dict[int, np.ndarray] = {}
     if store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-        table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS).to_arrow()
+        table = (
+            store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS).to_arrow().select(["community", "vector"])
+        )
         if table.num_rows:
-            matrix = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+            matrix = vector_matrix(table.column("vector"))
             vectors = dict(zip(table.column("community").to_pylist(), matrix, strict=True))
     return _Tree(
         parent={c["community"]: c["parent"] for c in communities},
@@ -194,7 +209,7 @@ async def select_dynamic(
     cancel: CancelSignal | None = None,
 ) -> Selection:
     """The reports to map, rated top-down (module docstring); `tasks` is the search's `GlobalTasks`."""
-    tree = _tree(store)
+    tree = community_tree(store)
     selection = Selection("dynamic", None)
     if not tree.roots:
         return selection

@@ -61,7 +61,7 @@ def load_passage_index(store: NamespaceStore, graph: LocalIndex | None = None) -
     )
 
 
-def _vectors(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeList column
+def vector_matrix(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeList column
     flat = column.combine_chunks()
     if len(flat) == 0:
         return np.zeros((0, 0), dtype=np.float32)
@@ -92,11 +92,11 @@ def build_passage_index(store: NamespaceStore, graph: LocalIndex, versions: tupl
     if store.has_lance_table(schema.LANCE_TEXT_UNIT_PIECES):
         pieces = store.open_lance_table(schema.LANCE_TEXT_UNIT_PIECES).to_arrow()
         owners = [position.get(u, -1) for u in pieces.column("text_unit_id").to_pylist()]
-        vectors = _vectors(pieces.column("vector"))
+        vectors = vector_matrix(pieces.column("vector"))
     else:  # an index from before pieces existed: one piece per unit
         table = store.open_lance_table(schema.LANCE_TEXT_UNITS).to_arrow()
         owners = [position.get(u, -1) for u in table.column("id").to_pylist()]
-        vectors = _vectors(table.column("vector"))
+        vectors = vector_matrix(table.column("vector"))
     owner = np.asarray(owners, dtype=np.int64)
     keep = owner >= 0  # a piece whose unit is gone (mid re-index) is not a passage
     piece_vectors, piece_owner = vectors[keep] if len(vectors) else vectors, owner[keep]
