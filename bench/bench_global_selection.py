@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.eval_retrieval import DEFAULT_DATASET, corpus_records, find_files  # noqa: E402
+from pipeline import prompts  # noqa: E402
 
 BOOK_QUESTIONS = {
     "broad": "What are the main themes of the story?",
@@ -77,7 +79,7 @@ class ScriptedModel:
 
     def __call__(self, body: dict) -> str:
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system.startswith("You judge whether community reports"):
+        if system.startswith(prompts.GLOBAL_RATE.system):
             ids = re.findall(r"^(-?\d+): ", user, re.MULTILINE)
             return json.dumps({"ratings": [{"community": int(i), "score": 6} for i in ids]})
         if "Partial answers:" in user:
@@ -149,8 +151,9 @@ def main() -> None:
     os.environ.setdefault("DAGSTER_HOME", str(work / "dagster_home"))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ROOT / "dagster.yaml", Path(os.environ["DAGSTER_HOME"]) / "dagster.yaml")
-    book = args.book_storage or index_book(work)
-    musique = args.musique_storage or index_musique(work)
+    with contextlib.redirect_stdout(sys.stderr):  # indexing progress: stdout is the JSON alone
+        book = args.book_storage or index_book(work)
+        musique = args.musique_storage or index_musique(work)
     _, qfile = find_files(DEFAULT_DATASET)
     topics = [q["question"] for q in json.loads(qfile.read_text(encoding="utf-8"))[:5]]
     out = {

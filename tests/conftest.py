@@ -83,3 +83,25 @@ def sample_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 os.environ[key] = value
     assert result.success, result.failures
     return storage
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The real MiniLM embedder behind an embedding cache of the module's own."""
+    from pipeline.caches.sqlite_embedding import EmbeddingCache
+    from pipeline.embeddings.cached import CachedEmbedder
+    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+
+    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> object:
+    """The small hand-built Christmas Carol namespace (`tests.test_local_search.build_tiny_index`), as a
+    NamespaceStore; test_local_search's own `tiny` also returns the document text."""
+    from pipeline.io.store import NamespaceStore
+    from tests.test_local_search import build_tiny_index
+
+    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
+    build_tiny_index(store, embedder)
+    return store

@@ -8,30 +8,14 @@ import json
 
 import pytest
 
-from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search, basic_search_async
 from pipeline.query.search import text_search
-from tests.test_local_search import build_tiny_index
 
 QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, embedder):

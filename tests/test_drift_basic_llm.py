@@ -11,8 +11,6 @@ import re
 import threading
 from collections import defaultdict
 
-import pytest
-
 from pipeline import prompts
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
@@ -21,7 +19,6 @@ from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
 from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_drift_search import build_empty_index
-from tests.test_local_search import build_tiny_index
 from tests.test_local_search_llm import engine_for
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
@@ -87,22 +84,6 @@ class ScriptedModel:
             )
         source = first_id(user, "Sources")
         return f"Bob Cratchit is Scrooge's clerk [Data: Sources ({source})]; he is poor [Data: Sources (99)]."
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    from pipeline.caches.sqlite_embedding import EmbeddingCache
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def is_follow_up(request: ProxyRequest) -> bool:

@@ -8,28 +8,12 @@ import json
 
 import pytest
 
-from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.core import schema, tables
-from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.drift_search import DriftSearchConfig, DriftSearchError, drift_search, drift_search_async
-from tests.test_local_search import build_tiny_index
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def build_empty_index(store: NamespaceStore, dimension: int) -> None:

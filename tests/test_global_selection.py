@@ -103,15 +103,6 @@ def build_hierarchy(store: NamespaceStore, embedder) -> dict[str, set[int]]:  # 
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    from pipeline.caches.sqlite_embedding import EmbeddingCache
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
 def city(tmp_path_factory, embedder):
     store = NamespaceStore(tmp_path_factory.mktemp("storage"), "city")
     return store, build_hierarchy(store, embedder)

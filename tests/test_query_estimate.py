@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-import pytest
-
 from pipeline.core.tokens import count_tokens
-from pipeline.io.store import NamespaceStore
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
 from pipeline.query.basic_search import BasicSearchConfig, build_basic_context, retrieve
 from pipeline.query.drift_search import DriftSearchConfig
@@ -20,25 +17,8 @@ from pipeline.query.global_tasks import map_messages
 from pipeline.query.local_index import load_local_index
 from pipeline.query.query_estimate import estimate_query
 from pipeline.settings import Settings
-from tests.test_local_search import build_tiny_index
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    from pipeline.caches.sqlite_embedding import EmbeddingCache
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def _tokens(messages) -> int:  # noqa: ANN001

@@ -7,6 +7,7 @@ local answers with their evidence. The work is in pipeline.query.saved_questions
 
 import json
 import time
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
@@ -27,6 +28,7 @@ from pipeline.query.global_search import GlobalSearchConfig
 from pipeline.query.local_search import LocalSearchConfig
 from pipeline.query.questions import load_questions
 from pipeline.query.saved_questions import (
+    AnswersTable,
     count,
     write_basic_answers,
     write_drift_answers,
@@ -100,6 +102,23 @@ def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResourc
 
 def _elapsed(started: float) -> float:
     return round(time.monotonic() - started, 3)
+
+
+def _statuses(answers: AnswersTable) -> dict[str, int]:
+    return {s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")}
+
+
+def _answered(answers: AnswersTable, engine: Any, started: float, **extra: Any) -> MaterializeResult:
+    """A saved-questions asset's metadata: the questions, `extra`, the answers, the model usage, the time."""
+    return MaterializeResult(
+        metadata={
+            "questions": answers.table.num_rows,
+            **extra,
+            "answers": MetadataValue.md(answers.markdown),
+            **engine.usage.as_metadata(),
+            "duration_s": _elapsed(started),
+        }
+    )
 
 
 @asset(
@@ -198,15 +217,12 @@ def global_answers(
     answers = write_global_answers(
         store, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
     )
-    return MaterializeResult(
-        metadata={
-            "questions": answers.table.num_rows,
-            **{s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")},
-            "points_used": sum(answers.table.column("points_used").to_pylist()),
-            "answers": MetadataValue.md(answers.markdown),
-            **engine.usage.as_metadata(),
-            "duration_s": _elapsed(started),
-        }
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        points_used=sum(answers.table.column("points_used").to_pylist()),
     )
 
 
@@ -233,14 +249,7 @@ def local_answers(
         pipeline_settings.get_settings(), top_k=config.top_k, community_level=config.level
     )
     answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
-    return MaterializeResult(
-        metadata={
-            "questions": answers.table.num_rows,
-            "answers": MetadataValue.md(answers.markdown),
-            **engine.usage.as_metadata(),
-            "duration_s": _elapsed(started),
-        }
-    )
+    return _answered(answers, engine, started)
 
 
 @asset(
@@ -273,16 +282,13 @@ def drift_answers(
         response_type=config.response_type,
     )
     answers = write_drift_answers(store, questions, engine, embedder.get_embedder(), cfg)
-    return MaterializeResult(
-        metadata={
-            "questions": answers.table.num_rows,
-            **{s: count(answers.table, "status", s) for s in ("completed", "partial", "no_results")},
-            "model_calls": sum(answers.table.column("model_calls").to_pylist()),
-            "max_calls_per_question": cfg.max_calls,
-            "answers": MetadataValue.md(answers.markdown),
-            **engine.usage.as_metadata(),
-            "duration_s": _elapsed(started),
-        }
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        model_calls=sum(answers.table.column("model_calls").to_pylist()),
+        max_calls_per_question=cfg.max_calls,
     )
 
 
@@ -291,7 +297,7 @@ def drift_answers(
     group_name=GROUP,
     deps=[AssetKey("text_unit_embeddings")],
     automation_condition=REFRESH,
-    description="Saved basic questions: the nearest passages (dense + BM25) answered with citations.",
+    description="Saved basic questions: the nearest passages by embedding answered with citations.",
     kinds={"parquet"},
     pool=LLM_POOL,
 )
@@ -308,14 +314,7 @@ def basic_answers(
     questions = load_questions(config.questions, config.questions_file, default=())
     cfg = BasicSearchConfig.from_settings(settings, top_k=config.top_k)
     answers = write_basic_answers(store, questions, engine, embedder.get_embedder(), cfg)
-    return MaterializeResult(
-        metadata={
-            "questions": answers.table.num_rows,
-            "answers": MetadataValue.md(answers.markdown),
-            **engine.usage.as_metadata(),
-            "duration_s": _elapsed(started),
-        }
-    )
+    return _answered(answers, engine, started)
 
 
 query_assets = [

@@ -87,7 +87,7 @@ class DriftQuery(_Request):
 
 
 class BasicQuery(_Request):
-    """Vector RAG: the nearest passages (dense + BM25) answered with citations to their offsets."""
+    """Vector RAG: the nearest passages by embedding answered with citations to their offsets."""
 
     namespace: Namespace
     question: Question
