@@ -147,6 +147,12 @@ class Settings(BaseSettings):
         "More lets entity vector search find an entity by what it is, at the cost of embedding longer "
         "texts (on MuSiQue's 10,800 entities: 22 s as titles, 64 s with 12 words, 130 s with 40)",
     )
+    graphrag_export: bool = Field(
+        default=False,
+        description="Also write LanceDB tables under Microsoft GraphRAG's default names "
+        "(entity_description, community_full_content, text_unit_text) with the texts it embeds, so its "
+        "query engine reads the index unchanged; costs embedding those texts once (cached)",
+    )
     embedding_quantize: Literal["none", "int8"] = Field(
         default="none",
         description="local provider: 'int8' runs MiniLM's linear layers as int8 (torch dynamic "

@@ -324,6 +324,27 @@ def lance_entities_schema(dim: int, model_id: str, vector_text: str = "") -> pa.
     )
 
 
+# Microsoft GraphRAG's default LanceDB table names: its query engine reads these (pipeline.interop)
+LANCE_MS_ENTITY_DESCRIPTION = "entity_description"  # vector of "title:description"
+LANCE_MS_COMMUNITY_FULL_CONTENT = "community_full_content"  # vector of the report's full_content
+LANCE_MS_TEXT_UNIT_TEXT = "text_unit_text"  # vector of the unit's text
+LANCE_MS_TABLES = (LANCE_MS_ENTITY_DESCRIPTION, LANCE_MS_COMMUNITY_FULL_CONTENT, LANCE_MS_TEXT_UNIT_TEXT)
+
+
+def lance_ms_vectors_schema(dim: int, model_id: str = "") -> pa.Schema:
+    # GraphRAG's store reads `id` and `vector` (and the dates when present); `text` is what was embedded.
+    return pa.schema(
+        [
+            ("id", pa.string()),  # the row's id in the Parquet table GraphRAG joins it to
+            ("text", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+            ("create_date", pa.string()),
+            ("update_date", pa.string()),
+        ],
+        metadata={"embedding_model": model_id},
+    )
+
+
 # --- query-time tables (assets/query) ---
 QUERY_GLOBAL_BATCHES_SCHEMA = pa.schema(
     [

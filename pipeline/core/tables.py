@@ -35,6 +35,7 @@ from pipeline.core.schema import (
     INGEST_ERRORS_SCHEMA,
     LANCE_COMMUNITY_REPORTS,
     LANCE_ENTITIES,
+    LANCE_MS_TABLES,
     LANCE_TEXT_UNIT_PIECES,
     LANCE_TEXT_UNITS,
     QUERY_BASIC_ANSWERS,
@@ -55,6 +56,7 @@ from pipeline.core.schema import (
     TEXT_UNITS_SCHEMA,
     lance_community_reports_schema,
     lance_entities_schema,
+    lance_ms_vectors_schema,
     lance_text_unit_pieces_schema,
     lance_text_units_schema,
 )
@@ -117,6 +119,7 @@ LANCE_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
     LANCE_TEXT_UNIT_PIECES: lance_text_unit_pieces_schema,
     LANCE_COMMUNITY_REPORTS: lambda dim: lance_community_reports_schema(dim, ""),
     LANCE_ENTITIES: lambda dim: lance_entities_schema(dim, ""),
+    **{name: lance_ms_vectors_schema for name in LANCE_MS_TABLES},
 }
 """LanceDB table name -> schema for a vector dimension."""
 

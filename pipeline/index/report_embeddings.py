@@ -40,8 +40,9 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import ProgressFn
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, StageReport, Stopwatch
+from pipeline.index.report import Check, Json, StageReport, Stopwatch
 from pipeline.index.text_unit_embeddings import vector_ids
+from pipeline.interop.ms_graphrag_export import write_ms_tables
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.citations import strip_citations
 
@@ -225,11 +226,18 @@ def run(ctx: IndexContext) -> StageReport:
         progress=ctx.progress("embedded new texts"),
         entity_description_words=ctx.settings.entity_vector_description_words,
     )
+    # Microsoft GraphRAG's query engine reads tables of its own names (pipeline.interop.ms_graphrag_export)
+    exported = write_ms_tables(store, cached).rows if ctx.settings.graphrag_export else {}
     bad = {}
     for stats in (reports, entities):
         ids, invalid = vector_ids(store, stats.table)
         bad[stats.table] = invalid + (stats.rows - len(ids))
-    metadata = {"model": cached.model_id, "dimension": cached.dimension, "lancedb_uri": str(store.lance_uri)}
+    metadata = {
+        "model": cached.model_id,
+        "dimension": cached.dimension,
+        "lancedb_uri": str(store.lance_uri),
+        "graphrag_tables": Json(exported),
+    }
     for prefix, stats in (("reports", reports), ("entities", entities)):
         metadata.update(
             {
