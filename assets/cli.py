@@ -125,6 +125,30 @@ def cmd_communities(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_graphrag(args: argparse.Namespace) -> int:
+    """A Microsoft GraphRAG output folder as a namespace, through Dagster like `index`."""
+    from pipeline.interop.ms_graphrag_read import GraphRAGImportError, read_output
+
+    try:
+        read_output(args.source)  # a bad folder is named here, before Dagster loads
+    except GraphRAGImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from assets.indexing.graphrag_import import run_import
+
+    print(f"importing {args.source} into namespace {args.namespace!r}", flush=True)
+    result = run_import(args.namespace, args.source, on_event=lambda m: print("  " + m, flush=True))
+    print(f"\nrun {result.run_id}: {'SUCCESS' if result.success else 'FAILED'}")
+    for step in result.steps:
+        shown = {
+            k: v for k, v in step.metadata.items() if isinstance(v, int | float | str) and len(str(v)) < 80
+        }
+        print(f"  {step.asset}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    for message in result.failures:
+        print(f"  error: {message}", file=sys.stderr)
+    return 0 if result.success else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pipeline", description="GraphRAG indexing and query on Dagster")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -164,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, default=0, help="0 = top level")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=cmd_communities)
+
+    p = sub.add_parser("import", help="import an index another tool wrote").add_subparsers(
+        dest="import_kind", required=True
+    )
+    p = p.add_parser("graphrag", help="a Microsoft GraphRAG 2.x/3.x output folder, with no LLM call")
+    p.add_argument("--from", dest="source", required=True, help="the output folder `graphrag index` wrote")
+    p.add_argument("--namespace", required=True, type=_namespace)
+    p.set_defaults(func=cmd_import_graphrag)
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)

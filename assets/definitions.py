@@ -6,6 +6,7 @@ from assets.executors import pipeline_executor
 from assets.indexing.assets import indexing_assets
 from assets.indexing.chunk_graph import chunk_graph
 from assets.indexing.graph import graph_assets
+from assets.indexing.graphrag_import import graphrag_import, import_graphrag_job
 from assets.indexing.jobs import indexing_jobs
 from assets.indexing.reports import report_assets
 from assets.indexing.schedules import nightly_reindex
@@ -16,8 +17,16 @@ from assets.query.jobs import answer_questions_job
 from assets.resources import default_resources
 
 defs = Definitions(
-    assets=[*indexing_assets, *shard_assets, chunk_graph, *graph_assets, *report_assets, *query_assets],
-    jobs=[*indexing_jobs, answer_questions_job],
+    assets=[
+        *indexing_assets,
+        *shard_assets,
+        chunk_graph,
+        *graph_assets,
+        *report_assets,
+        *query_assets,
+        graphrag_import,
+    ],
+    jobs=[*indexing_jobs, answer_questions_job, import_graphrag_job],
     executor=pipeline_executor(),
     schedules=[nightly_reindex],
     sensors=[input_root_sensor, query_refresh_sensor],
