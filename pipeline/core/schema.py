@@ -225,6 +225,9 @@ COVARIATES_SCHEMA = pa.schema(
         ("round", pa.int64()),
     ]
 )
+# What GraphRAG stores for a claim's unknown object or date (a null would read as "nan" in its claims
+# context); our readers take it as missing (pipeline.ops.claims.known)
+CLAIM_NONE = "NONE"
 COMMUNITIES_SCHEMA = pa.schema(
     [
         ("id", pa.string()),  # sha256 of (level, member entity ids): same members, same id
