@@ -189,7 +189,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
     a column the code forgets to compute raises SchemaError here."""
     root = tmp_path_factory.mktemp("schema")
     _corpus(root / "input")
-    settings = Settings(storage_root=root / "storage", input_root=root / "input")
+    # with the GraphRAG-named export tables too, so their columns are checked as well
+    settings = Settings(storage_root=root / "storage", input_root=root / "input", graphrag_export=True)
     index_folder(NAMESPACE, root / "input", settings=settings, log=lambda _: None)
     store = NamespaceStore(settings.storage_root, NAMESPACE)
     engine, embedder = make_engine(settings), cached_embedder(settings)

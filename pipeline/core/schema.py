@@ -331,10 +331,9 @@ def lance_entities_schema(dim: int, model_id: str, vector_text: str = "") -> pa.
 LANCE_MS_ENTITY_DESCRIPTION = "entity_description"  # vector of "title:description"
 LANCE_MS_COMMUNITY_FULL_CONTENT = "community_full_content"  # vector of the report's full_content
 LANCE_MS_TEXT_UNIT_TEXT = "text_unit_text"  # vector of the unit's text
-LANCE_MS_TABLES = (LANCE_MS_ENTITY_DESCRIPTION, LANCE_MS_COMMUNITY_FULL_CONTENT, LANCE_MS_TEXT_UNIT_TEXT)
 
 
-def lance_ms_vectors_schema(dim: int, model_id: str = "") -> pa.Schema:
+def _lance_ms_vectors_schema(dim: int, model_id: str = "") -> pa.Schema:
     # GraphRAG's store reads `id` and `vector` (and the dates when present); `text` is what was embedded.
     return pa.schema(
         [
@@ -346,6 +345,11 @@ def lance_ms_vectors_schema(dim: int, model_id: str = "") -> pa.Schema:
         ],
         metadata={"embedding_model": model_id},
     )
+
+
+lance_entity_description_schema = _lance_ms_vectors_schema
+lance_community_full_content_schema = _lance_ms_vectors_schema
+lance_text_unit_text_schema = _lance_ms_vectors_schema
 
 
 # --- query-time tables (assets/query) ---

@@ -35,7 +35,9 @@ from pipeline.core.schema import (
     INGEST_ERRORS_SCHEMA,
     LANCE_COMMUNITY_REPORTS,
     LANCE_ENTITIES,
-    LANCE_MS_TABLES,
+    LANCE_MS_COMMUNITY_FULL_CONTENT,
+    LANCE_MS_ENTITY_DESCRIPTION,
+    LANCE_MS_TEXT_UNIT_TEXT,
     LANCE_TEXT_UNIT_PIECES,
     LANCE_TEXT_UNITS,
     QUERY_BASIC_ANSWERS,
@@ -54,10 +56,12 @@ from pipeline.core.schema import (
     RELATIONSHIPS_SCHEMA,
     TEXT_UNITS,
     TEXT_UNITS_SCHEMA,
+    lance_community_full_content_schema,
     lance_community_reports_schema,
     lance_entities_schema,
-    lance_ms_vectors_schema,
+    lance_entity_description_schema,
     lance_text_unit_pieces_schema,
+    lance_text_unit_text_schema,
     lance_text_units_schema,
 )
 from pipeline.core.shards import shard_base
@@ -119,7 +123,9 @@ LANCE_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
     LANCE_TEXT_UNIT_PIECES: lance_text_unit_pieces_schema,
     LANCE_COMMUNITY_REPORTS: lambda dim: lance_community_reports_schema(dim, ""),
     LANCE_ENTITIES: lambda dim: lance_entities_schema(dim, ""),
-    **{name: lance_ms_vectors_schema for name in LANCE_MS_TABLES},
+    LANCE_MS_ENTITY_DESCRIPTION: lance_entity_description_schema,
+    LANCE_MS_COMMUNITY_FULL_CONTENT: lance_community_full_content_schema,
+    LANCE_MS_TEXT_UNIT_TEXT: lance_text_unit_text_schema,
 }
 """LanceDB table name -> schema for a vector dimension."""
 

@@ -82,6 +82,11 @@ def write_ms_tables(
     before = embedder.computed
     dim = embedder.dimension
     rows = {}
+    schemas = {
+        schema.LANCE_MS_ENTITY_DESCRIPTION: schema.lance_entity_description_schema,
+        schema.LANCE_MS_COMMUNITY_FULL_CONTENT: schema.lance_community_full_content_schema,
+        schema.LANCE_MS_TEXT_UNIT_TEXT: schema.lance_text_unit_text_schema,
+    }
     for name, (ids, texts) in export_texts(store).items():
         vectors = _vectors(embedder, texts, progress)
         table = tables.to_table(
@@ -92,7 +97,7 @@ def write_ms_tables(
                 "create_date": [None] * len(ids),
                 "update_date": [None] * len(ids),
             },
-            schema.lance_ms_vectors_schema(dim, embedder.model_id),
+            schemas[name](dim, embedder.model_id),
         )
         store.replace_lance_table(name, table)
         rows[name] = len(ids)
