@@ -134,7 +134,7 @@ def cmd_import_graphrag(args: argparse.Namespace) -> int:
     except GraphRAGImportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from assets.indexing.graphrag_import import run_import
+    from assets.import_launch import run_import
 
     print(f"importing {args.source} into namespace {args.namespace!r}", flush=True)
     result = run_import(args.namespace, args.source, on_event=lambda m: print("  " + m, flush=True))

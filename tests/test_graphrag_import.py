@@ -185,3 +185,23 @@ def test_export_writes_graphrags_table_names_with_the_texts_it_embeds(imported, 
     rows = store.open_lance_table("text_unit_text").to_arrow().to_pylist()
     assert {r["id"]: r["text"] for r in rows} == units
     assert store.open_lance_table(schema.LANCE_ENTITIES).version == ours_before  # ours untouched
+
+
+def test_the_cli_names_a_bad_folder_before_dagster_runs(tmp_path: Path, storage_root: Path, capsys):
+    from assets.cli import main
+
+    assert main(["import", "graphrag", "--from", str(tmp_path / "nowhere"), "--namespace", "gr"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert not NamespaceStore(storage_root, "gr").exists()
+
+
+def test_the_import_is_a_dagster_run_with_its_metadata_and_check(storage_root: Path, dagster_instance):
+    from assets.import_launch import run_import
+
+    result = run_import("imported", str(FIXTURE), instance=dagster_instance)
+    assert result.success, result.failures
+    (step,) = result.steps
+    assert step.asset == "graphrag_import"
+    assert step.metadata["text_units_located"] == 4 and step.metadata["llm_calls"] == 0
+    assert dagster_instance.has_dynamic_partition("namespace", "imported")  # a partition like any index
+    assert NamespaceStore(storage_root, "imported").has_lance_table(schema.LANCE_TEXT_UNITS)

@@ -2,15 +2,13 @@
 in the UI with its metadata like any index; `pipeline import graphrag` launches it (`run_import`).
 
 The asset is outside the `indexing` group: `index_namespace` never runs it, and a later index of the
-namespace simply writes the same tables from the namespace's documents."""
-
-from collections.abc import Callable
+namespace simply writes the same tables from the namespace's documents. `pipeline import graphrag`
+launches the job through `assets.import_launch`."""
 
 from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     Config,
-    DagsterInstance,
     MaterializeResult,
     asset,
     define_asset_job,
@@ -19,7 +17,6 @@ from dagster import (
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
-from assets.runs import IndexRunResult, summarize_run
 from pipeline.index import graphrag_import as graphrag_import_runner
 
 GROUP = "interop"
@@ -55,31 +52,3 @@ import_graphrag_job = define_asset_job(
     partitions_def=namespace_partitions,
     description="Import a Microsoft GraphRAG output folder into one namespace (no LLM call).",
 )
-
-
-def run_import(
-    namespace: str,
-    source: str,
-    instance: DagsterInstance | None = None,
-    on_event: Callable[[str], None] | None = None,
-) -> IndexRunResult:
-    """Run `import_graphrag` for `namespace` in this process, one run per namespace at a time."""
-    from pathlib import Path
-
-    from assets.definitions import defs
-    from assets.launch import add_namespace, ensure_dagster_home
-    from assets.namespace_lock import exclusive_namespace, holder_tags
-
-    if instance is None:
-        ensure_dagster_home()
-        instance = DagsterInstance.get()
-    add_namespace(instance, namespace)
-    with exclusive_namespace(instance, namespace, on_wait=on_event):
-        result = defs.resolve_job_def(JOB).execute_in_process(
-            partition_key=namespace,
-            instance=instance,
-            run_config={"ops": {"graphrag_import": {"config": {"source": str(Path(source).resolve())}}}},
-            tags=holder_tags(),
-            raise_on_error=False,
-        )
-    return summarize_run(result, on_event)
