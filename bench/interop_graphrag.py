@@ -35,7 +35,10 @@ from bench.interop import graphrag_venv as gv  # noqa: E402
 from bench.interop.scripted_openai import ScriptedOpenAI  # noqa: E402
 
 INPUT = REPO / "bench" / "interop" / "input"
-QUESTION = {"theirs": "What happened at Gull Point during the storm?", "demo": "Who is Scrooge's clerk?"}
+QUESTION = {
+    "theirs": "What happened at Gull Point during the storm?",
+    "demo": "Who was Fezziwig and what did Jacob Marley do?",
+}
 MODES = ("global", "local", "drift", "basic")
 
 
@@ -160,9 +163,13 @@ def main(argv: list[str] | None = None) -> int:
                 "rc": done.returncode,
                 "answer": answer[-160:],
                 "requests": {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)},
+                # the tables its last answer prompt held (rows): entities found through our vectors
+                "answer_context": server.contexts.get("answer", {}),
                 **({"error": done.stderr[-1500:]} if done.returncode else {}),
             }
             ok &= done.returncode == 0 and bool(answer)
+            ok &= not server.contexts.get("answer", {}).get("nan_cells")
+            server.contexts.clear()
     report["ok"] = bool(ok)
     print(json.dumps(report, indent=2))
     return 0 if ok else 1

@@ -146,8 +146,38 @@ def community_report(text: str) -> str:
     return json.dumps(report)
 
 
+def _fit_schema(body: dict[str, Any], reply: str) -> str:
+    """A JSON reply cut to the properties of the request's JSON schema, when it has one (GraphRAG's
+    structured calls forbid additional properties)."""
+    fmt = body.get("response_format") or {}
+    properties = ((fmt.get("json_schema") or {}).get("schema") or {}).get("properties")
+    if not properties:
+        return reply
+    try:
+        value = json.loads(reply)
+    except json.JSONDecodeError:
+        return reply
+    return (
+        json.dumps({k: v for k, v in value.items() if k in properties}) if isinstance(value, dict) else reply
+    )
+
+
+def context_tables(text: str) -> dict[str, int]:
+    """The `-----Name-----` tables of a query prompt's context and their row counts."""
+    out = {}
+    for m in re.finditer(r"-----(\w[\w ]*)-----\s*\n([^\n]*\n)((?:[^\n-][^\n]*\n?)*)", text):
+        out[m.group(1)] = len([line for line in m.group(3).splitlines() if line.strip()])
+    out["nan_cells"] = len(re.findall(r"\|nan(?=\||\n)", text))  # a null read by pandas, shown as text
+    return out
+
+
 def chat_reply(body: dict[str, Any]) -> tuple[str, str]:
     """(task, reply text) for a chat request."""
+    task, reply = _reply(body)
+    return task, _fit_schema(body, reply)
+
+
+def _reply(body: dict[str, Any]) -> tuple[str, str]:
     messages = body.get("messages") or []
     text = "\n".join(str(m.get("content") or "") for m in messages)
     task = task_of(text, str(messages[-1].get("content") or "") if messages else "")
@@ -187,6 +217,7 @@ class ScriptedOpenAI:
     def __init__(self, embedder: Any | None = None) -> None:
         self._embedder = embedder
         self.requests: list[tuple[str, str]] = []  # (path, task)
+        self.contexts: dict[str, dict[str, int]] = {}  # task -> the context tables of its last prompt
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -270,8 +301,10 @@ class ScriptedOpenAI:
 
             def _chat(self, body: dict[str, Any]) -> None:
                 task, reply = chat_reply(body)
+                prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
                 with server._lock:
                     server.requests.append((self.path, task))
+                    server.contexts[task] = context_tables(prompt)
                 usage = {"prompt_tokens": 10, "completion_tokens": len(reply.split()), "total_tokens": 10}
                 if body.get("stream"):
                     self._stream(body, reply, usage)
