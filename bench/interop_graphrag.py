@@ -99,10 +99,11 @@ def index_theirs(exe: Path, work: Path, base_url: str, env: dict[str, str]) -> P
 
 
 def write_fixture(output: Path, target: Path) -> None:
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(output, target / "output", ignore=shutil.ignore_patterns("*.log"))
-    shutil.copytree(INPUT, target / "input")
+    """graphrag's output folder and its input under `target` (its README is left alone)."""
+    for name, source in (("output", output), ("input", INPUT)):
+        if (target / name).exists():
+            shutil.rmtree(target / name)
+        shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("*.log"))
 
 
 def main(argv: list[str] | None = None) -> int:
