@@ -8,9 +8,10 @@ is a 422 rather than a silently ignored default.
 from __future__ import annotations
 
 import datetime as dt
+import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query.requests import (
@@ -58,34 +59,21 @@ class _Request(BaseModel):
         return v
 
 
-class GlobalQuery(_Request, GlobalOptions):
-    __doc__ = GlobalOptions.__doc__
-    question: Question
+def _body(name: str, options: type[BaseModel], question: str = "question") -> type[_Request]:
+    """A mode's HTTP body: its options (`pipeline.query.requests`) plus the namespace, the question (or
+    `query`, for the retrieval-only modes) and the deadline."""
+    body = create_model(
+        name, __base__=(_Request, options), __doc__=options.__doc__, **{question: (Question, ...)}
+    )
+    return typing.cast(type[_Request], body)
 
 
-class LocalQuery(_Request, LocalOptions):
-    __doc__ = LocalOptions.__doc__
-    question: Question
-
-
-class DriftQuery(_Request, DriftOptions):
-    __doc__ = DriftOptions.__doc__
-    question: Question
-
-
-class BasicQuery(_Request, BasicOptions):
-    __doc__ = BasicOptions.__doc__
-    question: Question
-
-
-class ChunkQuery(_Request, ChunkOptions):
-    __doc__ = ChunkOptions.__doc__
-    query: Question
-
-
-class VectorQuery(_Request, VectorOptions):
-    __doc__ = VectorOptions.__doc__
-    query: Question
+GlobalQuery = _body("GlobalQuery", GlobalOptions)
+LocalQuery = _body("LocalQuery", LocalOptions)
+DriftQuery = _body("DriftQuery", DriftOptions)
+BasicQuery = _body("BasicQuery", BasicOptions)
+ChunkQuery = _body("ChunkQuery", ChunkOptions, "query")
+VectorQuery = _body("VectorQuery", VectorOptions, "query")
 
 
 # The HTTP body of each mode, by the mode's name (the MCP tools are built from the same).

@@ -18,8 +18,12 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
+from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.service.errors import InvalidRequest
-from pipeline.service.models import BasicQuery, ChunkQuery, DriftQuery, GlobalQuery, LocalQuery, VectorQuery
+from pipeline.service.models import ChunkQuery, GlobalQuery, VectorQuery
 from pipeline.settings import Settings
 
 
@@ -46,8 +50,6 @@ class Work:
 
 
 def run_global(work: Work, req: GlobalQuery) -> dict[str, Any]:
-    from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
-
     engine = work.new_engine()
     config = GlobalSearchConfig.from_settings(work.settings, **req.given())
     tasks = GlobalTasks(engine, work.embedder)
@@ -55,37 +57,16 @@ def run_global(work: Work, req: GlobalQuery) -> dict[str, Any]:
     return engine.run_sync(coro).to_dict()
 
 
-def run_local(work: Work, req: LocalQuery) -> dict[str, Any]:
-    from pipeline.query.local.search import LocalSearchConfig, local_search_async
+def _graph_mode(config_of: Any, search: Callable[..., Any]) -> Callable[[Work, Any], dict[str, Any]]:
+    """A mode that runs `search(store, question, engine, embedder, config, deadline, cancel)`."""
 
-    engine = work.new_engine()
-    config = LocalSearchConfig.from_settings(work.settings, **req.given())
-    coro = local_search_async(
-        work.store, req.question, engine, work.embedder, config, work.deadline, work.cancel
-    )
-    return engine.run_sync(coro).to_dict()
+    def run(work: Work, req: Any) -> dict[str, Any]:
+        engine = work.new_engine()
+        config = config_of.from_settings(work.settings, **req.given())
+        coro = search(work.store, req.question, engine, work.embedder, config, work.deadline, work.cancel)
+        return engine.run_sync(coro).to_dict()
 
-
-def run_drift(work: Work, req: DriftQuery) -> dict[str, Any]:
-    from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
-
-    engine = work.new_engine()
-    config = DriftSearchConfig.from_settings(work.settings, **req.given())
-    coro = drift_search_async(
-        work.store, req.question, engine, work.embedder, config, work.deadline, work.cancel
-    )
-    return engine.run_sync(coro).to_dict()
-
-
-def run_basic(work: Work, req: BasicQuery) -> dict[str, Any]:
-    from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
-
-    engine = work.new_engine()
-    config = BasicSearchConfig.from_settings(work.settings, **req.given())
-    coro = basic_search_async(
-        work.store, req.question, engine, work.embedder, config, work.deadline, work.cancel
-    )
-    return engine.run_sync(coro).to_dict()
+    return run
 
 
 def run_chunks(work: Work, req: ChunkQuery) -> dict[str, Any]:
@@ -137,9 +118,9 @@ def run_vector(work: Work, req: VectorQuery) -> dict[str, Any]:
 
 MODES: dict[str, Callable[[Work, Any], dict[str, Any]]] = {
     "global": run_global,
-    "local": run_local,
-    "drift": run_drift,
-    "basic": run_basic,
+    "local": _graph_mode(LocalSearchConfig, local_search_async),
+    "drift": _graph_mode(DriftSearchConfig, drift_search_async),
+    "basic": _graph_mode(BasicSearchConfig, basic_search_async),
     "chunks": run_chunks,
     "vector": run_vector,
 }
