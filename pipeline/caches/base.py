@@ -1,6 +1,6 @@
 """What a cache is to its users: the LLM client needs a `ResponseCache`, the cached embedder a
 `VectorCache`. One file per backend beside this one (SQLite for one machine, PostgreSQL for several);
-`pipeline.runtime` chooses which.
+`pipeline.runtime` chooses which. `ResponseCacheBase` is what both LLM backends share.
 """
 
 from __future__ import annotations

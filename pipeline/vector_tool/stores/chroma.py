@@ -62,10 +62,14 @@ class ChromaStore(StoreBase):
         except Exception as exc:  # chromadb raises NotFoundError / ValueError depending on version
             raise StoreError(f"chroma: no collection {index_name!r} under {self.path}: {exc}") from exc
 
-    def create_index(self, index_name: str, dimension: int | None = None) -> None:
-        self.client().get_or_create_collection(
+    def _open(self, index_name: str) -> Any:
+        """The index's collection, created in cosine space if it is missing."""
+        return self.client().get_or_create_collection(
             index_name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
+
+    def create_index(self, index_name: str, dimension: int | None = None) -> None:
+        self._open(index_name)
 
     def upsert(
         self,
@@ -76,9 +80,7 @@ class ChromaStore(StoreBase):
         documents: Sequence[str | None] | None = None,
         batch: int = 1000,
     ) -> int:
-        collection = self.client().get_or_create_collection(
-            index_name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-        )
+        collection = self._open(index_name)
         matrix = np.asarray(vectors, dtype=np.float32)
         for start in range(0, len(ids), batch):
             end = start + batch
