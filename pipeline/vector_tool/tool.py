@@ -261,7 +261,7 @@ class StoreTool(Tool):
     ) -> dict[str, Any]:
         ctx: RequestContext = context or {}
         input = tool_input(input)
-        log = logging.getLogger(type(self).__module__)
+        log = logging.getLogger(type(self).__module__)  # a graph tool logs as pipeline.vector_tool.graph
         store_name = pick(ctx, "store_name", self.store_name)
         include_sources = bool(pick(ctx, "include_sources", self.include_sources))
         overrides = self._overrides(ctx)
