@@ -79,10 +79,7 @@ def test_import_fills_the_columns_graphrag_lacks_without_an_llm_call(imported):
 
 
 def test_every_query_mode_answers_on_the_import_with_citations_at_document_offsets(imported, embedder):
-    from pipeline.query.basic_search import basic_search
-    from pipeline.query.drift_search import drift_search
-    from pipeline.query.global_search import global_search
-    from pipeline.query.local_search import local_search
+    from pipeline.api import basic_search, drift_search, global_search, local_search
 
     ctx, _ = imported
     store = ctx.store

@@ -34,6 +34,7 @@ from pipeline.interop.ms_graphrag_convert import Converted, convert
 from pipeline.interop.ms_graphrag_export import prepare_export, write_ms_tables
 from pipeline.interop.ms_graphrag_read import GraphRAGImportError, read_output
 from pipeline.ops.graph_export import write_graphml
+from pipeline.ops.reports.task import REPORT
 
 __all__ = ["GraphRAGImportError", "import_graphrag", "run"]
 
@@ -82,7 +83,7 @@ def import_graphrag(ctx: IndexContext, source: str | Path) -> ImportResult:
     ctx.log(f"read Microsoft GraphRAG {output.version} output from {output.folder}")
     converted = convert(
         output,
-        ctx.engine.report_identity,
+        ctx.engine.identity(REPORT),  # as the reports step fingerprints
         budget=settings.report_max_input_tokens,
         max_words=settings.report_max_words,
         encoding=settings.encoding,
