@@ -23,6 +23,9 @@ entities by what they are ("founder of the Red Cross"). MuSiQue's 3,243 report t
 summary words and 35 s with 24, and recall was the same with either (65.0 / 77.2): report vectors
 choose the communities whose context an answer gets, not the passages.
 
+With `PIPELINE_GRAPHRAG_EXPORT` the step also writes the LanceDB tables Microsoft GraphRAG's query engine
+reads, under its names and with the texts it embeds (`pipeline.interop.ms_graphrag_export`).
+
 Only changed rows are embedded: a row whose id and embedded text equal those in the current LanceDB
 table keeps its vector, provided the table was written by the same embedding model (recorded in the
 table's schema metadata). The rest go through the cached embedder, which may still find them in the
