@@ -165,8 +165,24 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_concurrency: int = Field(default=8, ge=1)
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests in flight at once; unset = 8 for OpenAI's API, 1 for any other base URL "
+        "(a local server's capacity: raise it to the server's parallel slots)",
+    )
+    llm_timeout_s: float = Field(
+        default=60.0, gt=0, description="Total time for a whole (unstreamed) reply, and an embedding"
+    )
+    llm_stream: bool = Field(
+        default=True, description="Stream chat replies; off, or on a server that cannot, replies come whole"
+    )
+    llm_first_token_timeout_s: float = Field(
+        default=120.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
+    )
+    llm_idle_timeout_s: float = Field(
+        default=30.0, gt=0, description="Streamed reply: the longest wait between two chunks"
+    )
     llm_max_retries: int = Field(default=4, ge=0)
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
@@ -193,6 +209,13 @@ class Settings(BaseSettings):
     llm_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
+    )
+    llm_max_failed_share: float = Field(
+        default=0.5,
+        ge=0,
+        lt=1,
+        description="An LLM stage (extraction, community reports) that loses more than this share of its "
+        "units, or all of them, fails its step after writing what it has; a smaller loss is a warning",
     )
     llm_budget_usd: float | None = Field(
         default=None,

@@ -45,14 +45,12 @@ class PoisonProxy(FaultProxy):
         super().__init__(upstream, canned_content="Sorry, I would rather not answer in JSON.")
         self.poisoned = 0
 
-    def _forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
-        if MARKER.encode() in body:
-            with self._lock:
-                self.poisoned += 1
-            return 200, self._canned(path, body), "application/json"
-        return super()._forward(method, path, body, headers)
+    def _intercepts(self, body: bytes) -> bool:
+        if MARKER.encode() not in body:
+            return False
+        with self._lock:
+            self.poisoned += 1
+        return True
 
 
 def _text_units() -> pa.Table:
