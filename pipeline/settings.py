@@ -101,6 +101,7 @@ class Settings(BaseSettings):
         "cache_url",
         "cache_dir",
         "service_limits_url",
+        "llm_concurrency",
         mode="before",
     )
     @classmethod

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, Stopwatch, md_table
+from pipeline.index.report import Check, Loss, Markdown, StageReport, Stopwatch, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
 
@@ -106,4 +106,12 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         ],
         duration_s=clock.seconds(),
+        loss=Loss(
+            stage="community_reports",
+            what="community reports",
+            total=len(expected),
+            failed=len(result.failures),
+            reasons=[f"community {f.community}: {f.error_type}: {f.reason}" for f in result.failures[:3]],
+            max_share=settings.llm_max_failed_share,
+        ),
     )

@@ -33,7 +33,7 @@ from pipeline.core.shards import (
 )
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, md_table
+from pipeline.index.report import Check, Loss, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
@@ -196,6 +196,19 @@ def index_extracted_graph(
     )
 
 
+def extraction_loss(stage: str, summary: ExtractionSummary, settings: Any) -> Loss:
+    """Text units whose extraction failed outright (a failed gleaning round leaves a partial unit)."""
+    lost = [f for f in summary.failures if f.round == 0]
+    return Loss(
+        stage=stage,
+        what="text units",
+        total=summary.counts["text_units"],
+        failed=summary.counts["failed_text_units"],
+        reasons=[f"text unit {f.text_unit_id[:12]}: {f.error_type}: {f.reason}" for f in lost[:3]],
+        max_share=settings.llm_max_failed_share,
+    )
+
+
 def run(ctx: IndexContext) -> StageReport:
     settings, engine = ctx.settings, ctx.engine
     ctx.log(f"extracting the graph of {ctx.namespace!r} with the {engine.kind} engine")
@@ -230,4 +243,5 @@ def run(ctx: IndexContext) -> StageReport:
             )
         ],
         duration_s=summary.duration_s,
+        loss=extraction_loss("extracted_graph", summary, settings),
     )
