@@ -90,4 +90,3 @@ def test_one_failed_unit_of_ten_is_a_success_with_one_warning_line(tmp_path: Pat
     store = NamespaceStore(tmp_path / "storage", "notes")
     assert store.read_table(schema.FAILED_EXTRACTIONS).num_rows == 1
     assert store.has_table(schema.COMMUNITY_REPORTS)
-

@@ -207,7 +207,7 @@ class FaultProxy:
         hang_s: float = 30.0,
         canned_content: str = '{"summary": "canned"}',
         embedding_dim: int = 8,
-        responder: Callable[[dict[str, Any]], str] | None = None,
+        responder: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
     ) -> None:
         self.upstream = urlsplit(upstream) if upstream else None
         self.latency_s = latency_s
@@ -380,6 +380,13 @@ class FaultProxy:
         finally:
             conn.close()
 
+    def _message(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The canned assistant message; a responder may answer a dict of message fields instead of the
+        content (e.g. `reasoning_content` beside it, as thinking models' servers send)."""
+        answer = self.responder(request) if self.responder else self.canned_content
+        fields = answer if isinstance(answer, dict) else {"content": answer}
+        return {"role": "assistant", **fields}
+
     def _canned(self, path: str, body: bytes) -> bytes:
         request: dict[str, Any] = json.loads(body or b"{}")
         if path.endswith("/embeddings"):
@@ -397,16 +404,7 @@ class FaultProxy:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.get("model", "canned"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {
-                            "role": "assistant",
-                            "content": self.responder(request) if self.responder else self.canned_content,
-                        },
-                    }
-                ],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": self._message(request)}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
             }
         ).encode()
