@@ -38,13 +38,17 @@ class Check:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+BUDGET_REFUSAL = "LLMBudgetExceededError"  # a failure row's error_type when the run's budget refused it
+
+
 @dataclass
 class Loss:
     """The units an LLM stage lost (text units, community reports), with the first reasons.
 
     Losing every unit, or more than `max_share` of them (`llm_max_failed_share`), is a failed stage: a
     run that extracted nothing is not a success. The stage has written what it has first, so the re-run
-    pays only for what failed (the LLM cache answers the rest). A smaller loss is a warning."""
+    pays only for what failed (the LLM cache answers the rest). A smaller loss is a warning. Units the
+    run's LLM budget refused are not lost: the budget stopped them on purpose (`llm_budget_reached`)."""
 
     stage: str
     what: str  # plural noun of the units: "text units"
