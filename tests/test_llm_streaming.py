@@ -33,6 +33,7 @@ from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.support.graph_model import ScriptedGraphModel
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
+from tests.test_llm_truncation import _settings
 
 CHAT = "/v1/chat/completions"
 TEXT = "Marie Curie met Pierre Curie in Paris. Pierre Curie taught at the Sorbonne with Paul Langevin."
@@ -40,20 +41,6 @@ TEXT = "Marie Curie met Pierre Curie in Paris. Pierre Curie taught at the Sorbon
 
 class Capital(BaseModel):
     city: str
-
-
-def _settings(tmp_path: Path, base_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "storage_root": tmp_path / "storage",
-        "llm_provider": "openai",
-        "llm_base_url": base_url,
-        "llm_model": "scripted",
-        "llm_json_mode": "json_object",
-        "llm_max_retries": 0,
-        "extraction_max_gleanings": 0,
-        **overrides,
-    }
-    return Settings(**values)
 
 
 def _extract(settings: Settings):
