@@ -2,7 +2,7 @@
 drift, basic). Each calls `pipeline` directly (no Dagster), prints the answer with its status and
 citations (or the whole result with --json), and exits 0 on an answer, 1 on a cancelled or failed query,
 2 on a bad request and 3 when the namespace is not indexed yet. `--estimate` on the modes that call a
-model prints what one question can cost without sending anything (`pipeline.query.query_estimate`)."""
+model prints what one question can cost without sending anything (`pipeline.query.estimate`)."""
 
 from __future__ import annotations
 
@@ -97,8 +97,9 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
 
 
 def cmd_query_global(args: argparse.Namespace) -> int:
-    from pipeline.query.global_context import GlobalContextError
-    from pipeline.query.global_search import GlobalSearchConfig, global_search
+    from pipeline.api import global_search
+    from pipeline.query.global_.context import GlobalContextError
+    from pipeline.query.global_.search import GlobalSearchConfig
 
     settings = load_settings()
     config = GlobalSearchConfig.from_settings(
@@ -139,7 +140,8 @@ def cmd_query_global(args: argparse.Namespace) -> int:
 
 
 def cmd_query_local(args: argparse.Namespace) -> int:
-    from pipeline.query.local_search import LocalSearchError, local_search
+    from pipeline.api import local_search
+    from pipeline.query.local.search import LocalSearchError
 
     try:
         result = local_search(args.namespace, args.query, top_k=args.top_k, community_level=args.level)
@@ -166,7 +168,7 @@ def cmd_query_local(args: argparse.Namespace) -> int:
 
 
 def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -> int:
-    from pipeline.query.query_estimate import estimate_query
+    from pipeline.query.estimate import estimate_query
     from pipeline.runtime import cached_embedder
 
     store = NamespaceStore.from_settings(settings, args.namespace)
@@ -190,7 +192,8 @@ def _citations(citations: list[dict[str, Any]]) -> None:
 
 
 def cmd_query_drift(args: argparse.Namespace) -> int:
-    from pipeline.query.drift_search import DriftSearchConfig, DriftSearchError, drift_search
+    from pipeline.api import drift_search
+    from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError
 
     settings = load_settings()
     given = {
@@ -236,7 +239,8 @@ def cmd_query_drift(args: argparse.Namespace) -> int:
 
 
 def cmd_query_basic(args: argparse.Namespace) -> int:
-    from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search
+    from pipeline.api import basic_search
+    from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError
 
     settings = load_settings()
     try:

@@ -8,12 +8,12 @@ DIR holds a corpus `<name>_corpus.json` and its questions `<name>.json`, in the 
   (`supporting_facts [[title, sentence]]`).
 The corpus is indexed through the Dagster job once per storage folder (`--reindex` runs the job again:
 every cached stage is reused, so this costs only what changed). Then every question is asked of
-- `vector`: plain vector search over text units (`pipeline.query.search.vector_search`);
+- `vector`: plain vector search over text units (`pipeline.query.common.search.vector_search`);
 - `basic`: basic search (dense + BM25 fused, then the offline answer), ranked by its retrieved units: the
   vector-RAG baseline every GraphRAG mode must beat;
 - `local`: local search (offline engine, whole flow with the answer), ranked by its fused passages;
 - each passage signal alone (`only:<signal>`) and the fusion without each (`without:<signal>`), with the
-  seeds local search matched for that question (`pipeline.query.passage_rank`);
+  seeds local search matched for that question (`pipeline.query.local.passage_rank`);
 and recall@2/5/10 of the gold passages (matched by document title, as HippoRAG does) is reported,
 with p50/p95 latency per method. Local search latency is the whole query after one warm-up question.
 """
@@ -130,12 +130,12 @@ def main() -> None:
     from assets.launch import run_index
     from pipeline.engine.offline import OfflineEngine
     from pipeline.io.store import NamespaceStore
-    from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-    from pipeline.query.local_index import load_local_index
-    from pipeline.query.local_search import LocalSearchConfig, local_search_async
-    from pipeline.query.passage_index import load_passage_index
-    from pipeline.query.passage_rank import SIGNALS, PassageRankOptions, rank_passages
-    from pipeline.query.search import vector_search
+    from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+    from pipeline.query.common.search import vector_search
+    from pipeline.query.local.index import load_local_index
+    from pipeline.query.local.passage_index import load_passage_index
+    from pipeline.query.local.passage_rank import SIGNALS, PassageRankOptions, rank_passages
+    from pipeline.query.local.search import LocalSearchConfig, local_search_async
     from pipeline.runtime import cached_embedder
     from pipeline.settings import load_settings
 

@@ -189,7 +189,7 @@ SUMMARIZE_DESCRIPTIONS = Prompt(
 PROMPTS.update({p.name: p for p in (EXTRACT_GRAPH, EXTRACT_GRAPH_GLEAN, SUMMARIZE_DESCRIPTIONS)})
 
 
-# ---- global search (pipeline.query.global_search): map over report batches, then reduce ----
+# ---- global search (pipeline.query.global_.search): map over report batches, then reduce ----
 # Microsoft GraphRAG's map: a list of points, each scored on its own, so the reduce can keep the best
 # points of every batch rather than whole batches.
 GLOBAL_MAP = Prompt(
@@ -235,7 +235,7 @@ GLOBAL_REDUCE = Prompt(
         'Answer as JSON: {{"answer": "..."}}'
     ),
 )
-# Dynamic community selection (pipeline.query.community_selection): Microsoft GraphRAG's rating prompt in
+# Dynamic community selection (pipeline.query.global_.selection): Microsoft GraphRAG's rating prompt in
 # short, several reports per call.
 GLOBAL_RATE = Prompt(
     name="global_rate",
@@ -309,7 +309,7 @@ COMMUNITY_REPORT = Prompt(
 PROMPTS[COMMUNITY_REPORT.name] = COMMUNITY_REPORT
 
 
-# ---- local search (pipeline.query.local_search) ----
+# ---- local search (pipeline.query.local.search) ----
 LOCAL_QUERY_INTENT = Prompt(
     name="local_query_intent",
     version="local_query_intent-v2",
@@ -368,7 +368,7 @@ RELEVANCE_SCORE = Prompt(
 PROMPTS[RELEVANCE_SCORE.name] = RELEVANCE_SCORE
 
 
-# ---- DRIFT search (pipeline.query.drift_search): primer, follow-ups, reduce ----
+# ---- DRIFT search (pipeline.query.drift.search): primer, follow-ups, reduce ----
 # Microsoft GraphRAG's DRIFT prompts in short: each step answers, scores its answer against the overall
 # question and proposes follow-up questions that a local search can answer.
 _DRIFT_STEP_FIELDS = (
@@ -425,7 +425,7 @@ DRIFT_REDUCE = Prompt(
 PROMPTS.update({p.name: p for p in (DRIFT_PRIMER, DRIFT_FOLLOW_UP, DRIFT_REDUCE)})
 
 
-# ---- basic search (pipeline.query.basic_search): vector RAG over text units ----
+# ---- basic search (pipeline.query.basic.search): vector RAG over text units ----
 BASIC_ANSWER = Prompt(
     name="basic_answer",
     version="basic_answer-v1",

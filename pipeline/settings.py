@@ -282,7 +282,7 @@ class Settings(BaseSettings):
         description="RRF constant of local search's entity matching and community ranking "
         "(graphrag-ts's service default, rrfK 80)",
     )
-    # Global search's report selection (pipeline.query.community_selection)
+    # Global search's report selection (pipeline.query.global_.selection)
     global_selection: Literal["auto", "dynamic", "static"] = Field(
         default="auto",
         description="dynamic: rate reports top-down and map the relevant ones; static: map one level; "
@@ -298,7 +298,7 @@ class Settings(BaseSettings):
     global_rate_threshold: float = Field(
         default=2.0, ge=0, le=10, description="A report rated this (0-10) or more is mapped"
     )
-    # DRIFT search (pipeline.query.drift_search); Microsoft GraphRAG's defaults are 20 / 5 / 3 / 20 / 32:
+    # DRIFT search (pipeline.query.drift.search); Microsoft GraphRAG's defaults are 20 / 5 / 3 / 20 / 32:
     # up to 66 model calls a question. Ours: at most primer_folds + depth x breadth + 1 = 9.
     drift_primer_k: int = Field(default=8, ge=1, le=100, description="Community reports the primer reads")
     drift_primer_folds: int = Field(default=2, ge=1, le=20, description="Primer calls the reports split into")

@@ -20,10 +20,10 @@ from pipeline.ops.extraction.models import ExtractionFailure
 from pipeline.ops.extraction.table import failures_table as extraction_failures_table
 from pipeline.ops.reports.build import ReportFailure
 from pipeline.ops.reports.build import failures_table as report_failures_table
-from pipeline.query.basic_search import BasicSearchConfig
-from pipeline.query.drift_search import DriftSearchConfig
-from pipeline.query.global_search import GlobalSearchConfig
-from pipeline.query.local_search import LocalSearchConfig
+from pipeline.query.basic.search import BasicSearchConfig
+from pipeline.query.drift.search import DriftSearchConfig
+from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.saved_questions import (
     write_basic_answers,
     write_drift_answers,

@@ -22,10 +22,10 @@ from dagster import (
 from assets.indexing.observe import step_engine
 from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
-from pipeline.query.basic_search import BasicSearchConfig
-from pipeline.query.drift_search import DriftSearchConfig
-from pipeline.query.global_search import GlobalSearchConfig
-from pipeline.query.local_search import LocalSearchConfig
+from pipeline.query.basic.search import BasicSearchConfig
+from pipeline.query.drift.search import DriftSearchConfig
+from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
 from pipeline.query.saved_questions import (
     AnswersTable,

@@ -39,6 +39,7 @@ from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
 from pipeline.ops.extraction.run import ExtractionRun, extract_graph
+from pipeline.ops.extraction.task import EXTRACT
 from pipeline.ops.incremental import reuse_extractions, tag_extraction_config
 
 # Parquet schema metadata key of a shard part: the configuration it was extracted under.
@@ -55,7 +56,7 @@ class ExtractionSummary:
 
 
 def _identity(settings: Any, engine: Engine) -> ExtractorIdentity:
-    return engine.extraction_identity(ExtractionOptions.from_settings(settings))
+    return engine.identity(EXTRACT, ExtractionOptions.from_settings(settings))
 
 
 def _extract(

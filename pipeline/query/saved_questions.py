@@ -19,10 +19,10 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-from pipeline.query.batcher import Batch
-from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
-from pipeline.query.global_search import (
+from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.batcher import Batch
+from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from pipeline.query.global_.search import (
     GlobalSearchConfig,
     GlobalTasks,
     MapResult,
@@ -30,8 +30,8 @@ from pipeline.query.global_search import (
     reduce_map_results,
     run_map,
 )
-from pipeline.query.global_tasks import MapPoint
-from pipeline.query.local_search import LocalSearchConfig, local_search_async
+from pipeline.query.global_.tasks import MapPoint
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
 
 Log = Callable[[str], None]
 

@@ -158,7 +158,7 @@ def create_app(
 
     @app.post("/v1/query/global", response_model=QueryResponse, responses=ERRORS, tags=["query"])
     async def query_global(body: GlobalQuery, caller: Caller) -> dict[str, Any]:
-        """Map-reduce over community reports (`pipeline.query.global_search`)."""
+        """Map-reduce over community reports (`pipeline.query.global_.search`)."""
         return await service.run(caller, body)
 
     @app.post("/v1/query/local", response_model=QueryResponse, responses=ERRORS, tags=["query"])
@@ -173,7 +173,7 @@ def create_app(
 
     @app.post("/v1/query/basic", response_model=QueryResponse, responses=ERRORS, tags=["query"])
     async def query_basic(body: BasicQuery, caller: Caller) -> dict[str, Any]:
-        """Vector RAG: the nearest passages answered with citations (`pipeline.query.basic_search`)."""
+        """Vector RAG: the nearest passages answered with citations (`pipeline.query.basic.search`)."""
         return await service.run(caller, body)
 
     @app.post("/v1/query/chunks", response_model=QueryResponse, responses=ERRORS, tags=["query"])

@@ -26,10 +26,10 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
-from pipeline.query.basic_search import BasicSearchError
-from pipeline.query.drift_search import DriftSearchError
-from pipeline.query.global_context import GlobalContextError
-from pipeline.query.local_search import LocalSearchError
+from pipeline.query.basic.search import BasicSearchError
+from pipeline.query.drift.search import DriftSearchError
+from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.local.search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
@@ -288,7 +288,7 @@ class QueryService:
     def _global(
         self, store: NamespaceStore, req: GlobalQuery, deadline: float, cancel: threading.Event
     ) -> dict:
-        from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
+        from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
 
         engine = self.new_engine()
         config = GlobalSearchConfig.from_settings(self.settings, level=req.level, seed=req.seed)
@@ -299,7 +299,7 @@ class QueryService:
     def _local(
         self, store: NamespaceStore, req: LocalQuery, deadline: float, cancel: threading.Event
     ) -> dict:
-        from pipeline.query.local_search import LocalSearchConfig, local_search_async
+        from pipeline.query.local.search import LocalSearchConfig, local_search_async
 
         engine = self.new_engine()
         config = LocalSearchConfig.from_settings(
@@ -311,7 +311,7 @@ class QueryService:
     def _drift(
         self, store: NamespaceStore, req: DriftQuery, deadline: float, cancel: threading.Event
     ) -> dict:
-        from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
+        from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 
         engine = self.new_engine()
         config = DriftSearchConfig.from_settings(
@@ -328,7 +328,7 @@ class QueryService:
     def _basic(
         self, store: NamespaceStore, req: BasicQuery, deadline: float, cancel: threading.Event
     ) -> dict:
-        from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
+        from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 
         engine = self.new_engine()
         config = BasicSearchConfig.from_settings(self.settings, top_k=req.top_k)

@@ -1,6 +1,6 @@
 """Extraction of a namespace's text units by the engine, one `UnitExtraction` per unit plus the failures.
 
-The engine decides how a unit is extracted (`Engine.extract_unit`: the offline rules in `offline.py` or
+The engine decides how a unit is extracted (the `EXTRACT` task in `task.py`: the offline rules in `offline.py` or
 the LLM in `llm.py`); this module only runs them over the table, in table order. It lives outside the
 package's `__init__` because it names the engine's contract, which itself imports `models`.
 """
@@ -21,6 +21,7 @@ from pipeline.ops.extraction.models import (
     ExtractionRequest,
     UnitExtraction,
 )
+from pipeline.ops.extraction.task import EXTRACT
 
 PROGRESS_EVERY = 100  # units between progress reports
 
@@ -54,7 +55,7 @@ def extract_graph(
 ) -> ExtractionRun:
     """One UnitExtraction per text unit, in table order, by `engine` (from `pipeline.runtime.make_engine`)."""
     started = time.monotonic()
-    identity = engine.extraction_identity(options)
+    identity = engine.identity(EXTRACT, options)
     rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
     done = 0
 
@@ -63,7 +64,7 @@ def extract_graph(
         request = ExtractionRequest(
             row["text"], row["id"], row["document_id"], row["start_char"] or 0, options
         )
-        outcome = await engine.extract_unit(request)
+        outcome = await engine.run(EXTRACT, request)
         done += 1
         if progress and done % PROGRESS_EVERY == 0:
             progress(done, len(rows))

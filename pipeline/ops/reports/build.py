@@ -24,12 +24,13 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema, tables
-from pipeline.engine.base import Engine
+from pipeline.engine.base import Engine, runner
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
+from pipeline.ops.reports.task import REPORT
 
 ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
 _CONTENT = ("title", "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json")
@@ -94,7 +95,7 @@ def build_reports(
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring."""
     started = time.monotonic()
-    method, model, version = engine.report_identity  # they enter every fingerprint
+    method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     graph = GraphData(entities, relationships, covariates, encoding)
     digests = RowDigests(graph)
     rows = {c["community"]: c for c in communities.to_pylist()}
@@ -162,7 +163,7 @@ def build_reports(
             )
             todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words)))
 
-        outcomes = engine.run_batch([t[2] for t in todo], engine.community_report)
+        outcomes = engine.run_batch([t[2] for t in todo], runner(engine, REPORT))
         for (c, fp, request), outcome in zip(todo, outcomes, strict=True):
             if isinstance(outcome, LLMError):
                 run.failures.append(

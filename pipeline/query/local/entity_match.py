@@ -18,7 +18,7 @@ from pipeline.core import schema
 from pipeline.core.names import normalize_name
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.query_intent import STOPWORDS, QueryIntent
+from pipeline.query.common.intent import STOPWORDS, QueryIntent
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """DRIFT's steps: its settings, the tree's nodes, the primer over the nearest community reports and a
-follow-up answered by a local search (`pipeline.query.drift_search` runs them and reduces the tree)."""
+follow-up answered by a local search (`pipeline.query.drift.search` runs them and reduces the tree)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.drift_tasks import (
+from pipeline.query.drift.tasks import (
+    FOLLOW_UP,
+    PRIMER,
     DriftStep,
     FollowUpRequest,
     PrimerReport,
@@ -26,11 +28,11 @@ from pipeline.query.drift_tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.query.global_tasks import DEFAULT_RESPONSE_TYPE, skeleton_text
-from pipeline.query.local_context import prompt_tokens, resolve_citations
-from pipeline.query.local_index import LocalIndex
-from pipeline.query.local_search import LocalSearchConfig, LocalSearchError, local_search_with
-from pipeline.query.local_tasks import ContextRow, LocalContext
+from pipeline.query.global_.tasks import DEFAULT_RESPONSE_TYPE, skeleton_text
+from pipeline.query.local.context import prompt_tokens, resolve_citations
+from pipeline.query.local.index import LocalIndex
+from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
+from pipeline.query.local.tasks import ContextRow, LocalContext
 
 CENTRAL_ENTITIES = 3  # per primer report: the follow-ups it can lead to
 
@@ -217,7 +219,9 @@ async def run_primer(
                 question=run.question, reports=part, max_follow_ups=cfg.follow_ups_per_step
             )
             try:
-                return await run.engine.drift_primer(request, run.embedder, deadline=deadline, cancel=cancel)
+                return await run.engine.run(
+                    PRIMER, request, embedder=run.embedder, deadline=deadline, cancel=cancel
+                )
             except Exception as exc:  # noqa: BLE001 - one failed fold is one failed step, never the query's end
                 return exc
 
@@ -272,7 +276,9 @@ async def run_follow_up(
             context=context,
             max_follow_ups=run.cfg.follow_ups_per_step,
         )
-        step = await run.engine.drift_follow_up(request, run.embedder, deadline=deadline, cancel=cancel)
+        step = await run.engine.run(
+            FOLLOW_UP, request, embedder=run.embedder, deadline=deadline, cancel=cancel
+        )
         holder["step"] = step
         return step.answer
 

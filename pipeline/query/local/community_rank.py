@@ -9,7 +9,7 @@ from typing import Any
 
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.query.local_index import LocalIndex
+from pipeline.query.local.index import LocalIndex
 
 
 def expand(index: LocalIndex, seeds: list[str], hops: int) -> list[str]:

@@ -1,17 +1,14 @@
-"""Query parsing: the entities, keywords and themes of a question, in its offline and LLM forms.
-
-The engine picks the form (`Engine.query_intent`), so this module is part of the engine's contract and
-imports nothing of query time (see tests/test_layout.py).
-"""
+"""Query parsing: the entities, keywords and themes of a question, in its offline and LLM forms (the
+`INTENT` task; the request is the question)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
 from pipeline import prompts
+from pipeline.engine.task import Task, TaskContext
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -66,13 +63,13 @@ def offline_intent(question: str) -> QueryIntent:
     return QueryIntent(entities=entities, keywords=keywords, themes=themes)
 
 
-async def llm_intent(client: Any, question: str, *, deadline: float | None, cancel: Any) -> QueryIntent:
+async def _offline(question: str, ctx: TaskContext) -> QueryIntent:
+    return offline_intent(question)
+
+
+async def _model(question: str, ctx: TaskContext) -> QueryIntent:
     prompt = prompts.LOCAL_QUERY_INTENT
-    return await client.complete_json(
-        prompt.messages(question=question),
-        QueryIntent,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-    )
+    return await ctx.ask(prompt, prompt.messages(question=question), QueryIntent)
+
+
+INTENT: Task[str, QueryIntent] = Task("query_intent", offline=_offline, model=_model)

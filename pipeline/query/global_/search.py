@@ -12,7 +12,7 @@ real tokenizer, and a result that never raises because some or all map batches f
   point that does not fit the reduce budget is skipped so that a shorter, lower-scored one can still
   go in. `response_type` ("multiple paragraphs", "a single paragraph", ...) sets the answer's length.
 - Which reports are mapped: one level, the deepest level that fits the map calls, or those rated
-  relevant top-down on a large namespace (`pipeline.query.community_selection`); the result says which
+  relevant top-down on a large namespace (`pipeline.query.global_.selection`); the result says which
   (`selection`) and what each phase (rate, map, reduce) spent (`phases`).
 """
 
@@ -22,23 +22,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.batcher import Batch, build_batches
-from pipeline.query.community_selection import (
-    Selection,
-    SelectionCancelled,
-    auto_level,
-    community_count,
-    contexts_in_order,
-    fit_batches,
-    select_dynamic,
-)
-from pipeline.query.global_context import LevelNotFoundError, load_report_contexts
-from pipeline.query.global_map import (
+from pipeline.query.common.batcher import Batch, build_batches
+from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
+from pipeline.query.global_.map import (
     PHASES,
     GlobalSearchConfig,
     GlobalTasks,
@@ -48,7 +37,16 @@ from pipeline.query.global_map import (
     run_map,
     select_for_reduce,
 )
-from pipeline.query.global_tasks import (
+from pipeline.query.global_.selection import (
+    Selection,
+    SelectionCancelled,
+    auto_level,
+    community_count,
+    contexts_in_order,
+    fit_batches,
+    select_dynamic,
+)
+from pipeline.query.global_.tasks import (
     ReduceRequest,
     cited_communities,
     map_messages,
@@ -239,27 +237,3 @@ def _finish(result: GlobalSearchResult, tasks: GlobalTasks, started: float) -> G
     result.phases = {p: dict(tasks.phases[p]) for p in PHASES if p in tasks.phases}
     result.duration_s = round(time.monotonic() - started, 3)
     return result
-
-
-def global_search(
-    namespace: str,
-    question: str,
-    level: int | None = None,
-    *,
-    settings: Any = None,
-    engine: Engine | None = None,
-    embedder: Embedder | None = None,
-    config: GlobalSearchConfig | None = None,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-) -> GlobalSearchResult:
-    """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
-    and embedder default to the configured ones (`pipeline.runtime.query_runtime`)."""
-    from pipeline.runtime import query_runtime
-
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or GlobalSearchConfig.from_settings(rt.settings)
-    if level is not None:
-        cfg = GlobalSearchConfig(**{**asdict(cfg), "level": level})
-    tasks = GlobalTasks(rt.engine, rt.embedder)
-    return rt.engine.run_sync(global_search_async(rt.store, question, tasks, cfg, deadline, cancel))

@@ -12,8 +12,8 @@ from typing import Any
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.entity_match import NameLookup
-from pipeline.query.index_cache import cached_index, table_versions
+from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.local.entity_match import NameLookup
 
 PARQUET_INPUTS = (
     schema.ENTITIES,

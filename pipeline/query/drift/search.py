@@ -7,7 +7,7 @@ Microsoft GraphRAG's flow, on our pieces:
    that answers, scores its answer 0-100 and proposes follow-up questions. The root node of the tree is
    the primer: its answer the folds' answers, its follow-ups theirs.
 2. **Rounds**: `depth` times, the `breadth` open follow-ups with the best parent score are answered, each
-   by a local search (`pipeline.query.local_search.local_search_with`, with the offline question parse
+   by a local search (`pipeline.query.local.search.local_search_with`, with the offline question parse
    and the community ranking: no model call) whose context is answered by one call
    (`Engine.drift_follow_up`) with an answer, a score and further follow-ups, which become open children.
 3. **Reduce**: the answered steps, best score first, within `reduce_budget` tokens, are merged into one
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.embeddings.base import Embedder
@@ -43,8 +43,8 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.batcher import pack
-from pipeline.query.drift_steps import (
+from pipeline.query.common.batcher import pack
+from pipeline.query.drift.steps import (
     Cancelled,
     DriftNode,
     DriftSearchConfig,
@@ -54,21 +54,22 @@ from pipeline.query.drift_steps import (
     run_follow_up,
     run_primer,
 )
-from pipeline.query.drift_tasks import (
+from pipeline.query.drift.tasks import (
+    DRIFT_REDUCE,
     DriftReduceRequest,
     StepAnswer,
     offline_reduce,
     reduce_block,
     reduce_messages,
 )
-from pipeline.query.global_tasks import skeleton_text
-from pipeline.query.local_context import resolve_citations
-from pipeline.query.local_index import load_local_index
-from pipeline.query.local_tasks import LocalContext
+from pipeline.query.global_.tasks import skeleton_text
+from pipeline.query.local.context import resolve_citations
+from pipeline.query.local.index import load_local_index
+from pipeline.query.local.tasks import LocalContext
 
 DEFAULT_CONFIG = DriftSearchConfig()
 
-__all__ = ["DriftNode", "DriftSearchConfig", "DriftSearchError", "DriftSearchResult", "drift_search"]
+__all__ = ["DriftNode", "DriftSearchConfig", "DriftSearchError", "DriftSearchResult", "drift_search_async"]
 
 NO_RESULTS_ANSWER = "No relevant community reports were found for this question."
 
@@ -196,7 +197,7 @@ async def _reduce(
     result.status = "partial" if failed else "completed"
     run.calls["reduce"] += 1
     try:
-        result.answer = await run.engine.drift_reduce(request, deadline=deadline, cancel=cancel)
+        result.answer = await run.engine.run(DRIFT_REDUCE, request, deadline=deadline, cancel=cancel)
     except (LLMCancelledError, LLMTimeoutError) as exc:
         if stopped(cancel, deadline):
             raise Cancelled(f"reduce stopped: {exc}") from None
@@ -229,32 +230,3 @@ def _finish(result: DriftSearchResult, run: Run, started: float) -> DriftSearchR
     result.usage = usage
     result.duration_s = round(time.monotonic() - started, 3)
     return result
-
-
-def drift_search(
-    namespace: str,
-    question: str,
-    *,
-    settings: Any = None,
-    engine: Engine | None = None,
-    embedder: Embedder | None = None,
-    config: DriftSearchConfig | None = None,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-    **overrides: Any,
-) -> DriftSearchResult:
-    """Answer a question with DRIFT for one namespace; `overrides` (primer_k, primer_folds, depth, breadth,
-    community_level, response_type, ...) take precedence over `config`, which takes precedence over the
-    configured defaults. The engine and embedder default to the configured ones."""
-    from pipeline.runtime import query_runtime
-
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    given = {k: v for k, v in overrides.items() if v is not None}
-    cfg = (
-        replace(config, **given)
-        if config is not None
-        else DriftSearchConfig.from_settings(rt.settings, **given)
-    )
-    return rt.engine.run_sync(
-        drift_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )

@@ -1,7 +1,7 @@
 """Global search's map phase and what it runs on: the search's settings (`GlobalSearchConfig`), its
 calls counted per phase (`GlobalTasks`), one call per batch with one retry (`run_map`), and the best
 points of every batch that fit the reduce budget (`select_for_reduce`). The rules are in
-`pipeline.query.global_search`'s docstring."""
+`pipeline.query.global_.search`'s docstring."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.batcher import Batch, pack, prompt_budget
-from pipeline.query.global_context import GlobalContextError
-from pipeline.query.global_tasks import (
+from pipeline.query.common.batcher import Batch, pack, prompt_budget
+from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
+from pipeline.query.global_.tasks import (
     DEFAULT_RESPONSE_TYPE,
+    MAP,
+    REDUCE,
     MapAnswer,
     MapPoint,
     MapRequest,
@@ -28,7 +31,6 @@ from pipeline.query.global_tasks import (
     reduce_messages,
     skeleton_text,
 )
-from pipeline.query.selection_tasks import RateAnswer, RateRequest
 
 SELECTIONS = ("auto", "dynamic", "static")
 PHASES = ("rate", "map", "reduce")
@@ -49,7 +51,7 @@ class GlobalSearchConfig:
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
     encoding: str = "o200k_base"
     response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
-    # Which reports are mapped (`pipeline.query.community_selection`): "dynamic" rates them top-down,
+    # Which reports are mapped (`pipeline.query.global_.selection`): "dynamic" rates them top-down,
     # "static" maps one level, "auto" is dynamic when the namespace has more than
     # `dynamic_min_communities` communities and no level was asked for.
     selection: str = "auto"
@@ -143,19 +145,19 @@ class GlobalTasks:
         self, request: RateRequest, deadline: float | None, cancel: CancelSignal | None
     ) -> RateAnswer:
         self.rate_calls += 1
-        return await self.engine.rate_reports(request, self.embedder, deadline=deadline, cancel=cancel)
+        return await self.engine.run(RATE, request, embedder=self.embedder, deadline=deadline, cancel=cancel)
 
     async def map(
         self, request: MapRequest, deadline: float | None, cancel: CancelSignal | None
     ) -> MapAnswer:
         self.map_calls += 1
-        return await self.engine.map_answer(request, self.embedder, deadline=deadline, cancel=cancel)
+        return await self.engine.run(MAP, request, embedder=self.embedder, deadline=deadline, cancel=cancel)
 
     async def reduce(
         self, request: ReduceRequest, deadline: float | None, cancel: CancelSignal | None
     ) -> ReduceAnswer:
         self.reduce_calls += 1
-        return await self.engine.reduce_answer(request, deadline=deadline, cancel=cancel)
+        return await self.engine.run(REDUCE, request, deadline=deadline, cancel=cancel)
 
 
 async def run_map(

@@ -1,5 +1,5 @@
 """Local search: entities matched in the question → graph neighbourhood → ranked communities → passages
-ranked by dense, BM25 and graph signals (`pipeline.query.passage_rank`) → one mixed context within a token budget (`pipeline.query.local_context`: reports, entities,
+ranked by dense, BM25 and graph signals (`pipeline.query.local.passage_rank`) → one mixed context within a token budget (`pipeline.query.local.context`: reports, entities,
 relationships, claims, sources, as tables with ids) → an answer that cites the rows it used.
 
 The flow is graphrag-ts's local retrieval (seed-systems-notes §A3); where it differs it fixes a flaw
@@ -25,25 +25,32 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.community_rank import (
+from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
+from pipeline.query.local.community_rank import (
     community_row,
     expand,
     rank_communities,
     semantic_candidates,
     topology_candidates,
 )
-from pipeline.query.entity_match import MatchOptions, match_entities
-from pipeline.query.local_context import (
+from pipeline.query.local.context import (
     ContextShares,
     build_local_context,
     describe_context,
     resolve_citations,
 )
-from pipeline.query.local_index import LocalIndex, load_local_index
-from pipeline.query.local_tasks import CommunitySelection, LocalContext
-from pipeline.query.passage_index import load_passage_index
-from pipeline.query.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
-from pipeline.query.query_intent import QueryIntent, offline_intent
+from pipeline.query.local.entity_match import MatchOptions, match_entities
+from pipeline.query.local.index import LocalIndex, load_local_index
+from pipeline.query.local.passage_index import load_passage_index
+from pipeline.query.local.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
+from pipeline.query.local.tasks import (
+    ANSWER,
+    SELECT,
+    AnswerRequest,
+    CommunitySelection,
+    LocalContext,
+    SelectRequest,
+)
 
 
 class LocalSearchError(ValueError):
@@ -164,7 +171,8 @@ async def local_search_async(
     cancel: CancelSignal | None = None,
 ) -> LocalSearchResult:
     async def answer(context: LocalContext) -> str:
-        return await engine.local_answer(question, context, embedder, deadline=deadline, cancel=cancel)
+        request = AnswerRequest(question, context)
+        return await engine.run(ANSWER, request, embedder=embedder, deadline=deadline, cancel=cancel)
 
     result, _ = await local_search_with(store, question, engine, embedder, cfg, answer, deadline, cancel)
     return result
@@ -297,7 +305,7 @@ async def _intent(
     cancel: CancelSignal | None,
 ) -> QueryIntent:
     try:
-        return await engine.query_intent(question, deadline=deadline, cancel=cancel)
+        return await engine.run(INTENT, question, deadline=deadline, cancel=cancel)
     except (LLMCancelledError, LLMTimeoutError):
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to parse degrades to the offline parse
@@ -322,8 +330,9 @@ async def _select(
         return []  # nothing to choose from: no call
     reason = None
     try:
-        selection: CommunitySelection | None = await engine.select_communities(
-            question, candidates, embedder, deadline=deadline, cancel=cancel
+        request = SelectRequest(question, candidates)
+        selection: CommunitySelection | None = await engine.run(
+            SELECT, request, embedder=embedder, deadline=deadline, cancel=cancel
         )
     except (LLMCancelledError, LLMTimeoutError):
         raise
@@ -341,33 +350,3 @@ async def _select(
     result.selection = "fallback"
     result.fallbacks["selection"] = f"{reason}; used the ranking"
     return candidates
-
-
-def local_search(
-    namespace: str,
-    question: str,
-    top_k: int | None = None,
-    community_level: int | None = None,
-    *,
-    settings: Any = None,
-    engine: Engine | None = None,
-    embedder: Embedder | None = None,
-    config: LocalSearchConfig | None = None,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-) -> LocalSearchResult:
-    """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
-    The engine and embedder default to the configured ones (`pipeline.runtime.query_runtime`).
-    Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
-    from pipeline.runtime import query_runtime
-
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    given = {k: v for k, v in (("top_k", top_k), ("community_level", community_level)) if v is not None}
-    cfg = (
-        replace(config, **given)
-        if config is not None
-        else LocalSearchConfig.from_settings(rt.settings, **given)
-    )
-    return rt.engine.run_sync(
-        local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )

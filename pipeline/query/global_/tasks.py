@@ -10,8 +10,7 @@ Rules of a map answer (`MapAnswer`, then `batch_points`):
   rather than dropped: it came from the batch's reports, and a model that forgets to cite is not
   wrong about the content. Points scored 0 are dropped (they answer nothing).
 
-The engine picks the form (`Engine.map_answer`, `Engine.reduce_answer`), so this module is part of the
-engine's contract: it imports nothing of query time beyond its own models (see tests/test_layout.py).
+The engine runs the `MAP` and `REDUCE` tasks below and picks their form.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 from pipeline import prompts
 from pipeline.core.themes import SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
+from pipeline.engine.task import Task, TaskContext, cpu_bound
 
 OFFLINE_MAX_POINTS = 4
 # Sentences of one community the offline map embeds: its report's summary and findings come first, then
@@ -292,45 +292,30 @@ def _sentence(text: str) -> str:
     return text if text[-1:] in ".!?\"'”’…" else text + "."
 
 
-# ---- LLM ---------------------------------------------------------------------------------------------
-async def llm_map(
-    client: Any,
-    request: MapRequest,
-    *,
-    deadline: float | None,
-    cancel: Any,
-    max_tokens: int | None = None,
-) -> MapAnswer:
-    prompt = prompts.GLOBAL_MAP
-    return await client.complete_json(
-        map_messages(request.question, request.context),
-        MapAnswer,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
+# ---- the tasks ----------------------------------------------------------------------------------
+async def _offline_map(request: MapRequest, ctx: TaskContext) -> MapAnswer:
+    return await cpu_bound(offline_map, request, ctx.need_embedder("global search"))
 
 
-async def llm_reduce(
-    client: Any,
-    request: ReduceRequest,
-    *,
-    deadline: float | None,
-    cancel: Any,
-    max_tokens: int | None = None,
-) -> ReduceAnswer:
-    prompt = prompts.GLOBAL_REDUCE
-    return await client.complete_json(
-        reduce_messages(request.question, request.context, request.response_type),
-        ReduceAnswer,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
+async def _model_map(request: MapRequest, ctx: TaskContext) -> MapAnswer:
+    messages = map_messages(request.question, request.context)
+    return await ctx.ask(prompts.GLOBAL_MAP, messages, MapAnswer, max_tokens=request.max_tokens)
+
+
+async def _offline_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAnswer:
+    return offline_reduce(request)
+
+
+async def _model_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAnswer:
+    messages = reduce_messages(request.question, request.context, request.response_type)
+    return await ctx.ask(prompts.GLOBAL_REDUCE, messages, ReduceAnswer, max_tokens=request.max_tokens)
+
+
+# The batcher leaves room for exactly the reserve a request carries; without one, the task's limit.
+MAP: Task[MapRequest, MapAnswer] = Task("map_answer", offline=_offline_map, model=_model_map, limit="map")
+REDUCE: Task[ReduceRequest, ReduceAnswer] = Task(
+    "reduce_answer", offline=_offline_reduce, model=_model_reduce, limit="reduce"
+)
 
 
 __all__ = [
@@ -341,8 +326,8 @@ __all__ = [
     "ReducePoint",
     "ReduceRequest",
     "batch_points",
-    "llm_map",
-    "llm_reduce",
+    "MAP",
+    "REDUCE",
     "offline_map",
     "offline_reduce",
     "reduce_block",

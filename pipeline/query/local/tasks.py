@@ -1,8 +1,7 @@
 """The tasks of local search after parsing — community selection and the answer — in their offline and
-LLM forms. The engine picks the form (`Engine.select_communities`, `Engine.local_answer`), so this module
-is part of the engine's contract and imports nothing of query time (see tests/test_layout.py).
+LLM forms, as the `SELECT` and `ANSWER` tasks the engine runs.
 
-Both answer forms read the same `LocalContext` (built by `pipeline.query.local_context`) and cite its
+Both answer forms read the same `LocalContext` (built by `pipeline.query.local.context`) and cite its
 rows the same way, `[Data: Entities (3, 7); Relationships (12); Sources (4)]`, so one parser resolves
 the citations of either. The answer prompt is rendered here only (`answer_messages`), and the context
 builder measures the budget on that same rendering.
@@ -11,6 +10,7 @@ builder measures the budget on that same rendering.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from pipeline import prompts
 from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
+from pipeline.engine.task import Task, TaskContext
 
 OFFLINE_ANSWER_SENTENCES = 5
 OFFLINE_ANSWER_ROWS = 12  # per section: the best-ranked rows carry the answer (see offline_answer)
@@ -70,20 +71,6 @@ def candidates_text(candidates: list[dict[str, Any]]) -> str:
     )
 
 
-async def llm_select(
-    client: Any, question: str, candidates: list[dict[str, Any]], *, deadline: float | None, cancel: Any
-) -> CommunitySelection:
-    prompt = prompts.LOCAL_SELECT_COMMUNITIES
-    return await client.complete_json(
-        prompt.messages(question=question, candidates=candidates_text(candidates)),
-        CommunitySelection,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-    )
-
-
 def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Embedder) -> CommunitySelection:
     """Keep communities that contain a matched entity or whose summary is relevant to the question (a
     cosine of at least the embedding model's `relevant` level)."""
@@ -100,26 +87,6 @@ def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Em
 def answer_messages(question: str, context_text: str) -> list[dict[str, str]]:
     """The answer prompt as sent: the context builder measures its budget on exactly this."""
     return prompts.LOCAL_ANSWER.messages(question=question, context=context_text or "(no data)")
-
-
-async def llm_answer(
-    client: Any,
-    question: str,
-    context: LocalContext,
-    *,
-    deadline: float | None,
-    cancel: Any,
-    max_tokens: int | None = None,
-) -> str:
-    prompt = prompts.LOCAL_ANSWER
-    return await client.complete_text(
-        answer_messages(question, context.text),
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
 
 
 def citation(section: Section, ids: list[int]) -> str:
@@ -183,3 +150,42 @@ def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> 
         titles = "; ".join(r.ref.get("title") or "" for r in reports)
         intro = f"Relevant topics: {titles} {citation('reports', [r.id for r in reports])}.\n"
     return intro + "\n".join(f"- {p}" for p in picked)
+
+
+# ---- the tasks ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SelectRequest:
+    question: str
+    candidates: list[dict[str, Any]]  # {id, title, summary, matched_entities}
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    question: str
+    context: LocalContext
+
+
+async def _offline_select(request: SelectRequest, ctx: TaskContext) -> CommunitySelection:
+    return offline_select(request.question, request.candidates, ctx.need_embedder("community selection"))
+
+
+async def _model_select(request: SelectRequest, ctx: TaskContext) -> CommunitySelection:
+    prompt = prompts.LOCAL_SELECT_COMMUNITIES
+    messages = prompt.messages(question=request.question, candidates=candidates_text(request.candidates))
+    return await ctx.ask(prompt, messages, CommunitySelection)
+
+
+async def _offline_answer(request: AnswerRequest, ctx: TaskContext) -> str:
+    return offline_answer(request.question, request.context, ctx.need_embedder("local answer"))
+
+
+async def _model_answer(request: AnswerRequest, ctx: TaskContext) -> str:
+    return await ctx.ask_text(prompts.LOCAL_ANSWER, answer_messages(request.question, request.context.text))
+
+
+SELECT: Task[SelectRequest, CommunitySelection] = Task(
+    "select_communities", offline=_offline_select, model=_model_select
+)
+ANSWER: Task[AnswerRequest, str] = Task(
+    "local_answer", offline=_offline_answer, model=_model_answer, limit="local_answer"
+)

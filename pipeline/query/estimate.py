@@ -21,7 +21,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.query.global_tasks import skeleton_text
+from pipeline.query.global_.tasks import skeleton_text
 
 
 @dataclass
@@ -104,8 +104,8 @@ def estimate_query(
 
 
 def _global(estimate: QueryEstimate, store: NamespaceStore, question: str, config: Any) -> None:
-    from pipeline.query.global_search import plan_batches, selection_mode
-    from pipeline.query.global_tasks import map_messages
+    from pipeline.query.global_.search import plan_batches, selection_mode
+    from pipeline.query.global_.tasks import map_messages
 
     reduce = Phase(
         "reduce", 1, config.reduce_budget - config.reduce_reserve, config.reduce_reserve, "upper bound"
@@ -135,8 +135,8 @@ def _rating(estimate: QueryEstimate, store: NamespaceStore, question: str, confi
     import math
 
     from pipeline.core import schema
-    from pipeline.query.community_selection import is_broad
-    from pipeline.query.selection_tasks import RateItem, RateRequest, rate_messages
+    from pipeline.query.global_.selection import is_broad
+    from pipeline.query.global_.selection_tasks import RateItem, RateRequest, rate_messages
 
     if is_broad(question):
         estimate.notes.append("a broad question: the top-level reports are mapped without rating")
@@ -175,9 +175,9 @@ def _drift(
     embedder: Embedder,
     config: Any,
 ) -> None:
-    from pipeline.query.drift_steps import primer_reports, split_folds
-    from pipeline.query.drift_tasks import PrimerRequest, primer_messages
-    from pipeline.query.local_index import load_local_index
+    from pipeline.query.drift.steps import primer_reports, split_folds
+    from pipeline.query.drift.tasks import PrimerRequest, primer_messages
+    from pipeline.query.local.index import load_local_index
 
     index = load_local_index(store)
     hits = primer_reports(store, index, embedder.embed([question])[0], config)
@@ -215,7 +215,7 @@ def _basic(
     embedder: Embedder,
     config: Any,
 ) -> None:
-    from pipeline.query.basic_search import build_basic_context, retrieve
+    from pipeline.query.basic.search import build_basic_context, retrieve
 
     units, _ = retrieve(store, embedder, question, config)
     context = build_basic_context(question, units, config.context_max_tokens, config.encoding)

@@ -1,6 +1,6 @@
 """Basic search: vector RAG with an answer, the baseline every GraphRAG mode must beat.
 
-The nearest text units by cosine (their best model-sized piece, `pipeline.query.search`), optionally fused
+The nearest text units by cosine (their best model-sized piece, `pipeline.query.common.search`), optionally fused
 by reciprocal rank with BM25 full-text hits, are packed best first into the answer prompt's token budget
 as a Sources table; the engine answers from it (offline: the passages' sentences closest to the question),
 citing `[Data: Sources (n)]`, which resolve to the units' documents and offsets. Microsoft GraphRAG's
@@ -25,12 +25,12 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.basic_tasks import basic_messages
-from pipeline.query.batcher import pack
-from pipeline.query.global_tasks import skeleton_text
-from pipeline.query.local_context import describe_context, resolve_citations
-from pipeline.query.local_tasks import ContextRow, LocalContext
-from pipeline.query.search import text_search, vector_search
+from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
+from pipeline.query.common.batcher import pack
+from pipeline.query.common.search import text_search, vector_search
+from pipeline.query.global_.tasks import skeleton_text
+from pipeline.query.local.context import describe_context, resolve_citations
+from pipeline.query.local.tasks import AnswerRequest, ContextRow, LocalContext
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 HEADER = "-----Sources-----\nid|text"
@@ -159,8 +159,9 @@ async def basic_search_async(
             return _finish(result, engine, started)
         context = build_basic_context(question, units, config.context_max_tokens, config.encoding)
         result.context, _ = describe_context(context)
-        result.answer = await engine.basic_answer(
-            question, context, embedder, deadline=deadline, cancel=cancel
+        request = AnswerRequest(question, context)
+        result.answer = await engine.run(
+            BASIC_ANSWER, request, embedder=embedder, deadline=deadline, cancel=cancel
         )
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (LLMCancelledError, LLMTimeoutError) as exc:
@@ -172,28 +173,3 @@ def _finish(result: BasicSearchResult, engine: Engine, started: float) -> BasicS
     result.usage = dict(engine.usage.counters())
     result.duration_s = round(time.monotonic() - started, 3)
     return result
-
-
-def basic_search(
-    namespace: str,
-    question: str,
-    top_k: int | None = None,
-    *,
-    settings: Any = None,
-    engine: Engine | None = None,
-    embedder: Embedder | None = None,
-    config: BasicSearchConfig | None = None,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-) -> BasicSearchResult:
-    """Answer a question from the nearest passages of one namespace, cited to their offsets. The engine
-    and embedder default to the configured ones (`pipeline.runtime.query_runtime`)."""
-    from pipeline.runtime import query_runtime
-
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or BasicSearchConfig.from_settings(rt.settings)
-    if top_k is not None:
-        cfg = BasicSearchConfig(**{**asdict(cfg), "top_k": top_k})
-    return rt.engine.run_sync(
-        basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )

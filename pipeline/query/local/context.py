@@ -35,8 +35,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pipeline.core.tokens import count_tokens
-from pipeline.query.local_index import LocalIndex
-from pipeline.query.local_tasks import LABELS, SECTIONS, ContextRow, LocalContext, Section, answer_messages
+from pipeline.query.local.index import LocalIndex
+from pipeline.query.local.tasks import LABELS, SECTIONS, ContextRow, LocalContext, Section, answer_messages
 
 HEADERS: dict[Section, str] = {
     "reports": "id|title|summary",

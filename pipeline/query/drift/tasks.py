@@ -1,7 +1,5 @@
 """DRIFT's tasks — the primer over community reports, a follow-up's answer from a local context, and the
-reduce of the whole tree — in their offline and LLM forms. The engine picks the form
-(`Engine.drift_primer`, `Engine.drift_follow_up`, `Engine.drift_reduce`), so this module imports nothing
-of query time beyond the other task modules (see tests/test_layout.py).
+reduce of the whole tree — in their offline and LLM forms: the `PRIMER`, `FOLLOW_UP` and `DRIFT_REDUCE` tasks the engine runs.
 
 A primer or follow-up step answers with a `DriftStep`: an intermediate answer citing its rows as
 `[Data: Reports (12)]` / `[Data: Entities (3); Sources (7)]`, a 0-100 score for how well it answers the
@@ -12,7 +10,6 @@ question, the score that closeness, and the follow-ups name the central entities
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -20,7 +17,8 @@ from pydantic import BaseModel, Field
 from pipeline import prompts
 from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
-from pipeline.query.local_tasks import LocalContext, citation, ranked_sentences, sentence_key
+from pipeline.engine.task import Task, TaskContext
+from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
 OFFLINE_REDUCE_LINES = 8
@@ -83,21 +81,6 @@ def primer_messages(request: PrimerRequest) -> list[dict[str, str]]:
     rows = "\n".join(f"{r.community}|{_cell(r.title)}|{_cell(r.text)}" for r in request.reports)
     return prompts.DRIFT_PRIMER.messages(
         question=request.question, reports=rows, max_follow_ups=request.max_follow_ups
-    )
-
-
-async def llm_primer(
-    client: Any, request: PrimerRequest, *, deadline: float | None, cancel: Any, max_tokens: int | None
-) -> DriftStep:
-    prompt = prompts.DRIFT_PRIMER
-    return await client.complete_json(
-        primer_messages(request),
-        DriftStep,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
     )
 
 
@@ -164,21 +147,6 @@ def follow_up_messages(request: FollowUpRequest) -> list[dict[str, str]]:
     )
 
 
-async def llm_follow_up(
-    client: Any, request: FollowUpRequest, *, deadline: float | None, cancel: Any, max_tokens: int | None
-) -> DriftStep:
-    prompt = prompts.DRIFT_FOLLOW_UP
-    return await client.complete_json(
-        follow_up_messages(request),
-        DriftStep,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
-
-
 def offline_follow_up(request: FollowUpRequest, embedder: Embedder) -> DriftStep:
     """The context's sentences closest to the follow-up, cited to their rows; the score is the best
     one's closeness (cosine x 100); the follow-ups ask about the context's entities, best-ranked first
@@ -210,20 +178,6 @@ def reduce_messages(question: str, context: str, response_type: str) -> list[dic
     return prompts.DRIFT_REDUCE.messages(question=question, context=context, response_type=response_type)
 
 
-async def llm_reduce(
-    client: Any, request: DriftReduceRequest, *, deadline: float | None, cancel: Any, max_tokens: int | None
-) -> str:
-    prompt = prompts.DRIFT_REDUCE
-    return await client.complete_text(
-        reduce_messages(request.question, request.context, request.response_type),
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
-
-
 def offline_reduce(request: DriftReduceRequest) -> str:
     """The first answer's topics line, then the answers' cited statements, best answer first, each
     statement once, at most `OFFLINE_REDUCE_LINES`."""
@@ -242,3 +196,41 @@ def offline_reduce(request: DriftReduceRequest) -> str:
                 seen.append(key)
                 lines.append(f"- {text}")
     return "\n".join(([intro] if intro else []) + lines)
+
+
+# ---- the tasks ---------------------------------------------------------------------------------------
+async def _offline_primer(request: PrimerRequest, ctx: TaskContext) -> DriftStep:
+    return offline_primer(request, ctx.need_embedder("DRIFT primer"))
+
+
+async def _model_primer(request: PrimerRequest, ctx: TaskContext) -> DriftStep:
+    return await ctx.ask(prompts.DRIFT_PRIMER, primer_messages(request), DriftStep)
+
+
+async def _offline_follow_up(request: FollowUpRequest, ctx: TaskContext) -> DriftStep:
+    return offline_follow_up(request, ctx.need_embedder("DRIFT follow-up"))
+
+
+async def _model_follow_up(request: FollowUpRequest, ctx: TaskContext) -> DriftStep:
+    return await ctx.ask(prompts.DRIFT_FOLLOW_UP, follow_up_messages(request), DriftStep)
+
+
+async def _offline_reduce(request: DriftReduceRequest, ctx: TaskContext) -> str:
+    return offline_reduce(request)
+
+
+async def _model_reduce(request: DriftReduceRequest, ctx: TaskContext) -> str:
+    messages = reduce_messages(request.question, request.context, request.response_type)
+    return await ctx.ask_text(prompts.DRIFT_REDUCE, messages)
+
+
+# A step's answer is as long as a local answer; the tree's reduce as global search's.
+PRIMER: Task[PrimerRequest, DriftStep] = Task(
+    "drift_primer", offline=_offline_primer, model=_model_primer, limit="local_answer"
+)
+FOLLOW_UP: Task[FollowUpRequest, DriftStep] = Task(
+    "drift_follow_up", offline=_offline_follow_up, model=_model_follow_up, limit="local_answer"
+)
+DRIFT_REDUCE: Task[DriftReduceRequest, str] = Task(
+    "drift_reduce", offline=_offline_reduce, model=_model_reduce, limit="reduce"
+)

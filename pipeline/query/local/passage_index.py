@@ -21,9 +21,9 @@ import scipy.sparse as sp
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
-from pipeline.query import local_index
-from pipeline.query.index_cache import cached_index, table_versions
-from pipeline.query.local_index import LocalIndex, load_local_index
+from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.local import index as local_index
+from pipeline.query.local.index import LocalIndex, load_local_index
 
 LANCE_INPUTS = (schema.LANCE_TEXT_UNITS, schema.LANCE_TEXT_UNIT_PIECES)
 

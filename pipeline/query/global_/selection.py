@@ -39,12 +39,12 @@ from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.batcher import Batch, build_batches, prompt_budget
-from pipeline.query.global_context import LevelNotFoundError, ReportContext, load_report_contexts
-from pipeline.query.index_cache import cached_index, table_versions
-from pipeline.query.passage_index import vector_matrix
-from pipeline.query.query_intent import offline_intent
-from pipeline.query.selection_tasks import RateItem, RateRequest
+from pipeline.query.common.batcher import Batch, build_batches, prompt_budget
+from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.intent import offline_intent
+from pipeline.query.global_.context import LevelNotFoundError, ReportContext, load_report_contexts
+from pipeline.query.global_.selection_tasks import RateItem, RateRequest
+from pipeline.query.local.passage_index import vector_matrix
 
 FILL = 0.9  # of a batch's room, when packing is estimated from the reports' own token counts
 # Words that name the collection or ask for its outline rather than for any content: a question made of

@@ -1,5 +1,5 @@
 """Global search's dynamic community selection task — rate a few community reports for relevance to a
-question — in its offline and LLM forms (`Engine.rate_reports`).
+question — in its offline and LLM forms (the `RATE` task).
 
 A rating is 0-10 (Microsoft GraphRAG rates 0-5 and keeps 1 and up; 0-10 leaves room to rank what is
 kept). The LLM form asks for one rating per report of the batch; a rating outside 0-10 fails validation
@@ -10,13 +10,12 @@ report's vector (the one its report was indexed with), on the map answers' usefu
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
+from pipeline.engine.task import Task, TaskContext
 
 SUMMARY_CHARS = 600  # of a report, in the rating prompt: enough to judge, cheap to send
 
@@ -50,21 +49,6 @@ def rate_messages(request: RateRequest) -> list[dict[str, str]]:
     return prompts.GLOBAL_RATE.messages(question=request.question, reports="\n".join(lines))
 
 
-async def llm_rate(
-    client: Any, request: RateRequest, *, deadline: float | None, cancel: Any, max_tokens: int | None
-) -> RateAnswer:
-    prompt = prompts.GLOBAL_RATE
-    return await client.complete_json(
-        rate_messages(request),
-        RateAnswer,
-        task=prompt.name,
-        prompt_version=prompt.version,
-        deadline=deadline,
-        cancel=cancel,
-        max_tokens=max_tokens,
-    )
-
-
 def offline_rate(request: RateRequest, embedder: Embedder) -> RateAnswer:
     """Each report's similarity to the question on the usefulness scale (0-100) / 10; a report without
     a vector is embedded from its title and summary."""
@@ -79,3 +63,15 @@ def offline_rate(request: RateRequest, embedder: Embedder) -> RateAnswer:
         cosine = float(vector @ question)
         ratings.append(Rating(community=r.community, score=embedder.calibration.usefulness(cosine) / 10))
     return RateAnswer(ratings=ratings)
+
+
+async def _offline(request: RateRequest, ctx: TaskContext) -> RateAnswer:
+    return offline_rate(request, ctx.need_embedder("report rating"))
+
+
+async def _model(request: RateRequest, ctx: TaskContext) -> RateAnswer:
+    return await ctx.ask(prompts.GLOBAL_RATE, rate_messages(request), RateAnswer)
+
+
+# Ratings are as short as map points: the map's output limit.
+RATE: Task[RateRequest, RateAnswer] = Task("rate_reports", offline=_offline, model=_model, limit="map")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pipeline.core.tokens import count_tokens
 from pipeline.ops.chunking import chunk_text
-from pipeline.query.global_context import ReportContext
+from pipeline.query.global_.context import ReportContext
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
 

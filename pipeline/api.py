@@ -1,0 +1,124 @@
+"""The Python entry points: one call per query mode, from a namespace name to its answer.
+
+Each builds the namespace's store, engine and embedder from the settings (`pipeline.runtime`, the
+composition root) unless they are given, and runs the mode's search, which takes them as arguments
+(`pipeline.query.<mode>.search`). The CLI, the service and the Dagster assets pass their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Any
+
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
+from pipeline.llm.batch import CancelSignal
+from pipeline.query.basic.search import BasicSearchConfig, BasicSearchResult, basic_search_async
+from pipeline.query.drift.search import DriftSearchResult, drift_search_async
+from pipeline.query.drift.steps import DriftSearchConfig
+from pipeline.query.global_.map import GlobalSearchConfig, GlobalTasks
+from pipeline.query.global_.search import GlobalSearchResult, global_search_async
+from pipeline.query.local.search import LocalSearchConfig, LocalSearchResult, local_search_async
+from pipeline.runtime import query_runtime
+
+__all__ = ["basic_search", "drift_search", "global_search", "local_search"]
+
+
+def local_search(
+    namespace: str,
+    question: str,
+    top_k: int | None = None,
+    community_level: int | None = None,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: LocalSearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> LocalSearchResult:
+    """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
+    The engine and embedder default to the configured ones.
+    Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    given = {k: v for k, v in (("top_k", top_k), ("community_level", community_level)) if v is not None}
+    cfg = (
+        replace(config, **given)
+        if config is not None
+        else LocalSearchConfig.from_settings(rt.settings, **given)
+    )
+    return rt.engine.run_sync(
+        local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    )
+
+
+def global_search(
+    namespace: str,
+    question: str,
+    level: int | None = None,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: GlobalSearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> GlobalSearchResult:
+    """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
+    and embedder default to the configured ones."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = config or GlobalSearchConfig.from_settings(rt.settings)
+    if level is not None:
+        cfg = GlobalSearchConfig(**{**asdict(cfg), "level": level})
+    tasks = GlobalTasks(rt.engine, rt.embedder)
+    return rt.engine.run_sync(global_search_async(rt.store, question, tasks, cfg, deadline, cancel))
+
+
+def drift_search(
+    namespace: str,
+    question: str,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: DriftSearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+    **overrides: Any,
+) -> DriftSearchResult:
+    """Answer a question with DRIFT for one namespace; `overrides` (primer_k, primer_folds, depth, breadth,
+    community_level, response_type, ...) take precedence over `config`, which takes precedence over the
+    configured defaults. The engine and embedder default to the configured ones."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    cfg = (
+        replace(config, **given)
+        if config is not None
+        else DriftSearchConfig.from_settings(rt.settings, **given)
+    )
+    return rt.engine.run_sync(
+        drift_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    )
+
+
+def basic_search(
+    namespace: str,
+    question: str,
+    top_k: int | None = None,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: BasicSearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> BasicSearchResult:
+    """Answer a question from the nearest passages of one namespace, cited to their offsets. The engine
+    and embedder default to the configured ones."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = config or BasicSearchConfig.from_settings(rt.settings)
+    if top_k is not None:
+        cfg = BasicSearchConfig(**{**asdict(cfg), "top_k": top_k})
+    return rt.engine.run_sync(
+        basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    )
