@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.index.report import Loss, StageReport
 from pipeline.io.store import NamespaceStore
 from tests.conftest import make_dagster_home
 from tests.support.fault_proxy import FaultProxy
@@ -90,3 +91,19 @@ def test_one_failed_unit_of_ten_is_a_success_with_one_warning_line(tmp_path: Pat
     store = NamespaceStore(tmp_path / "storage", "notes")
     assert store.read_table(schema.FAILED_EXTRACTIONS).num_rows == 1
     assert store.has_table(schema.COMMUNITY_REPORTS)
+
+
+def test_the_share_rule_fails_all_or_more_than_the_share_and_nothing_less() -> None:
+    def loss(failed: int, total: int, share: float = 0.5) -> Loss:
+        return Loss("extracted_graph", "text units", total, failed, ["why"], share)
+
+    assert not loss(0, 10).fatal and not loss(5, 10).fatal  # half is not more than half
+    assert loss(6, 10).fatal and loss(1, 1).fatal and loss(10, 10, share=0.99).fatal
+    assert loss(1, 10, share=0.0).fatal  # a share of 0: any loss fails the stage
+    report = StageReport(rows=10, loss=loss(1, 10))
+    assert report.fatal_loss() is None
+    assert report.all_metadata()["lost"] == "extracted_graph: 1 of 10 text units failed"
+    assert "lost" not in StageReport(rows=10, loss=loss(0, 10)).all_metadata()
+    assert "6 of 10 text units failed (more than 50%" in (
+        StageReport(rows=10, loss=loss(6, 10)).fatal_loss() or ""
+    )
