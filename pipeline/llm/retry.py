@@ -129,16 +129,16 @@ def final_error(
     if isinstance(exc, StreamStalledError):
         setting = "FIRST_TOKEN" if exc.clock == "first_token" else "IDLE"
         return LLMTimeoutError(
-            f"{task}: {attempts} attempt(s) at {endpoint}, the last streamed {what} (each closed before "
-            f"the next was sent); raise PIPELINE_LLM_{setting}_TIMEOUT_S if the server is only slow, or "
-            "check that it is not stuck",
+            f"{task}: {attempts} attempt(s) at {endpoint} stalled, the last with {what} (each stream "
+            f"closed before the next request); raise PIPELINE_LLM_{setting}_TIMEOUT_S if the server is "
+            "only slow, or check that it is not stuck",
             task=task,
         )
     if isinstance(exc, NotResentTimeoutError):
         return LLMTimeoutError(
-            f"{task}: {endpoint} sent no whole reply within {exc.timeout_s:g}s and does not stream; not "
-            "sent again, as the server would still be generating it. Raise PIPELINE_LLM_TIMEOUT_S or use "
-            "a server that streams",
+            f"{task}: {endpoint} sent no whole reply within {exc.timeout_s:g}s (replies not streamed); "
+            "not sent again, as the server would still be generating it. Raise PIPELINE_LLM_TIMEOUT_S, or "
+            "stream (PIPELINE_LLM_STREAM) from a server that can",
             task=task,
         )
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
