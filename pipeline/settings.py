@@ -166,24 +166,14 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_concurrency: int | None = Field(
-        default=None,
-        ge=1,
-        description="Requests in flight at once; unset = 8 for OpenAI's API, 1 for any other base URL "
-        "(a local server's capacity: raise it to the server's parallel slots)",
-    )
-    llm_timeout_s: float = Field(
-        default=60.0, gt=0, description="Total time for a whole (unstreamed) reply, and an embedding"
-    )
-    llm_stream: bool = Field(
-        default=True, description="Stream chat replies; off, or on a server that cannot, replies come whole"
-    )
+    # unset concurrency: 8 for OpenAI's API, 1 for any other base URL (a local server's capacity)
+    llm_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="A whole (unstreamed) reply, an embedding")
+    llm_stream: bool = Field(default=True, description="Stream chat replies (pipeline.llm.stream)")
     llm_first_token_timeout_s: float = Field(
-        default=120.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
+        default=300.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
     )
-    llm_idle_timeout_s: float = Field(
-        default=30.0, gt=0, description="Streamed reply: the longest wait between two chunks"
-    )
+    llm_idle_timeout_s: float = Field(default=30.0, gt=0, description="Streamed reply: longest gap in it")
     llm_max_retries: int = Field(default=4, ge=0)
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")

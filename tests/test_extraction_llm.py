@@ -76,6 +76,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         # one request at a time: two CPU cores serve the model; llama.cpp wants json_object (+ schema)
         llm_concurrency=1,
         llm_timeout_s=180,
+        llm_first_token_timeout_s=600,  # a busy machine reads the extraction prompt slowly
         llm_json_mode="json_object",
         **overrides,
     )

@@ -81,6 +81,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         llm_concurrency=1,
         llm_json_mode="json_object",
         llm_max_retries=0,
+        llm_first_token_timeout_s=600,  # on a busy machine it read a report prompt in 80 s
         **overrides,
     )
 

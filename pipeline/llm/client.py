@@ -64,7 +64,7 @@ class LLMClient:
         max_tokens: int = 2000,
         max_output_tokens: int = 16_384,
         timeout_s: float = 60.0,
-        first_token_timeout_s: float = 120.0,
+        first_token_timeout_s: float = 300.0,
         idle_timeout_s: float = 30.0,
         stream: bool = True,
         max_retries: int = 4,

@@ -99,7 +99,7 @@ class Transport:
         api_key: str,
         base_url: str | None = None,
         timeout_s: float = 60.0,
-        first_token_timeout_s: float = 120.0,
+        first_token_timeout_s: float = 300.0,
         idle_timeout_s: float = 30.0,
         stream: bool = True,
         max_retries: int = 4,
