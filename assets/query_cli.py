@@ -12,7 +12,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from assets.query_options import add_options, options_from
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.query.requests import (
+    BasicOptions,
+    ChunkOptions,
+    DriftOptions,
+    GlobalOptions,
+    LocalOptions,
+    QueryOptions,
+    VectorOptions,
+)
 from pipeline.settings import load_settings
 
 EXIT_NOT_READY = 3
@@ -28,11 +38,17 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
     from pipeline.runtime import cached_embedder
     from pipeline.vector_tool import create_vector_query_tool
     from pipeline.vector_tool.namespace_stores import namespace_store
+    from pipeline.vector_tool.options import DEFAULT_TOP_K
 
+    options = _options(args, VectorOptions)
+    if options is None:
+        return 2
     settings = load_settings()
     store = namespace_store(settings, args.namespace, args.store)
     tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
-    out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
+    out = tool.execute(
+        {"query_text": args.query, "top_k": options.top_k or DEFAULT_TOP_K, "filter": options.filter}
+    )
     if "error" in out:
         if str(out["error"]).startswith(TableNotFoundError.__name__):
             return not_ready(str(out["error"]).split(": ", 1)[-1])
@@ -66,20 +82,16 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
     from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
     from pipeline.runtime import cached_embedder
 
+    args.filter = dict(args.filter) if args.filter else None
+    options = _options(args, ChunkOptions)
+    if options is None:
+        return 2
     settings = load_settings()
     store = NamespaceStore.from_settings(settings, args.namespace)
     embedder = cached_embedder(settings)
     try:
         graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
-        hits = graph.query(
-            embedder.embed([args.query])[0],
-            top_k=args.top_k,
-            random_walk_steps=args.steps,
-            restart_prob=args.restart_prob,
-            filter=dict(args.filter) or None,
-            seed=args.seed,
-            method=args.method,
-        )
+        hits = graph.query(embedder.embed([args.query])[0], **options.given())
     except ChunkGraphError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -101,14 +113,11 @@ def cmd_query_global(args: argparse.Namespace) -> int:
     from pipeline.query.global_.context import GlobalContextError
     from pipeline.query.global_.search import GlobalSearchConfig
 
+    options = _options(args, GlobalOptions)
+    if options is None:
+        return 2
     settings = load_settings()
-    config = GlobalSearchConfig.from_settings(
-        settings,
-        level=args.level,
-        seed=args.seed,
-        response_type=args.response_type,
-        selection=args.selection,
-    )
+    config = GlobalSearchConfig.from_settings(settings, **options.given())
     if args.estimate:
         return _estimate("global", args, settings, config)
     try:
@@ -141,10 +150,15 @@ def cmd_query_global(args: argparse.Namespace) -> int:
 
 def cmd_query_local(args: argparse.Namespace) -> int:
     from pipeline.api import local_search
-    from pipeline.query.local.search import LocalSearchError
+    from pipeline.query.local.search import LocalSearchConfig, LocalSearchError
 
+    options = _options(args, LocalOptions)
+    if options is None:
+        return 2
     try:
-        result = local_search(args.namespace, args.query, top_k=args.top_k, community_level=args.level)
+        settings = load_settings()
+        config = LocalSearchConfig.from_settings(settings, **options.given())
+        result = local_search(args.namespace, args.query, settings=settings, config=config)
     except LocalSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -195,17 +209,12 @@ def cmd_query_drift(args: argparse.Namespace) -> int:
     from pipeline.api import drift_search
     from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError
 
+    options = _options(args, DriftOptions)
+    if options is None:
+        return 2
     settings = load_settings()
-    given = {
-        "primer_k": args.primer_k,
-        "primer_folds": args.primer_folds,
-        "depth": args.depth,
-        "breadth": args.breadth,
-        "community_level": args.level,
-        "response_type": args.response_type,
-    }
     try:
-        config = DriftSearchConfig.from_settings(settings, **given)
+        config = DriftSearchConfig.from_settings(settings, **options.given())
         if args.estimate:
             return _estimate("drift", args, settings, config)
         result = drift_search(args.namespace, args.query, settings=settings, config=config)
@@ -242,9 +251,12 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     from pipeline.api import basic_search
     from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError
 
+    options = _options(args, BasicOptions)
+    if options is None:
+        return 2
     settings = load_settings()
     try:
-        config = BasicSearchConfig.from_settings(settings, top_k=args.top_k, full_text=args.full_text)
+        config = BasicSearchConfig.from_settings(settings, **options.given())
         if args.estimate:
             return _estimate("basic", args, settings, config)
         result = basic_search(args.namespace, args.query, settings=settings, config=config)
@@ -262,16 +274,17 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     return 0 if result.status in ("completed", "no_results") else 1
 
 
-def _level(value: str) -> int | str:
-    if value == "auto":
-        return value
+def _options(args: argparse.Namespace, model: type[QueryOptions]) -> QueryOptions | None:
+    """The mode's request model from the flags, or None after printing why it is invalid (exit 2)."""
     try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a level number or 'auto', got {value!r}") from None
+        return options_from(args, model)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
+    """One subcommand per mode; its options are the mode's request model's (`add_options`)."""
     p = q.add_parser("vector", help="vector search over the namespace's text units")
     p.add_argument("--namespace", required=True, type=namespace)
     p.add_argument(
@@ -280,54 +293,22 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
         default="lancedb",
         help="pgvector (PIPELINE_PGVECTOR_DSN) and chroma get the text units copied from LanceDB first",
     )
-    p.add_argument("--top-k", default="5", help="results to return (a number; invalid gives 10)")
-    p.add_argument(
-        "--filter", default=None, help='metadata filter as JSON, e.g. \'{"document_title": "a.txt"}\''
-    )
+    add_options(p, VectorOptions)
     p.add_argument("--json", action="store_true")
     p.add_argument("query")
     p.set_defaults(func=cmd_query_vector)
 
     p = q.add_parser("chunks", help="chunk-graph search: random walk with restart from the nearest chunks")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=10)
-    p.add_argument("--steps", type=int, default=100, help="random walk steps per seed")
-    p.add_argument("--restart-prob", type=float, default=0.15)
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed seed)")
-    p.add_argument("--method", choices=("walk", "ppr"), default="walk", help="ppr: exact limit of the walks")
-    p.add_argument(
-        "--filter",
-        type=_filter_pair,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="metadata equality filter, e.g. document_title=a.txt (repeatable)",
-    )
+    pairs = {"type": _filter_pair, "action": "append", "metavar": "KEY=VALUE"}
+    add_options(p, ChunkOptions, filter=pairs)
     p.add_argument("--json", action="store_true")
     p.add_argument("query")
     p.set_defaults(func=cmd_query_chunks)
 
     p = q.add_parser("global", help="map-reduce over community reports: corpus-wide questions")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument(
-        "--level",
-        type=_level,
-        default=None,
-        help="community level, or 'auto': the deepest whose reports fit the map calls (default: leaf "
-        "communities, or dynamic selection on a large namespace)",
-    )
-    p.add_argument(
-        "--selection",
-        choices=("auto", "dynamic", "static"),
-        default=None,
-        help="dynamic: rate reports top-down, map the relevant ones; auto: dynamic on large namespaces",
-    )
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
-    p.add_argument(
-        "--response-type",
-        default="multiple paragraphs",
-        help='length and form of the answer, e.g. "a single paragraph" (default: multiple paragraphs)',
-    )
+    add_options(p, GlobalOptions)
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")
@@ -335,8 +316,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("local", help="entity/graph/vector retrieval with evidence cited to document offsets")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=8, help="communities to keep")
-    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
+    add_options(p, LocalOptions)
     p.add_argument("--show-evidence", type=int, default=8, help="evidence items to print")
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("query")
@@ -344,12 +324,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("drift", help="DRIFT: primer over community reports, follow-up local searches, reduce")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--primer-k", type=int, default=None, help="reports the primer reads (default 8)")
-    p.add_argument("--primer-folds", type=int, default=None, help="primer calls (default 2)")
-    p.add_argument("--depth", type=int, default=None, help="rounds of follow-ups (default 2)")
-    p.add_argument("--breadth", type=int, default=None, help="follow-ups answered per round (default 3)")
-    p.add_argument("--level", type=int, default=None, help="community level of the primer's reports")
-    p.add_argument("--response-type", default=None, help='e.g. "a single paragraph"')
+    add_options(p, DriftOptions)
     p.add_argument("--json", action="store_true", help="print the whole result, the tree included")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")
@@ -357,8 +332,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("basic", help="vector RAG: the nearest passages answered with citations (the baseline)")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=None, help="passages in the context (default 10)")
-    p.add_argument("--full-text", action="store_true", help="fuse BM25 full-text hits with the dense ones")
+    add_options(p, BasicOptions)
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")

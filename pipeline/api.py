@@ -7,8 +7,8 @@ composition root) unless they are given, and runs the mode's search, which takes
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
@@ -22,6 +22,14 @@ from pipeline.query.local.search import LocalSearchConfig, LocalSearchResult, lo
 from pipeline.runtime import query_runtime
 
 __all__ = ["basic_search", "drift_search", "global_search", "local_search"]
+
+C = TypeVar("C")
+
+
+def _config(cls: Any, config: C | None, settings: Any, **given: Any) -> C:
+    """Precedence: the options given to the call > `config` > the configured defaults."""
+    given = {k: v for k, v in given.items() if v is not None}
+    return replace(config, **given) if config is not None else cls.from_settings(settings, **given)
 
 
 def local_search(
@@ -41,15 +49,9 @@ def local_search(
     The engine and embedder default to the configured ones.
     Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    given = {k: v for k, v in (("top_k", top_k), ("community_level", community_level)) if v is not None}
-    cfg = (
-        replace(config, **given)
-        if config is not None
-        else LocalSearchConfig.from_settings(rt.settings, **given)
-    )
-    return rt.engine.run_sync(
-        local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )
+    cfg = _config(LocalSearchConfig, config, rt.settings, top_k=top_k, community_level=community_level)
+    coro = local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    return rt.engine.run_sync(coro)
 
 
 def global_search(
@@ -67,9 +69,7 @@ def global_search(
     """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
     and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or GlobalSearchConfig.from_settings(rt.settings)
-    if level is not None:
-        cfg = GlobalSearchConfig(**{**asdict(cfg), "level": level})
+    cfg = _config(GlobalSearchConfig, config, rt.settings, level=level)
     tasks = GlobalTasks(rt.engine, rt.embedder)
     return rt.engine.run_sync(global_search_async(rt.store, question, tasks, cfg, deadline, cancel))
 
@@ -90,15 +90,9 @@ def drift_search(
     community_level, response_type, ...) take precedence over `config`, which takes precedence over the
     configured defaults. The engine and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    given = {k: v for k, v in overrides.items() if v is not None}
-    cfg = (
-        replace(config, **given)
-        if config is not None
-        else DriftSearchConfig.from_settings(rt.settings, **given)
-    )
-    return rt.engine.run_sync(
-        drift_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )
+    cfg = _config(DriftSearchConfig, config, rt.settings, **overrides)
+    coro = drift_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    return rt.engine.run_sync(coro)
 
 
 def basic_search(
@@ -116,9 +110,6 @@ def basic_search(
     """Answer a question from the nearest passages of one namespace, cited to their offsets. The engine
     and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = config or BasicSearchConfig.from_settings(rt.settings)
-    if top_k is not None:
-        cfg = BasicSearchConfig(**{**asdict(cfg), "top_k": top_k})
-    return rt.engine.run_sync(
-        basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    )
+    cfg = _config(BasicSearchConfig, config, rt.settings, top_k=top_k)
+    coro = basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    return rt.engine.run_sync(coro)

@@ -21,12 +21,20 @@ from dagster import (
 
 from assets.indexing.observe import step_engine
 from assets.partitions import namespace_partitions
+from assets.query.config import (
+    BasicQuestionsConfig,
+    DriftQuestionsConfig,
+    GlobalQuestionsConfig,
+    LocalQuestionsConfig,
+    options_of,
+)
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.query.basic.search import BasicSearchConfig
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.global_.search import GlobalSearchConfig
 from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
+from pipeline.query.requests import BasicOptions, DriftOptions, GlobalOptions, LocalOptions
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
@@ -44,60 +52,8 @@ GROUP = "query"
 REFRESH = AutomationCondition.eager()
 
 
-class GlobalQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions to answer; with none here and no file, a default 'main themes' question."""
-    questions_file: str | None = None
-    """A text file (one question per line) or a CSV with a 'question' column."""
-    level: int | None = None
-    """Community level of the reports (default: leaf communities, or dynamic selection on a large namespace)."""
-    auto_level: bool = False
-    """Map the deepest level whose reports fit settings.global_max_map_batches (overrides `level`)."""
-    selection: str | None = None
-    """auto | dynamic | static (default: settings.global_selection)."""
-    seed: int = 0
-    """Shuffle seed for the batches (fixed so a run is reproducible)."""
-    response_type: str = "multiple paragraphs"
-    """Length and form of the reduced answer (e.g. "a single paragraph", "a list of 3-7 points")."""
-
-
-class LocalQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions about specific entities; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    top_k: int = 8
-    level: int | None = None
-
-
-class DriftQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions for DRIFT search; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    primer_k: int | None = None
-    """Reports the primer reads (default: settings.drift_primer_k)."""
-    primer_folds: int | None = None
-    depth: int | None = None
-    breadth: int | None = None
-    level: int | None = None
-    """Community level of the primer's reports (default: every level)."""
-    response_type: str = "multiple paragraphs"
-
-
-class BasicQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions for basic (vector RAG) search; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    top_k: int = 10
-
-
-def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
-    return GlobalSearchConfig.from_settings(
-        settings.get_settings(),
-        level="auto" if cfg.auto_level else cfg.level,
-        seed=cfg.seed,
-        response_type=cfg.response_type,
-        selection=cfg.selection,
-    )
+def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSearchConfig:
+    return GlobalSearchConfig.from_settings(settings.get_settings(), **options_of(cfg, GlobalOptions).given())
 
 
 def _elapsed(started: float) -> float:
@@ -246,7 +202,7 @@ def local_answers(
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
     cfg = LocalSearchConfig.from_settings(
-        pipeline_settings.get_settings(), top_k=config.top_k, community_level=config.level
+        pipeline_settings.get_settings(), **options_of(config, LocalOptions).given()
     )
     answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(answers, engine, started)
@@ -272,15 +228,7 @@ def drift_answers(
     engine = step_engine(context, settings)
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = DriftSearchConfig.from_settings(
-        settings,
-        primer_k=config.primer_k,
-        primer_folds=config.primer_folds,
-        depth=config.depth,
-        breadth=config.breadth,
-        community_level=config.level,
-        response_type=config.response_type,
-    )
+    cfg = DriftSearchConfig.from_settings(settings, **options_of(config, DriftOptions).given())
     answers = write_drift_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(
         answers,
@@ -312,7 +260,7 @@ def basic_answers(
     engine = step_engine(context, settings)
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = BasicSearchConfig.from_settings(settings, top_k=config.top_k)
+    cfg = BasicSearchConfig.from_settings(settings, **options_of(config, BasicOptions).given())
     answers = write_basic_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(answers, engine, started)
 

@@ -2,8 +2,8 @@
 (`OfflineEngine`).
 
 `pipeline.runtime.make_engine(settings)` picks one from `PIPELINE_LLM_PROVIDER`; callers type their
-parameter `engine: Engine` and never branch on which they got: the engine class is the one place that
-picks a task's form. `kind` names the engine for metadata and logs only (tests/test_engine_contract.py
+parameter `engine: Engine` (the base class here, which runs a task and a batch) and never branch on
+which they got: the engine class is the one place that picks a task's form. `kind` names the engine for metadata and logs only (tests/test_engine_contract.py
 fails on code that compares it). The engine knows no task by name: each lives beside its stage.
 
 Where the tasks live:
@@ -19,10 +19,10 @@ per item, so that an asset can write failure rows instead of stopping.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, TypeVar
 
 from pipeline.embeddings.base import Embedder
-from pipeline.engine.task import Task
+from pipeline.engine.task import Task, TaskContext
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMError
 from pipeline.llm.usage import Usage
@@ -33,9 +33,9 @@ Req = TypeVar("Req")
 Res = TypeVar("Res")
 
 
-@runtime_checkable
-class Engine(Protocol):
-    """Runs tasks, one or many; a new task needs nothing here."""
+class Engine:
+    """Runs tasks, one or many; a new task needs nothing here. The subclasses (`OfflineEngine`,
+    `LLMEngine`) say which form of a task runs and how a batch of them runs."""
 
     kind: Literal["offline", "llm"]  # a name for metadata and logs; never a reason to branch
     usage: Usage
@@ -50,11 +50,11 @@ class Engine(Protocol):
         cancel: CancelSignal | None = None,
     ) -> Res:
         """The task's offline or model form on `request`."""
-        ...
+        return await self._run_form(task, request, TaskContext(embedder, deadline, cancel))
 
     def identity(self, task: Task[Any, Any], options: Any = None) -> Any:
         """What this engine's output of `task` under `options` is, as it enters fingerprints."""
-        ...
+        raise NotImplementedError
 
     def run_batch(
         self,
@@ -63,9 +63,19 @@ class Engine(Protocol):
         *,
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
-    ) -> list[R | LLMError]: ...
+    ) -> list[R | LLMError]:
+        """`fn` on every item, concurrently: a result or the `LLMError` that ended it, per item."""
+        return self._batch(items, fn, deadline, cancel)
 
-    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T: ...
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """One coroutine to its end, on the loop this engine's calls run on."""
+        raise NotImplementedError
+
+    async def _run_form(self, task: Task[Req, Res], request: Req, ctx: TaskContext) -> Res:
+        raise NotImplementedError
+
+    def _batch(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]], deadline: Any, cancel: Any) -> Any:
+        raise NotImplementedError
 
 
 def runner(engine: Engine, task: Task[Req, Res], **context: Any) -> Callable[[Req], Awaitable[Res]]:

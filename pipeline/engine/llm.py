@@ -9,14 +9,12 @@ room), else the limit here.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
 from pipeline.engine.task import Task, TaskContext
-from pipeline.llm.batch import CancelSignal
 from pipeline.llm.client import LLMClient
-from pipeline.llm.errors import LLMError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,7 +45,7 @@ class OutputLimits:
         )
 
 
-class LLMEngine:
+class LLMEngine(Engine):
     """Every task through the LLM client: same prompts, same validation, whatever the server."""
 
     kind: Literal["offline", "llm"] = "llm"
@@ -57,32 +55,16 @@ class LLMEngine:
         self.usage = client.usage
         self.limits = limits or OutputLimits()
 
-    async def run(
-        self,
-        task: Task[Req, Res],
-        request: Req,
-        *,
-        embedder: Embedder | None = None,
-        deadline: float | None = None,
-        cancel: CancelSignal | None = None,
-    ) -> Res:
+    async def _run_form(self, task: Task[Req, Res], request: Req, ctx: TaskContext) -> Res:
         max_tokens = getattr(self.limits, task.limit) if task.limit else None
-        ctx = TaskContext(embedder, deadline, cancel, client=self.client, max_tokens=max_tokens)
-        return await task.model(request, ctx)
+        return await task.model(request, replace(ctx, client=self.client, max_tokens=max_tokens))
 
     def identity(self, task: Task[Any, Any], options: Any = None) -> Any:
         if task.model_identity is None:
             raise ValueError(f"task {task.name!r} has no identity")
         return task.model_identity(self.client, options)
 
-    def run_batch(
-        self,
-        items: Sequence[T],
-        fn: Callable[[T], Awaitable[R]],
-        *,
-        deadline: float | None = None,
-        cancel: CancelSignal | None = None,
-    ) -> list[R | LLMError]:
+    def _batch(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]], deadline: Any, cancel: Any) -> Any:
         return self.client.run_batch(items, fn, deadline=deadline, cancel=cancel)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:

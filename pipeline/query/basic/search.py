@@ -29,7 +29,7 @@ from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
-from pipeline.query.local.context import describe_context, resolve_citations
+from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.tasks import AnswerRequest, ContextRow, LocalContext
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."

@@ -63,7 +63,7 @@ from pipeline.query.drift.tasks import (
     reduce_messages,
 )
 from pipeline.query.global_.tasks import skeleton_text
-from pipeline.query.local.context import resolve_citations
+from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.tasks import LocalContext
 

@@ -29,7 +29,8 @@ from pipeline.query.drift.tasks import (
     follow_up_messages,
 )
 from pipeline.query.global_.tasks import DEFAULT_RESPONSE_TYPE, skeleton_text
-from pipeline.query.local.context import prompt_tokens, resolve_citations
+from pipeline.query.local.citations import resolve_citations
+from pipeline.query.local.context import prompt_tokens
 from pipeline.query.local.index import LocalIndex
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.query.local.tasks import ContextRow, LocalContext

@@ -26,6 +26,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
+from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (
     community_row,
     expand,
@@ -33,12 +34,7 @@ from pipeline.query.local.community_rank import (
     semantic_candidates,
     topology_candidates,
 )
-from pipeline.query.local.context import (
-    ContextShares,
-    build_local_context,
-    describe_context,
-    resolve_citations,
-)
+from pipeline.query.local.context import ContextShares, build_local_context
 from pipeline.query.local.entity_match import MatchOptions, match_entities
 from pipeline.query.local.index import LocalIndex, load_local_index
 from pipeline.query.local.passage_index import load_passage_index
