@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 DEMO_NAMESPACE ?= demo
 
-.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server serve browser
+.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server llm-try serve browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ $(LLM_STAMP):
 	touch $(LLM_STAMP)
 
 llm-server: $(LLM_STAMP)
+
+# The whole model path on samples/local_model with that server: the estimate first, then the run (README
+# "Local models"); everything in a temporary folder.
+llm-try: install llm-server
+	$(PY) deploy/try_local_model.py
 
 dagster-home:
 	mkdir -p $(DAGSTER_HOME)

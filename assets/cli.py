@@ -87,6 +87,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             k: v for k, v in step.metadata.items() if isinstance(v, int | float | str) and len(str(v)) < 80
         }
         print(f"  {step.asset}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    for step in result.steps:  # a loss under llm_max_failed_share: a success, said once per stage
+        if lost := step.metadata.get("lost"):
+            print(f"warning: {lost}; their rows and reasons are in the failed_* table, a re-run retries them")
     if not result.success:
         for message in result.failures:
             print(f"  error: {message}", file=sys.stderr)

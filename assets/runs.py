@@ -43,11 +43,20 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
         if on_event:
             on_event(f"materialized {m.asset_key.to_user_string()}")
     failures = [
-        f"{e.step_key}: {e.step_failure_data.error.message.strip() if e.step_failure_data.error else 'failed'}"
+        f"{e.step_key}: {_failure_message(e.step_failure_data)}"
         for e in result.all_events
         if e.is_step_failure
     ]
     return IndexRunResult([result.run_id], result.success, steps, failures)
+
+
+def _failure_message(data: Any) -> str:
+    """A step's error: a `dagster.Failure`'s own description (a stage that lost its units), else the
+    error's message."""
+    user = getattr(data, "user_failure_data", None)
+    if user is not None and user.description:
+        return user.description
+    return data.error.message.strip() if data.error else "failed"
 
 
 def documents_run_config(input_dir: str | None) -> dict[str, Any]:

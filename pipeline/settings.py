@@ -101,6 +101,7 @@ class Settings(BaseSettings):
         "cache_url",
         "cache_dir",
         "service_limits_url",
+        "llm_concurrency",
         mode="before",
     )
     @classmethod
@@ -171,8 +172,14 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_concurrency: int = Field(default=8, ge=1)
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    # unset concurrency: 8 for OpenAI's API, 1 for any other base URL (a local server's capacity)
+    llm_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="A whole (unstreamed) reply, an embedding")
+    llm_stream: bool = Field(default=True, description="Stream chat replies (pipeline.llm.stream)")
+    llm_first_token_timeout_s: float = Field(
+        default=300.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
+    )
+    llm_idle_timeout_s: float = Field(default=30.0, gt=0, description="Streamed reply: longest gap in it")
     llm_max_retries: int = Field(default=4, ge=0)
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
@@ -199,6 +206,13 @@ class Settings(BaseSettings):
     llm_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
+    )
+    llm_max_failed_share: float = Field(
+        default=0.5,
+        ge=0,
+        lt=1,
+        description="An LLM stage (extraction, community reports) that loses more than this share of its "
+        "units, or all of them, fails its step after writing what it has; a smaller loss is a warning",
     )
     llm_budget_usd: float | None = Field(
         default=None,

@@ -20,6 +20,7 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     DagsterEventType,
+    Failure,
     MaterializeResult,
     MetadataValue,
 )
@@ -80,6 +81,11 @@ def _value(value: Any) -> Any:
 
 
 def materialize(report: StageReport, asset_key: AssetKey | None = None) -> MaterializeResult:
+    """The step's materialization; a Failure (after the runner wrote its tables) when an LLM stage lost
+    all or too many of its units (`pipeline.index.report.Loss`)."""
+    if (lost := report.fatal_loss()) is not None:
+        metadata = {k: _value(v) for k, v in report.all_metadata().items()}
+        raise Failure(description=lost, metadata=metadata, allow_retries=False)
     return MaterializeResult(
         asset_key=asset_key,
         metadata={k: _value(v) for k, v in report.all_metadata().items()},

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, Stopwatch, md_table
+from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
 
@@ -56,6 +56,7 @@ def run(ctx: IndexContext) -> StageReport:
     top = sorted((r for r in reports if r["level"] == 0), key=lambda r: (-r["size"], r["community"]))
     expected = set(store.read_table(schema.COMMUNITIES, columns=["community"]).column(0).to_pylist())
     covered = {r["community"] for r in reports} | {f.community for f in result.failures}
+    lost = [f for f in result.failures if f.error_type != BUDGET_REFUSAL]
     return StageReport(
         rows=result.reports.num_rows,
         usage=engine.usage,
@@ -106,4 +107,12 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         ],
         duration_s=clock.seconds(),
+        loss=Loss(
+            stage="community_reports",
+            what="community reports",
+            total=len(expected),
+            failed=len(lost),
+            reasons=[f"community {f.community}: {f.error_type}: {f.reason}" for f in lost[:3]],
+            max_share=settings.llm_max_failed_share,
+        ),
     )

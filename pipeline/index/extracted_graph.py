@@ -33,7 +33,7 @@ from pipeline.core.shards import (
 )
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, md_table
+from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
@@ -197,6 +197,20 @@ def index_extracted_graph(
     )
 
 
+def extraction_loss(stage: str, summary: ExtractionSummary, settings: Any) -> Loss:
+    """Text units whose extraction failed outright (a failed gleaning round leaves a partial unit).
+    Units the run's budget refused are not counted: the budget stopped them on purpose and says so."""
+    lost = [f for f in summary.failures if f.round == 0 and f.error_type != BUDGET_REFUSAL]
+    return Loss(
+        stage=stage,
+        what="text units",
+        total=summary.counts["text_units"],
+        failed=len({f.text_unit_id for f in lost}),
+        reasons=[f"text unit {f.text_unit_id[:12]}: {f.error_type}: {f.reason}" for f in lost[:3]],
+        max_share=settings.llm_max_failed_share,
+    )
+
+
 def run(ctx: IndexContext) -> StageReport:
     settings, engine = ctx.settings, ctx.engine
     ctx.log(f"extracting the graph of {ctx.namespace!r} with the {engine.kind} engine")
@@ -231,4 +245,5 @@ def run(ctx: IndexContext) -> StageReport:
             )
         ],
         duration_s=summary.duration_s,
+        loss=extraction_loss("extracted_graph", summary, settings),
     )
