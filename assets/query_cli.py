@@ -176,9 +176,11 @@ def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -
 
 
 def _citations(citations: list[dict[str, Any]]) -> None:
-    """Where each cited row comes from: a passage's document and offsets, or the row's name."""
+    """Where each cited row comes from: a passage's document and offsets, one a line; other rows by
+    their names, one line per section."""
     if citations:
         print("Citations:")
+    named: dict[str, list[str]] = {}
     for c in citations:
         if c.get("start_char") is not None:
             print(
@@ -186,7 +188,9 @@ def _citations(citations: list[dict[str, Any]]) -> None:
             )
         else:
             name = c.get("title") or c.get("source") and f"{c.get('source')} -> {c.get('target')}" or ""
-            print(f"  [{c['section']} {c['id']}] {name}")
+            named.setdefault(c["section"], []).append(f"{c['id']} {name}".strip())
+    for section, names in named.items():
+        print(f"  [{section}] " + "; ".join(names))
 
 
 def cmd_query_drift(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from dagster import (
     MetadataValue,
 )
 
+from assets import progress
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
@@ -38,14 +39,17 @@ def index_context(
     embedder: EmbedderResource | None = None,
     namespace: str | None = None,
 ) -> IndexContext:
-    """The runner's context for this step's namespace, logging to the step's log."""
+    """The runner's context for this step's namespace, logging to the step's log; its progress also
+    reaches the CLI's display when the step runs under `pipeline index` (`assets.progress`)."""
     settings = pipeline_settings.get_settings()
+    progress.stage_started(context.op_def.name)
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
         engine=step_engine(context, settings),
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
+        on_progress=progress.stage_advanced,
     )
 
 
@@ -80,6 +84,7 @@ def _value(value: Any) -> Any:
 
 
 def materialize(report: StageReport, asset_key: AssetKey | None = None) -> MaterializeResult:
+    progress.asset_materialized(asset_key.to_user_string() if asset_key else None, report.all_metadata())
     return MaterializeResult(
         asset_key=asset_key,
         metadata={k: _value(v) for k, v in report.all_metadata().items()},

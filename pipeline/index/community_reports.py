@@ -6,6 +6,7 @@ failed_reports. Reports cite their context rows; cited ids the context lacks are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.core import schema
@@ -46,8 +47,12 @@ def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
     settings, store, engine = ctx.settings, ctx.store, ctx.engine
 
+    by_level: dict[int, Callable[[int, int], None]] = {}
+
     def progress(level: int, done: int, total: int) -> None:
-        ctx.log(f"level {level}: {done}/{total} reports")
+        if level not in by_level:
+            by_level[level] = ctx.progress(f"level {level} reports written")
+        by_level[level](done, total)
 
     result = index_community_reports(store, settings, engine, progress=progress)
     for f in result.failures[:20]:
