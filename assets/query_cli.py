@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from assets.hit_display import add_matches, print_hits
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import load_settings
 
@@ -31,7 +32,8 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     store = namespace_store(settings, args.namespace, args.store)
-    tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
+    tool_embedder = cached_embedder(settings)
+    tool = create_vector_query_tool("text_units", tool_embedder, store=store, enable_filter=True)
     out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
     if "error" in out:
         if str(out["error"]).startswith(TableNotFoundError.__name__):
@@ -39,15 +41,11 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
         print(f"error: {out['error']}", file=sys.stderr)
         return 2
     hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
+    add_matches(hits, args.query, NamespaceStore.from_settings(settings, args.namespace), tool_embedder)
     if args.json:
         print(json.dumps(hits, indent=2, default=str))
         return 0
-    for rank, hit in enumerate(hits, start=1):
-        snippet = " ".join(str(hit.get("text", "")).split())[:200]
-        print(
-            f"{rank}. score={hit['score']:.3f}  {hit.get('document_title')} "
-            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={hit['id'][:12]}\n   {snippet}"
-        )
+    print_hits(hits)
     return 0
 
 
@@ -83,16 +81,18 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
     except ChunkGraphError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    rows = [{"id": h.id, "score": h.score, "text": h.content, **h.metadata} for h in hits]
+    add_matches(rows, args.query, store, embedder)
     if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, default=str))
-        return 0
-    for rank, hit in enumerate(hits, start=1):
-        meta = hit.metadata
-        snippet = " ".join(hit.content.split())[:200]
         print(
-            f"{rank}. score={hit.score:.4f}  {meta.get('document_title')} "
-            f"[{meta.get('start_char')}:{meta.get('end_char')}]  id={hit.id[:12]}\n   {snippet}"
+            json.dumps(
+                [{**h.to_dict(), "match": r["match"]} for h, r in zip(hits, rows, strict=True)],
+                indent=2,
+                default=str,
+            )
         )
+        return 0
+    print_hits(rows, ".4f")
     return 0
 
 

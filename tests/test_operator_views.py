@@ -1,0 +1,72 @@
+"""What an operator reads on the sample book: the piece a vector hit matched, and answers that never
+quote the front matter the index masked (illustration captions, credits, lists of illustrations)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.boilerplate import content_span
+from tests.conftest import REPO_ROOT
+
+MARLEY = "Marley was dead, to begin with."
+
+
+def _cli(sample_book, *args):
+    env = {**os.environ, "PIPELINE_STORAGE_ROOT": str(sample_book)}
+    return subprocess.run(
+        [sys.executable, "-m", "assets", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=600,
+    )
+
+
+def test_vector_query_shows_the_matching_sentence_of_the_top_hit_with_its_offsets(sample_book):
+    args = ("query", "vector", "--namespace", "demo", "--top-k", "3", MARLEY)
+    shown = _cli(sample_book, *args)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    top_hit = shown.stdout.split("\n2. ")[0]
+    assert "**Marley** was **dead**, to **begin** with." in top_hit, shown.stdout
+    out = _cli(sample_book, *args, "--json")
+    hit = json.loads(out.stdout)[0]
+    (doc,) = NamespaceStore(sample_book, "demo").read_table(schema.DOCUMENTS).to_pylist()
+    match = hit["match"]
+    assert match["text"] == MARLEY
+    assert doc["text"][match["start_char"] : match["end_char"]] == MARLEY
+    assert hit["start_char"] <= match["start_char"] < match["end_char"] <= hit["end_char"]
+
+
+def _front_matter_quotes(doc_text: str) -> list[str]:
+    """Each masked region's text, whitespace collapsed (those long enough to be a quote)."""
+    quotes = [" ".join(doc_text[r.start : r.end].split()) for r in content_span(doc_text).regions]
+    return [q for q in quotes if len(q) >= 24]
+
+
+def test_no_local_drift_or_basic_answer_quotes_a_masked_front_matter_region(sample_book):
+    from pipeline.query.basic_search import basic_search
+    from pipeline.query.drift_search import drift_search
+    from pipeline.query.local_search import local_search
+    from pipeline.settings import Settings
+
+    settings = Settings(storage_root=sample_book)
+    (doc,) = NamespaceStore(sample_book, "demo").read_table(schema.DOCUMENTS).to_pylist()
+    quotes = _front_matter_quotes(doc["text"])
+    assert any(q.startswith("[Illustration") for q in quotes) and any("Produced by" in q for q in quotes)
+    answers = {}
+    for question in ("How is Scrooge related to Bob Cratchit?", "What happens at Fezziwig's party?"):
+        local = local_search("demo", question, settings=settings)
+        answers[f"local: {question}"] = [local.answer, *(e["text"] for e in local.evidence)]
+        answers[f"drift: {question}"] = [drift_search("demo", question, settings=settings).answer]
+        answers[f"basic: {question}"] = [basic_search("demo", question, settings=settings).answer]
+    for name, texts in answers.items():
+        said = " ".join(" ".join(t.split()) for t in texts)
+        assert "[Illustration" not in said and "Proofreading Team" not in said, name
+        for quote in quotes:
+            assert quote[:60] not in said, (name, quote)
