@@ -133,6 +133,8 @@ def cmd_query_global(args: argparse.Namespace) -> int:
             print(f"[{sel['fallback']}]")
     elif sel.get("mode") == "level-auto":
         print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
+    elif sel.get("fallback"):
+        print(f"[{sel['fallback']}]")
     if result.reason:
         print(f"[{result.reason}]")
     return 0 if result.status in ("completed", "partial", "no_results") else 1

@@ -70,3 +70,29 @@ def test_no_local_drift_or_basic_answer_quotes_a_masked_front_matter_region(samp
         assert "[Illustration" not in said and "Proofreading Team" not in said, name
         for quote in quotes:
             assert quote[:60] not in said, (name, quote)
+
+
+def test_offline_broad_question_leads_with_the_two_highest_ranked_top_level_communities(sample_book):
+    import re
+
+    from pipeline.query.global_search import global_search
+    from pipeline.settings import Settings
+
+    settings = Settings(storage_root=sample_book)
+    result = global_search("demo", "What are the main themes of the story?", settings=settings)
+    assert result.status == "completed"
+    reports = NamespaceStore(sample_book, "demo").read_table(schema.COMMUNITY_REPORTS).to_pylist()
+    top = sorted((r for r in reports if r["level"] == 0), key=lambda r: (-r["rank"], r["community"]))
+    themes = re.findall(r"^\d+\. \*\*(.+?)\*\* .*\[Community ID: (\d+)\]$", result.answer, re.MULTILINE)
+    assert [(t, int(c)) for t, c in themes[:2]] == [(r["title"], r["community"]) for r in top[:2]]
+    assert result.cited_communities[:2] == [r["community"] for r in top[:2]]
+
+
+def test_offline_topic_question_keeps_its_similarity_scored_themes(sample_book):
+    from pipeline.query.global_search import global_search
+    from pipeline.settings import Settings
+
+    settings = Settings(storage_root=sample_book)
+    result = global_search("demo", "What happens at Fezziwig's party?", settings=settings)
+    assert result.status == "completed" and "themes run through" in result.answer
+    assert "most central" not in result.answer

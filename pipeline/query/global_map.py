@@ -185,6 +185,7 @@ async def run_map(
                             context=batch.content,
                             community_ids=batch.community_ids,
                             max_tokens=config.map_reserve,
+                            ranks=batch.ranks,
                         ),
                         deadline,
                         cancel,

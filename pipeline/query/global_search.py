@@ -19,7 +19,7 @@ real tokenizer, and a result that never raises because some or all map batches f
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipeline.embeddings.base import Embedder
@@ -55,6 +55,7 @@ from pipeline.query.global_tasks import (
     offline_reduce,
     skeleton_text,
 )
+from pipeline.query.query_intent import is_broad
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
 DEFAULT_CONFIG = GlobalSearchConfig()
@@ -120,6 +121,11 @@ async def plan_search(
     elif config.level == "auto":
         level, batches, dropped = auto_level(store, skeleton, config)
         selection = Selection("level-auto", level, dropped=dropped)
+    elif config.level is None and is_broad(question):
+        # As dynamic selection does: a question about the whole collection reads the top-level reports.
+        batches = plan_batches(store, question, replace(config, level=0))
+        selection = Selection("static", 0)
+        selection.fallback = "a broad question (it names only the collection): the top-level reports"
     else:
         batches = plan_batches(store, question, config)
         selection = Selection("static", config.level)  # type: ignore[arg-type]
