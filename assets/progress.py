@@ -43,6 +43,11 @@ def stage_started(stage: str) -> None:
         _listener.started(stage)
 
 
+def current_stage() -> str | None:
+    """The step that started last in this process (its op name)."""
+    return _stage
+
+
 def stage_advanced(what: str, done: int, total: int) -> None:
     if _listener is not None and _stage is not None:
         _listener.advanced(_stage, what, done, total)

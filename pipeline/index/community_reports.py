@@ -89,6 +89,7 @@ def run(ctx: IndexContext) -> StageReport:
                 )
             ),
             "top_level": Markdown(md_table(top, ["community", "size", "rank", "title"], limit=30)),
+            "top_reports": Markdown(top_reports(result.reports.to_pylist())),
             "failures": Markdown(
                 md_table(
                     [f.__dict__ for f in result.failures], ["community", "level", "error_type", "reason"]
@@ -111,4 +112,14 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         ],
         duration_s=clock.seconds(),
+    )
+
+
+def top_reports(reports: list[dict[str, Any]], limit: int = 5) -> str:
+    """The highest-ranked reports as Markdown (title, place, summary): what the index found central."""
+    ranked = sorted(reports, key=lambda r: (-(r["rank"] or 0.0), r["level"], r["community"]))[:limit]
+    return "\n\n".join(
+        f"### {r['title']}\n*community {r['community']}, level {r['level']}, rank {r['rank'] or 0:.1f}, "
+        f"{r['size']} entities*\n\n{r['summary']}"
+        for r in ranked
     )
