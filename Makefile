@@ -45,7 +45,7 @@ demo: install dagster-home
 	@$(VENV)/bin/pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
 	@$(VENV)/bin/pipeline status --namespace $(DEMO_NAMESPACE)
 	@echo; echo "== top-level communities (titles from their reports) =="
-	@$(VENV)/bin/pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 5
+	@$(VENV)/bin/pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 3
 	@echo; echo "== vector search: 'Marley was dead, to begin with' =="
 	@$(VENV)/bin/pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
 	@echo; echo "== global question (map-reduce over community reports) =="

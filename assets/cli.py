@@ -113,8 +113,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  {t.name:<28} {t.kind:<8} {t.rows:>10}  {t.modified:%Y-%m-%d %H:%M:%S}")
     if empty:
         print(f"  empty: {', '.join(empty)}")
-    print(index_method(store))
-    print(last_spend(args.namespace))
+    print(f"{index_method(store)}; {last_spend(args.namespace)}")
     return 0
 
 
@@ -145,9 +144,9 @@ def last_spend(namespace: str) -> str:
     with DagsterInstance.get() as instance:
         spend = last_run_spend(instance, namespace)
     if spend is None:
-        return "  last run: none recorded in this Dagster instance"
+        return "last run: none recorded in this Dagster instance"
     return (
-        f"  last run {spend['run_id'][:8]}: {spend['llm_calls']} model calls, "
+        f"last run {spend['run_id'][:8]}: {spend['llm_calls']} model calls, "
         f"{spend['llm_prompt_tokens']:,} + {spend['llm_completion_tokens']:,} tokens, "
         f"${spend['llm_cost_usd']:.4f}"
     )

@@ -154,8 +154,13 @@ def cmd_query_local(args: argparse.Namespace) -> int:
     print(result.answer)
     print("\nCommunities:")
     for c in result.communities:
-        matched = f" (matched: {', '.join(c['matched_entities'])})" if c["matched_entities"] else ""
-        print(f"  [{c['id']}] level {c['level']}: {c['title']}{matched}")
+        if c["matched_entities"]:
+            print(
+                f"  [{c['id']}] level {c['level']}: {c['title']} (matched: {', '.join(c['matched_entities'])})"
+            )
+    others = [str(c["id"]) for c in result.communities if not c["matched_entities"]]
+    if others:
+        print(f"  and {len(others)} more by graph and text similarity: {', '.join(others)}")
     print("Evidence:")
     for ev in result.evidence[: args.show_evidence]:
         snippet = " ".join(ev["text"].split())[:160]

@@ -331,11 +331,10 @@ def _central_answer(request: ReduceRequest, points: list[ReducePoint]) -> str:
     """The central communities' points (`_central_points`) in rank order, one numbered block each."""
     shown = points[:MAX_THEMES]
     blocks = "\n".join(f"{n}. {p.description} {_cite(p.community_ids)}" for n, p in enumerate(shown, 1))
-    ids = ", ".join(str(i) for i in dict.fromkeys(c for p in shown for c in p.community_ids))
     head = (
         f"The {len(shown)} most central of the collection's {len(points)} communities, by the index's rank:"
     )
-    return f"{head}\n{blocks}\n\n[Communities: {ids}]"
+    return f"{head}\n{blocks}"
 
 
 def _sentence(text: str) -> str:
