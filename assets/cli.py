@@ -170,6 +170,34 @@ def cmd_communities(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_graph(args: argparse.Namespace) -> int:
+    """The namespace's graph as one self-contained HTML page (`pipeline.ops.graph_view`)."""
+    from pipeline.core import schema
+    from pipeline.ops.graph_view import graph_data, graph_html
+
+    store = NamespaceStore.from_settings(load_settings(), args.namespace)
+    ranks = None
+    if store.has_table(schema.COMMUNITY_REPORTS):
+        reports = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "rank"]).to_pylist()
+        ranks = {r["community"]: float(r["rank"] or 0.0) for r in reports}
+    data = graph_data(
+        store.read_table(schema.ENTITIES),
+        store.read_table(schema.RELATIONSHIPS),
+        store.read_table(schema.COMMUNITIES),
+        ranks,
+    )
+    page = graph_html(data, f"{args.namespace}: entity graph").encode("utf-8")
+    if args.out:
+        with open(args.out, "wb") as out:
+            out.write(page)
+        where = args.out
+    else:
+        store.write_bytes(schema.GRAPH_VIEW, page)
+        where = str(store.location(schema.GRAPH_VIEW))
+    print(f"{len(data['nodes'])} entities, {len(data['edges'])} relationships -> {where}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pipeline", description="GraphRAG indexing and query on Dagster")
     parser.add_argument(
@@ -218,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, default=0, help="0 = top level")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=cmd_communities)
+
+    p = sub.add_parser("graph", help="the entity graph as a self-contained HTML page (opens offline)")
+    p.add_argument("--namespace", required=True, type=_namespace)
+    p.add_argument("--out", help="file to write (default: graph.html in the namespace's folder)")
+    p.set_defaults(func=cmd_graph)
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)
