@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import content_span
-from tests.conftest import REPO_ROOT
+from tests.test_cli import run_cli
 
 MARLEY = "Marley was dead, to begin with."
 
 
 def _cli(sample_book, *args):
-    env = {**os.environ, "PIPELINE_STORAGE_ROOT": str(sample_book)}
-    return subprocess.run(
-        [sys.executable, "-m", "assets", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
+    return run_cli({**os.environ, "PIPELINE_STORAGE_ROOT": str(sample_book)}, *args)
 
 
 def test_vector_query_shows_the_matching_sentence_of_the_top_hit_with_its_offsets(sample_book):
