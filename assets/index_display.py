@@ -191,9 +191,20 @@ def outcome_json(result: IndexRunResult, seconds: float) -> str:
             "run_ids": result.run_ids,
             "success": result.success,
             "duration_s": round(seconds, 3),
-            "steps": [{"asset": s.asset, "metadata": s.metadata} for s in result.steps],
+            "steps": [
+                {"asset": s.asset, "metadata": {k: _plain_json(v) for k, v in s.metadata.items()}}
+                for s in result.steps
+            ],
             "failures": result.failures,
         },
         indent=2,
         default=str,
     )
+
+
+def _plain_json(value: Any) -> Any:
+    """Dagster's TableSchema (`dagster/column_schema`, a record json cannot walk) as its columns."""
+    columns = getattr(value, "columns", None)
+    if columns is not None:
+        return [{"name": c.name, "type": c.type} for c in columns]
+    return value

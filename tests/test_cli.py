@@ -108,6 +108,8 @@ def test_index_json_is_the_run_for_machines(cli_env):
     assert run["success"] is True and run["failures"] == []
     by_asset = {s["asset"]: s["metadata"] for s in run["steps"]}
     assert by_asset["text_units"]["rows"] >= 1 and "report_embeddings" in by_asset
+    assert by_asset["text_units"]["dagster/row_count"] == by_asset["text_units"]["rows"]
+    assert {"name": "start_char", "type": "int64"} in by_asset["text_units"]["dagster/column_schema"]
 
 
 def test_a_failing_stage_is_named_on_stderr(cli_env):
