@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ def vis_network_files() -> tuple[str, str]:
 
 
 def _script_safe(text: str) -> str:
-    return text.replace("</", "<\\/")
+    """Only "</script" ends a script element early; other "</" may be code (the regex `/</`)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
 
 
 def graph_data(
