@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from assets.hit_display import add_matches, print_hits
 from assets.query_options import add_options, options_from
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.requests import (
@@ -45,7 +46,8 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
         return 2
     settings = load_settings()
     store = namespace_store(settings, args.namespace, args.store)
-    tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
+    tool_embedder = cached_embedder(settings)
+    tool = create_vector_query_tool("text_units", tool_embedder, store=store, enable_filter=True)
     out = tool.execute(
         {"query_text": args.query, "top_k": options.top_k or DEFAULT_TOP_K, "filter": options.filter}
     )
@@ -55,15 +57,11 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
         print(f"error: {out['error']}", file=sys.stderr)
         return 2
     hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
+    add_matches(hits, args.query, NamespaceStore.from_settings(settings, args.namespace), tool_embedder)
     if args.json:
         print(json.dumps(hits, indent=2, default=str))
         return 0
-    for rank, hit in enumerate(hits, start=1):
-        snippet = " ".join(str(hit.get("text", "")).split())[:200]
-        print(
-            f"{rank}. score={hit['score']:.3f}  {hit.get('document_title')} "
-            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={hit['id'][:12]}\n   {snippet}"
-        )
+    print_hits(hits)
     return 0
 
 
@@ -95,16 +93,18 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
     except ChunkGraphError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    rows = [{"id": h.id, "score": h.score, "text": h.content, **h.metadata} for h in hits]
+    add_matches(rows, args.query, store, embedder)
     if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, default=str))
-        return 0
-    for rank, hit in enumerate(hits, start=1):
-        meta = hit.metadata
-        snippet = " ".join(hit.content.split())[:200]
         print(
-            f"{rank}. score={hit.score:.4f}  {meta.get('document_title')} "
-            f"[{meta.get('start_char')}:{meta.get('end_char')}]  id={hit.id[:12]}\n   {snippet}"
+            json.dumps(
+                [{**h.to_dict(), "match": r["match"]} for h, r in zip(hits, rows, strict=True)],
+                indent=2,
+                default=str,
+            )
         )
+        return 0
+    print_hits(rows, ".4f")
     return 0
 
 
@@ -143,6 +143,8 @@ def cmd_query_global(args: argparse.Namespace) -> int:
             print(f"[{sel['fallback']}]")
     elif sel.get("mode") == "level-auto":
         print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
+    elif sel.get("fallback"):
+        print(f"[{sel['fallback']}]")
     if result.reason:
         print(f"[{result.reason}]")
     return 0 if result.status in ("completed", "partial", "no_results") else 1
@@ -168,8 +170,13 @@ def cmd_query_local(args: argparse.Namespace) -> int:
     print(result.answer)
     print("\nCommunities:")
     for c in result.communities:
-        matched = f" (matched: {', '.join(c['matched_entities'])})" if c["matched_entities"] else ""
-        print(f"  [{c['id']}] level {c['level']}: {c['title']}{matched}")
+        if c["matched_entities"]:
+            print(
+                f"  [{c['id']}] level {c['level']}: {c['title']} (matched: {', '.join(c['matched_entities'])})"
+            )
+    others = [str(c["id"]) for c in result.communities if not c["matched_entities"]]
+    if others:
+        print(f"  and {len(others)} more by graph and text similarity: {', '.join(others)}")
     print("Evidence:")
     for ev in result.evidence[: args.show_evidence]:
         snippet = " ".join(ev["text"].split())[:160]
@@ -192,9 +199,11 @@ def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -
 
 
 def _citations(citations: list[dict[str, Any]]) -> None:
-    """Where each cited row comes from: a passage's document and offsets, or the row's name."""
+    """Where each cited row comes from: a passage's document and offsets, one a line; other rows by
+    their names, one line per section."""
     if citations:
         print("Citations:")
+    named: dict[str, list[str]] = {}
     for c in citations:
         if c.get("start_char") is not None:
             print(
@@ -202,7 +211,9 @@ def _citations(citations: list[dict[str, Any]]) -> None:
             )
         else:
             name = c.get("title") or c.get("source") and f"{c.get('source')} -> {c.get('target')}" or ""
-            print(f"  [{c['section']} {c['id']}] {name}")
+            named.setdefault(c["section"], []).append(f"{c['id']} {name}".strip())
+    for section, names in named.items():
+        print(f"  [{section}] " + "; ".join(names))
 
 
 def cmd_query_drift(args: argparse.Namespace) -> int:

@@ -63,7 +63,7 @@ def test_a_model_that_fails_every_unit_fails_the_run_naming_the_stage_and_the_co
     assert "FAILED" in out.stdout and "SUCCESS" not in out.stdout
     assert "extracted_graph: 10 of 10 text units failed" in out.stderr, out.stderr[-3000:]
     assert "LLMValidationError" in out.stderr  # the first reasons come with the count
-    assert "error: extracted_graph: extracted_graph: 10 of 10" in out.stderr  # no exception class name
+    assert "error: stage extracted_graph: extracted_graph: 10 of 10" in out.stderr  # no exception class name
     # every unit was asked (and repaired once), then the stage wrote what it had before failing
     assert proxy.received == 20
     store = NamespaceStore(tmp_path / "storage", "notes")

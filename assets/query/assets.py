@@ -19,7 +19,7 @@ from dagster import (
     asset,
 )
 
-from assets.indexing.observe import step_engine
+from assets.indexing.observe import step_engine, written_table
 from assets.partitions import namespace_partitions
 from assets.query.config import (
     BasicQuestionsConfig,
@@ -73,6 +73,7 @@ def _answered(answers: AnswersTable, engine: Any, started: float, **extra: Any) 
             "answers": MetadataValue.md(answers.markdown),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
+            **written_table(answers.table),
         }
     )
 
@@ -109,6 +110,7 @@ def global_map_batches(
             **engine.usage.as_metadata(),
             "config": json.dumps(config.model_dump()),
             "duration_s": _elapsed(started),
+            **written_table(table),
         }
     )
 
@@ -148,6 +150,7 @@ def global_map_answers(
             "top_score": max(table.column("top_score").to_pylist(), default=0.0),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
+            **written_table(table),
         }
     )
 

@@ -107,6 +107,7 @@ RELATIONSHIPS = "relationships"
 COVARIATES = "covariates"  # GraphRAG's name for claims
 COMMUNITIES = "communities"
 GRAPHML_EXPORT = "graph.graphml"  # for Gephi / Cytoscape, in the namespace folder
+GRAPH_VIEW = "graph.html"  # a self-contained page of the graph (pipeline.ops.graph_view)
 
 _RAW_ENTITY = pa.struct(
     [

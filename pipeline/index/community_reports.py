@@ -6,6 +6,7 @@ failed_reports. Reports cite their context rows; cited ids the context lacks are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.core import schema
@@ -46,8 +47,12 @@ def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
     settings, store, engine = ctx.settings, ctx.store, ctx.engine
 
+    by_level: dict[int, Callable[[int, int], None]] = {}
+
     def progress(level: int, done: int, total: int) -> None:
-        ctx.log(f"level {level}: {done}/{total} reports")
+        if level not in by_level:
+            by_level[level] = ctx.progress(f"level {level} reports written")
+        by_level[level](done, total)
 
     result = index_community_reports(store, settings, engine, progress=progress)
     for f in result.failures[:20]:
@@ -85,6 +90,7 @@ def run(ctx: IndexContext) -> StageReport:
                 )
             ),
             "top_level": Markdown(md_table(top, ["community", "size", "rank", "title"], limit=30)),
+            "top_reports": Markdown(top_reports(result.reports.to_pylist())),
             "failures": Markdown(
                 md_table(
                     [f.__dict__ for f in result.failures], ["community", "level", "error_type", "reason"]
@@ -115,4 +121,14 @@ def run(ctx: IndexContext) -> StageReport:
             reasons=[f"community {f.community}: {f.error_type}: {f.reason}" for f in lost[:3]],
             max_share=settings.llm_max_failed_share,
         ),
+    )
+
+
+def top_reports(reports: list[dict[str, Any]], limit: int = 5) -> str:
+    """The highest-ranked reports as Markdown (title, place, summary): what the index found central."""
+    ranked = sorted(reports, key=lambda r: (-(r["rank"] or 0.0), r["level"], r["community"]))[:limit]
+    return "\n\n".join(
+        f"### {r['title']}\n*community {r['community']}, level {r['level']}, rank {r['rank'] or 0:.1f}, "
+        f"{r['size']} entities*\n\n{r['summary']}"
+        for r in ranked
     )

@@ -24,6 +24,8 @@ class IndexContext:
     embedder: CachedEmbedder
     log: Callable[[str], None] = field(default=_quiet)
     """Progress and per-row warnings of long stages (Dagster's step log, or print)."""
+    on_progress: Callable[[str, int, int], None] | None = None
+    """Every (what, done, total) of a long loop, for a live display (the CLI's progress bar)."""
 
     @property
     def namespace(self) -> str:
@@ -38,6 +40,7 @@ class IndexContext:
         engine: Engine | None = None,
         embedder: CachedEmbedder | None = None,
         log: Callable[[str], None] = _quiet,
+        on_progress: Callable[[str, int, int], None] | None = None,
     ) -> IndexContext:
         """A context for `namespace` with the configured engine and embedder unless given."""
         from pipeline.runtime import cached_embedder, make_engine  # the composition root
@@ -48,12 +51,22 @@ class IndexContext:
             engine=engine if engine is not None else make_engine(settings),
             embedder=embedder if embedder is not None else cached_embedder(settings),
             log=log,
+            on_progress=on_progress,
         )
 
     def progress(self, what: str) -> Callable[[int, int], None]:
-        """A (done, total) callback that logs `what` ('embedded', 'extracted', ...)."""
+        """A (done, total) callback for `what` ('embedded', 'extracted', ...): every call reaches
+        `on_progress`; the log gets a line at the first call and as each quarter is passed, so a long
+        stage writes a few lines to the run's log, not one per batch."""
+        logged = -1
 
         def report(done: int, total: int) -> None:
-            self.log(f"{what} {done}/{total}")
+            nonlocal logged
+            if self.on_progress is not None:
+                self.on_progress(what, done, total)
+            quarter = 4 * done // total if total else 4
+            if quarter > logged:
+                logged = quarter
+                self.log(f"{what} {done}/{total}")
 
         return report

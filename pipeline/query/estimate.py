@@ -135,7 +135,7 @@ def _rating(estimate: QueryEstimate, store: NamespaceStore, question: str, confi
     import math
 
     from pipeline.core import schema
-    from pipeline.query.global_.selection import is_broad
+    from pipeline.query.common.intent import is_broad
     from pipeline.query.global_.selection_tasks import RateItem, RateRequest, rate_messages
 
     if is_broad(question):

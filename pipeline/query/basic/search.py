@@ -25,6 +25,7 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.search import text_search, vector_search
@@ -107,6 +108,8 @@ def retrieve(
                 "text": row.get("text") or "",
             }
         )
+    if store.has_table(schema.DOCUMENTS):  # front matter is not a passage to answer from
+        out = mask_rows(out, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
     return out, max((r["score"] for r in dense), default=-1.0)
 
 

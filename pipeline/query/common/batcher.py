@@ -28,6 +28,7 @@ class Batch:
     content: str
     community_ids: list[int] = field(default_factory=list)
     tokens: int = 0  # prompt skeleton + content
+    ranks: dict[int, float] = field(default_factory=dict)  # the reports' ranks, by community
 
 
 def part_header(community: int, part: int) -> str:
@@ -103,11 +104,13 @@ def build_batches(
     batches: list[Batch] = []
     current: list[str] = []
     current_ids: list[int] = []
+    rank = {r.community: r.rank for r in reports}
 
     def flush() -> None:
         if current:
             content = "\n".join(current)
-            batches.append(Batch(len(batches), content, list(dict.fromkeys(current_ids)), size(content)))
+            ids = list(dict.fromkeys(current_ids))
+            batches.append(Batch(len(batches), content, ids, size(content), {c: rank[c] for c in ids}))
             current.clear()
             current_ids.clear()
 

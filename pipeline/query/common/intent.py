@@ -22,6 +22,15 @@ STOPWORDS = frozenset(
 QUESTION_WORDS = frozenset(
     "what who whom whose which when where why how is are was were do does did can could".split()
 )
+# Words that name the collection or ask for its outline rather than for any content: a question made of
+# these alone (after stop words) asks about the whole corpus.
+COLLECTION_WORDS = frozenset(
+    """main key major overall general central common recurring important biggest largest primary principal
+    topic topics theme themes subject subjects idea ideas issue issues area areas summary summarize summarise
+    overview outline content contents cover covers covered covering discuss discussed discusses mention
+    mentioned address addressed passage passages document documents text texts corpus collection dataset
+    data article articles story stories book books chapter chapters whole entire present presented""".split()
+)
 _CAPITALISED = re.compile(
     r"\b(?:[A-Z][\w'’.-]*|[A-Z]{2,})(?:\s+(?:of|the|de|von|van|and|&)?\s*(?:[A-Z][\w'’.-]*))*"
 )
@@ -61,6 +70,15 @@ def offline_intent(question: str) -> QueryIntent:
     ]
     themes = keywords[:]  # offline, the question's content words stand in for its themes
     return QueryIntent(entities=entities, keywords=keywords, themes=themes)
+
+
+def is_broad(question: str) -> bool:
+    """Whether the question names nothing but the collection (rule 4 of `pipeline.query.global_.selection`)."""
+    intent = offline_intent(question)
+    # A capitalised first word ("Summarize the key ideas") is parsed as a name; one made of collection
+    # words is not one.
+    names = [e for e in intent.entities if not all(w.lower() in COLLECTION_WORDS for w in e.split())]
+    return not names and all(k in COLLECTION_WORDS for k in intent.keywords)
 
 
 async def _offline(question: str, ctx: TaskContext) -> QueryIntent:

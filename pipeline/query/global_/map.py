@@ -187,6 +187,7 @@ async def run_map(
                             context=batch.content,
                             community_ids=batch.community_ids,
                             max_tokens=config.map_reserve,
+                            ranks=batch.ranks,
                         ),
                         deadline,
                         cancel,

@@ -19,13 +19,14 @@ real tokenizer, and a result that never raises because some or all map batches f
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, build_batches
+from pipeline.query.common.intent import is_broad
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
 from pipeline.query.global_.map import (
     PHASES,
@@ -118,6 +119,11 @@ async def plan_search(
     elif config.level == "auto":
         level, batches, dropped = auto_level(store, skeleton, config)
         selection = Selection("level-auto", level, dropped=dropped)
+    elif config.level is None and is_broad(question):
+        # As dynamic selection does: a question about the whole collection reads the top-level reports.
+        batches = plan_batches(store, question, replace(config, level=0))
+        selection = Selection("static", 0)
+        selection.fallback = "a broad question (it names only the collection): the top-level reports"
     else:
         batches = plan_batches(store, question, config)
         selection = Selection("static", config.level)  # type: ignore[arg-type]

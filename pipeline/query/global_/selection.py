@@ -41,21 +41,12 @@ from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, build_batches, prompt_budget
 from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.intent import offline_intent
+from pipeline.query.common.intent import is_broad
 from pipeline.query.global_.context import LevelNotFoundError, ReportContext, load_report_contexts
 from pipeline.query.global_.selection_tasks import RateItem, RateRequest
 from pipeline.query.local.passage_index import vector_matrix
 
 FILL = 0.9  # of a batch's room, when packing is estimated from the reports' own token counts
-# Words that name the collection or ask for its outline rather than for any content: a question made of
-# these alone (after stop words) asks about the whole corpus.
-COLLECTION_WORDS = frozenset(
-    """main key major overall general central common recurring important biggest largest primary principal
-    topic topics theme themes subject subjects idea ideas issue issues area areas summary summarize summarise
-    overview outline content contents cover covers covered covering discuss discussed discusses mention
-    mentioned address addressed passage passages document documents text texts corpus collection dataset
-    data article articles story stories book books chapter chapters whole entire present presented""".split()
-)
 
 
 class SelectionCancelled(Exception):
@@ -189,15 +180,6 @@ def _tree(store: NamespaceStore) -> _Tree:
         vector=vectors,
         roots=sorted(c["community"] for c in communities if c["level"] == 0 and c["community"] in has),
     )
-
-
-def is_broad(question: str) -> bool:
-    """Whether the question names nothing but the collection (module docstring, rule 4)."""
-    intent = offline_intent(question)
-    # A capitalised first word ("Summarize the key ideas") is parsed as a name; one made of collection
-    # words is not one.
-    names = [e for e in intent.entities if not all(w.lower() in COLLECTION_WORDS for w in e.split())]
-    return not names and all(k in COLLECTION_WORDS for k in intent.keywords)
 
 
 async def select_dynamic(

@@ -23,9 +23,10 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from pipeline import prompts
-from pipeline.core.themes import SENTENCES_PER_THEME, group_into_themes, theme_label
+from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
+from pipeline.query.common.intent import is_broad
 
 OFFLINE_MAX_POINTS = 4
 # Sentences of one community the offline map embeds: its report's summary and findings come first, then
@@ -42,6 +43,7 @@ class MapRequest(BaseModel):
     context: str
     community_ids: list[int] = Field(default_factory=list)
     max_tokens: int | None = None  # the answer's limit: the output reserve the batcher left room for
+    ranks: dict[int, float] = Field(default_factory=dict)  # the batch's report ranks (offline broad map)
 
 
 class MapPoint(BaseModel):
@@ -179,6 +181,7 @@ def batch_points(answer: MapAnswer, batch_community_ids: list[int]) -> list[MapP
 
 
 # ---- offline -----------------------------------------------------------------------------------------
+_WORD = re.compile(r"\w+")
 _HEADER = re.compile(r"^\[Community ID: (-?\d+) \| summary part \d+\]$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'\[(])")
 _LABEL = re.compile(r"^[-*#\s]*(\[(?:Claim|Text unit) [^\]]*\]\s*(\([A-Z]+\)\s*)?)?")
@@ -229,10 +232,12 @@ def _names_in(sentence: str, name: str) -> bool:
 def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
     """One point per sentence of the batch among the most similar to the question, cited by its
     community; its score is the similarity on the embedding model's usefulness scale
-    (`Calibration.usefulness`), so unrelated sentences score 0 and are left out."""
+    (`Calibration.usefulness`), so unrelated sentences score 0 and are left out (broad: see below)."""
     sentences = _sentences_by_community(request.context)
     if not sentences:
         return MapAnswer(points=[])
+    if request.ranks and is_broad(request.question):
+        return MapAnswer(points=_central_points(request, sentences, embedder))
     calibration = embedder.calibration
     vectors = embedder.embed([request.question] + [s for _, s, _ in sentences])
     sims = vectors[1:] @ vectors[0]
@@ -255,6 +260,39 @@ def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
     return MapAnswer(points=points)
 
 
+def _central_points(
+    request: MapRequest, sentences: list[tuple[int, str, bool]], embedder: Embedder
+) -> list[MapPoint]:
+    """A broad question's words say nothing of which report matters; the ranks do. One point per
+    community of the batch, scored by its rank (0-10 as 0-100): its title, then its report's sentences
+    nearest that title (what the community is about), each once, none only repeating the title."""
+    titles = dict(_TITLE_LINE.findall(request.context))
+    vectors = embedder.embed([titles.get(str(c), "") for c, _, _ in sentences] + [s for _, s, _ in sentences])
+    sims = np.einsum("ij,ij->i", vectors[: len(sentences)], vectors[len(sentences) :])
+    points = []
+    for community in dict.fromkeys(c for c, _, _ in sentences):
+        title, rank = titles.get(str(community), ""), request.ranks.get(community, 0.0)
+        mine = sorted((i for i, s in enumerate(sentences) if s[0] == community), key=lambda i: -sims[i])
+        words = set(_WORD.findall(title.lower()))
+        best = [
+            _sentence(sentences[i][1])
+            for i in mine
+            if not set(_WORD.findall(sentences[i][1].lower())) <= words
+        ]
+        text = " ".join(list(dict.fromkeys(best))[:SENTENCES_PER_THEME])
+        description = f"**{title}** (rank {rank:.1f}). {text}" if title else text
+        points.append(
+            MapPoint(
+                description=description, score=min(MAX_SCORE, max(rank * 10, 1.0)), communities=[community]
+            )
+        )
+    return points
+
+
+# A part header followed by the report's title line: "[Community ID: 2 | summary part 1]\n# A, B and C"
+_TITLE_LINE = re.compile(r"^\[Community ID: (-?\d+) \| summary part 1\]\n# ([^\n]+)$", re.MULTILINE)
+
+
 def _cite(ids: list[int]) -> str:
     if len(ids) == 1:
         return f"[Community ID: {ids[0]}]"
@@ -270,6 +308,8 @@ def offline_reduce(request: ReduceRequest) -> ReduceAnswer:
         if key and key not in seen:
             seen.add(key)
             points.append(p)
+    if is_broad(request.question) and all(p.description.startswith("**") for p in points):
+        return ReduceAnswer(answer=_central_answer(request, points))
     descriptions = [p.description for p in points]
     themes = group_into_themes(descriptions, [p.community_ids for p in points])
     blocks = []
@@ -285,6 +325,16 @@ def offline_reduce(request: ReduceRequest) -> ReduceAnswer:
         "over the community reports:\n" + "\n".join(blocks) + f"\n\n[Communities: {ids}]"
     )
     return ReduceAnswer(answer=text)
+
+
+def _central_answer(request: ReduceRequest, points: list[ReducePoint]) -> str:
+    """The central communities' points (`_central_points`) in rank order, one numbered block each."""
+    shown = points[:MAX_THEMES]
+    blocks = "\n".join(f"{n}. {p.description} {_cite(p.community_ids)}" for n, p in enumerate(shown, 1))
+    head = (
+        f"The {len(shown)} most central of the collection's {len(points)} communities, by the index's rank:"
+    )
+    return f"{head}\n{blocks}"
 
 
 def _sentence(text: str) -> str:

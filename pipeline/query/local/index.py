@@ -12,6 +12,7 @@ from typing import Any
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.ops.boilerplate import mask_text_units
 from pipeline.query.common.index_cache import cached_index, table_versions
 from pipeline.query.local.entity_match import NameLookup
 
@@ -106,6 +107,8 @@ def build_local_index(store: NamespaceStore) -> LocalIndex:
             schema.TEXT_UNITS,
             columns=["id", "human_readable_id", "document_id", "start_char", "end_char", "text"],
         )
+        if store.has_table(schema.DOCUMENTS):  # front matter never becomes evidence; offsets unchanged
+            t = mask_text_units(t, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
         units = {r["id"]: r for r in t.to_pylist()}
     titles: dict[str, str] = {}
     if store.has_table(schema.DOCUMENTS):
