@@ -61,11 +61,11 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
 
 def _failure_message(data: Any) -> str:
     """A step's error: a `dagster.Failure`'s own description (a stage that lost its units), else the
-    error's message."""
+    error the step's code raised (`_root_error`)."""
     user = getattr(data, "user_failure_data", None)
     if user is not None and user.description:
         return user.description
-    return data.error.message.strip() if data.error else "failed"
+    return _root_error(data.error)
 
 
 def documents_run_config(input_dir: str | None) -> dict[str, Any]:
