@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/eval_routing.py [--questions FILE] [--limit N]
 
-Each question is routed offline (`pipeline.query.auto.route.offline_route`: rules, then the nearest
-prototype by the MiniLM embedder), as `auto` does with the offline engine on a namespace that has every
+Each question is routed offline (`pipeline.query.auto.route.offline_route`: rules on the question's
+form, then the nearest prototype by the MiniLM embedder), as `auto` does with the offline engine on a namespace that has every
 mode's tables. The four types are Fact Retrieval, Complex Reasoning, Contextual Summarize and Creative
 Generation; the two rules checked are: a summary never routes to basic, a fact lookup never to global.
 Prints JSON (also called by `bench/eval_retrieval.py`, i.e. `make eval`).
@@ -39,6 +39,7 @@ def evaluate(path: Path = DEFAULT_QUESTIONS, limit: int | None = None) -> dict:
     embedder = cached_embedder(load_settings())
     table: dict[str, Counter] = {}
     started = time.perf_counter()
+    embedder.embed([q["question"] for q in questions])  # one batch: each route then reads the cache
     for q in questions:
         route = offline_route(q["question"], embedder).route
         table.setdefault(q["question_type"], Counter())[route] += 1

@@ -159,3 +159,17 @@ def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
     given = AutoSearchConfig(route="lazy")
     result = asyncio.run(auto_search_async(tiny, "Who is Bob Cratchit?", OfflineEngine(), embedder, given))
     assert (result.route, result.router) == ("lazy", "given") and "units_tested" in result.result
+
+
+def test_the_lazy_estimate_is_its_call_bound(tiny, embedder):
+    from pipeline.query.estimate import estimate_query
+    from pipeline.settings import Settings
+
+    cfg = LazySearchConfig(budget=10, units_per_call=4)
+    settings = Settings(llm_provider="openai", llm_model="gpt-4o-mini")
+    est = estimate_query("lazy", tiny, "Who is Bob Cratchit?", settings, embedder, cfg)
+    phases = {p.phase: p for p in est.phases}
+    assert est.calls == cfg.max_calls == 1 + cfg.max_rate_calls + 1
+    assert (phases["expand"].calls, phases["expand"].basis) == (1, "exact")
+    assert (phases["rate"].calls, phases["rate"].basis) == (cfg.max_rate_calls, "upper bound")
+    assert phases["answer"].prompt_tokens == cfg.context_max_tokens and est.cost_usd > 0
