@@ -6,9 +6,8 @@ lacks them), its children partition its members. Units that
 no community holds (no entity was found in them) form one extra root, `ORPHANS`, so no unit is out of
 reach. A namespace without communities is that one root.
 
-A subquery ranks units by the nearest-text-units search local search uses (dense best-piece cosine and
-BM25, fused by RRF: `local.passage_rank`, without the entity walk, which needs seeds); a community ranks
-by its best-ranked unit.
+A subquery ranks units with local search's passage ranking (`local.passage_rank`: dense best-piece cosine
+and BM25, fused by RRF; `SIGNALS`); a community ranks by its best-ranked unit.
 """
 
 from __future__ import annotations
@@ -25,6 +24,9 @@ from pipeline.query.local.passage_index import PassageIndex
 from pipeline.query.local.passage_rank import PassageRankOptions, rank_passages
 
 ORPHANS = -1  # the root of the units no community holds
+# Local search's dense and BM25 signals. Its entity walk (seeded by the nearest passages, lazy search has
+# no matched entities) added nothing on MuSiQue-100: 171 gold passages in the contexts with it, 172 without.
+SIGNALS: tuple[str, ...] = ("dense", "bm25")
 
 
 @dataclass
@@ -86,7 +88,7 @@ class Ranking:
 def rank_units(
     store: NamespaceStore, passages: PassageIndex, embedder: Embedder, subqueries: list[str], depth: int
 ) -> list[Ranking]:
-    options = PassageRankOptions(signals=("dense", "bm25"), depth=depth)
+    options = PassageRankOptions(signals=SIGNALS, depth=depth)
     vectors = embedder.embed(subqueries)
     out = []
     for subquery, vector in zip(subqueries, vectors, strict=True):
