@@ -17,6 +17,7 @@ import time
 from types import ModuleType
 
 from assets.query_cli import add_query_parsers, not_ready
+from assets.query_cli_lazy import add_lazy_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
@@ -287,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)
+    add_lazy_parsers(q, _namespace)
     return parser
 
 

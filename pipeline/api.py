@@ -13,15 +13,17 @@ from typing import Any, TypeVar
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal
+from pipeline.query.auto.search import AutoSearchConfig, AutoSearchResult, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchResult, basic_search_async
 from pipeline.query.drift.search import DriftSearchResult, drift_search_async
 from pipeline.query.drift.steps import DriftSearchConfig
 from pipeline.query.global_.map import GlobalSearchConfig, GlobalTasks
 from pipeline.query.global_.search import GlobalSearchResult, global_search_async
+from pipeline.query.lazy.search import LazySearchConfig, LazySearchResult, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchResult, local_search_async
 from pipeline.runtime import query_runtime
 
-__all__ = ["basic_search", "drift_search", "global_search", "local_search"]
+__all__ = ["auto_search", "basic_search", "drift_search", "global_search", "lazy_search", "local_search"]
 
 C = TypeVar("C")
 
@@ -112,4 +114,44 @@ def basic_search(
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(BasicSearchConfig, config, rt.settings, top_k=top_k)
     coro = basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    return rt.engine.run_sync(coro)
+
+
+def lazy_search(
+    namespace: str,
+    question: str,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: LazySearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+    **overrides: Any,
+) -> LazySearchResult:
+    """Answer a question with lazy search (relevance tests within a budget, no community reports needed);
+    `overrides` (budget, subqueries, max_irrelevant, ...) > `config` > the configured defaults."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(LazySearchConfig, config, rt.settings, **overrides)
+    coro = lazy_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
+    return rt.engine.run_sync(coro)
+
+
+def auto_search(
+    namespace: str,
+    question: str,
+    route: str | None = None,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: AutoSearchConfig | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> AutoSearchResult:
+    """Route the question to basic, local, global, DRIFT or lazy search and answer it; the result says
+    which (`route`) and why (`reason`). `route` given here skips the classification."""
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(AutoSearchConfig, config, rt.settings, route=route)
+    coro = auto_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
     return rt.engine.run_sync(coro)

@@ -439,3 +439,49 @@ BASIC_ANSWER = Prompt(
     user="Question: {question}\n\nData tables:\n{context}",
 )
 PROMPTS[BASIC_ANSWER.name] = BASIC_ANSWER
+
+
+# ---- lazy search (pipeline.query.lazy) and the router (pipeline.query.auto) ----
+# LazyGraphRAG's query expansion and relevance test (Microsoft Research, November 2024) in short; the
+# answer is basic search's (BASIC_ANSWER), over the relevant units' extracted sentences.
+LAZY_EXPAND = Prompt(
+    name="lazy_expand",
+    version="lazy_expand-v1",
+    system=(
+        "You break a question into the few sub-questions a search over passages of documents must answer "
+        "to answer it. Each sub-question stands alone (names what it is about, no pronouns)."
+    ),
+    user=(
+        "Question: {question}\n\nWrite at most {n} sub-questions; the first is the question itself, "
+        "reworded only if that makes it searchable.\n"
+        'Answer as JSON: {{"subqueries": ["...", "..."]}}'
+    ),
+)
+LAZY_RATE = Prompt(
+    name="lazy_rate",
+    version="lazy_rate-v1",
+    system=(
+        "You judge whether passages of documents are relevant to a question. Rate each passage from 0 to "
+        "10: 0 when it has nothing to do with the question, 5 when it holds part of an answer or context "
+        "a good answer needs, 10 when it answers the question directly."
+    ),
+    user=(
+        "Question: {question}\n\nPassages (id: text):\n{passages}\n\n"
+        "Rate every passage above, once each, by its id.\n"
+        'Answer as JSON: {{"ratings": [{{"id": <id>, "score": <0-10>}}]}}'
+    ),
+)
+ROUTE_QUESTION = Prompt(
+    name="route_question",
+    version="route_question-v1",
+    system=(
+        "You choose how a question over a collection of documents is best answered:\n"
+        "- basic: a fact stated in one or two passages (who, when, where, which, how many);\n"
+        "- local: how specific named people, places or things relate, from the knowledge graph;\n"
+        "- global: a summary or the main themes of the whole collection or a whole document;\n"
+        "- drift: a broad question that also needs details, or writing something new from the material;\n"
+        "- lazy: a question that needs reasoning over facts spread across several passages."
+    ),
+    user='Question: {question}\n\nAnswer as JSON: {{"route": "<basic|local|global|drift|lazy>", "reason": "..."}}',
+)
+PROMPTS.update({p.name: p for p in (LAZY_EXPAND, LAZY_RATE, ROUTE_QUESTION)})

@@ -301,6 +301,20 @@ class Settings(BaseSettings):
     drift_depth: int = Field(default=2, ge=0, le=10, description="Rounds of follow-up local searches")
     drift_breadth: int = Field(default=3, ge=1, le=50, description="Follow-ups answered per round")
     drift_concurrency: int = Field(default=4, ge=1, le=64, description="DRIFT calls in flight at once")
+    # Lazy search (pipeline.query.lazy): at most 1 + 2 x ceil(budget / units_per_call) + 1 calls a question
+    lazy_budget: int = Field(
+        default=100, ge=1, le=10_000, description="Units rated per question (MS: 100/500/1500)"
+    )
+    lazy_subqueries: int = Field(
+        default=3, ge=1, le=8, description="Subqueries the question is expanded into"
+    )
+    lazy_units_per_call: int = Field(default=8, ge=1, le=32, description="Units rated in one call")
+    lazy_max_irrelevant: int = Field(
+        default=3, ge=1, le=100, description="Irrelevant communities ending a branch"
+    )
+    lazy_threshold: float = Field(
+        default=2.0, ge=0, le=10, description="A unit rated this (0-10) is relevant"
+    )
     # Vector query tool (pipeline/vector_tool): the PostgreSQL server for `query vector --store pgvector`
     pgvector_dsn: str | None = Field(
         default=None, description="PostgreSQL URI with the pgvector extension; one schema per namespace"

@@ -79,7 +79,7 @@ def test_status_of_an_unknown_namespace_says_so(cli_env):
 
 def test_every_query_before_index_is_index_not_ready_as_in_the_http_api(cli_env):
     _, env = cli_env
-    for kind in ("vector", "local", "global", "drift", "basic"):
+    for kind in ("vector", "local", "global", "drift", "basic", "lazy", "auto"):
         out = run_cli(env, "query", kind, "--namespace", "never-indexed", "anything")
         assert out.returncode == 3, (kind, out.stderr[-2000:])
         assert out.stdout.startswith("[status: index_not_ready; ") and "materialize" in out.stdout, kind

@@ -271,6 +271,8 @@ LLM_ASSETS = {
     "local_answers",
     "drift_answers",
     "basic_answers",
+    "lazy_answers",
+    "auto_answers",
 }
 
 

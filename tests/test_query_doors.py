@@ -41,6 +41,10 @@ SAMPLES: dict[str, Any] = {
     "restart_prob": 0.3,
     "method": "ppr",
     "filter": {"document_title": "a.txt"},
+    "budget": 10,
+    "subqueries": 2,
+    "max_irrelevant": 2,
+    "route": "lazy",
 }
 QUESTION_FIELD = {"chunks": "query", "vector": "query"}
 

@@ -22,19 +22,31 @@ from dagster import (
 from assets.indexing.observe import step_engine, written_table
 from assets.partitions import namespace_partitions
 from assets.query.config import (
+    AutoQuestionsConfig,
     BasicQuestionsConfig,
     DriftQuestionsConfig,
     GlobalQuestionsConfig,
+    LazyQuestionsConfig,
     LocalQuestionsConfig,
     options_of,
 )
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
+from pipeline.query.auto.search import AutoSearchConfig
 from pipeline.query.basic.search import BasicSearchConfig
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.lazy.saved import write_auto_answers, write_lazy_answers
+from pipeline.query.lazy.search import LazySearchConfig
 from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
-from pipeline.query.requests import BasicOptions, DriftOptions, GlobalOptions, LocalOptions
+from pipeline.query.requests import (
+    AutoOptions,
+    BasicOptions,
+    DriftOptions,
+    GlobalOptions,
+    LazyOptions,
+    LocalOptions,
+)
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
@@ -268,6 +280,82 @@ def basic_answers(
     return _answered(answers, engine, started)
 
 
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
+    automation_condition=REFRESH,
+    description="Saved lazy questions: relevance tests of passages in community order within a budget, "
+    "answered with citations; no community reports needed.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def lazy_answers(
+    context: AssetExecutionContext,
+    config: LazyQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = LazySearchConfig.from_settings(settings, **options_of(config, LazyOptions).given())
+    answers = write_lazy_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        units_tested=sum(answers.table.column("units_tested").to_pylist()),
+        model_calls=sum(answers.table.column("model_calls").to_pylist()),
+        max_calls_per_question=cfg.max_calls,
+    )
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
+    automation_condition=REFRESH,
+    description="Saved questions, each routed to basic, local, global, DRIFT or lazy search; the route "
+    "and its reason kept with the answer.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def auto_answers(
+    context: AssetExecutionContext,
+    config: AutoQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = AutoSearchConfig.from_settings(settings, **options_of(config, AutoOptions).given())
+    answers, routes = write_auto_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    decisions = [
+        {"question": q, "route": r, "reason": why}
+        for q, r, why in zip(
+            answers.table.column("question").to_pylist(),
+            answers.table.column("route").to_pylist(),
+            answers.table.column("reason").to_pylist(),
+            strict=True,
+        )
+    ]
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        **{f"route_{r}": n for r, n in routes.items()},
+        routes=MetadataValue.json(decisions),
+    )
+
+
 query_assets = [
     global_map_batches,
     global_map_answers,
@@ -275,4 +363,6 @@ query_assets = [
     local_answers,
     drift_answers,
     basic_answers,
+    lazy_answers,
+    auto_answers,
 ]

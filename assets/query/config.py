@@ -14,7 +14,15 @@ from typing import Any, Literal
 from dagster import Config
 from pydantic import Field, create_model
 
-from pipeline.query.requests import BasicOptions, DriftOptions, GlobalOptions, LocalOptions, QueryOptions
+from pipeline.query.requests import (
+    AutoOptions,
+    BasicOptions,
+    DriftOptions,
+    GlobalOptions,
+    LazyOptions,
+    LocalOptions,
+    QueryOptions,
+)
 
 QUESTIONS_FIELDS: dict[str, Any] = {
     "questions": (list[str], Field(default=[], description="Questions to answer")),
@@ -74,9 +82,17 @@ DriftQuestionsConfig = config_class(
 BasicQuestionsConfig = config_class(
     "BasicQuestionsConfig", BasicOptions, "Saved basic questions; with none and no file, nothing is asked."
 )
+LazyQuestionsConfig = config_class(
+    "LazyQuestionsConfig", LazyOptions, "Saved lazy questions; with none and no file, nothing is asked."
+)
+AutoQuestionsConfig = config_class(
+    "AutoQuestionsConfig", AutoOptions, "Saved questions routed per question; with none, nothing is asked."
+)
 CONFIGS: dict[str, tuple[type[Config], type[QueryOptions]]] = {
     "global": (GlobalQuestionsConfig, GlobalOptions),
     "local": (LocalQuestionsConfig, LocalOptions),
     "drift": (DriftQuestionsConfig, DriftOptions),
     "basic": (BasicQuestionsConfig, BasicOptions),
+    "lazy": (LazyQuestionsConfig, LazyOptions),
+    "auto": (AutoQuestionsConfig, AutoOptions),
 }

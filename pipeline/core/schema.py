@@ -442,3 +442,30 @@ QUERY_BASIC_ANSWERS_SCHEMA = pa.schema(
         ("citations_json", pa.string()),
     ]
 )
+
+QUERY_LAZY_ANSWERS = "query_lazy_answers"
+QUERY_LAZY_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("reason", pa.string()),
+        ("units_tested", pa.int64()),
+        ("units_relevant", pa.int64()),
+        ("model_calls", pa.int64()),  # expansion + ratings + answer (at most max_calls)
+        ("tests_json", pa.string()),  # per subquery: budget, tested, relevant, calls, stopped branches
+        ("citations_json", pa.string()),
+    ]
+)
+QUERY_AUTO_ANSWERS = "query_auto_answers"
+QUERY_AUTO_ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("route", pa.string()),  # basic | local | global | drift | lazy
+        ("reason", pa.string()),  # why that route
+        ("router", pa.string()),  # given | llm | offline
+        ("status", pa.string()),
+        ("answer", pa.string()),
+        ("result_json", pa.string()),  # the routed mode's whole result
+    ]
+)

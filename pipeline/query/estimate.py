@@ -7,7 +7,8 @@ Rules:
   DRIFT primer's folds, basic search's one answer. Completion tokens are at most the phase's
   max_tokens (the output limit sent with the call).
 - A phase that depends on the model's answers is an `upper bound`: DRIFT's follow-ups (depth x breadth
-  calls, each prompt within the local context budget) and every reduce (within its budget).
+  calls, each prompt within the local context budget), lazy search's ratings (its call cap, each a full
+  batch of the longest ranked units) and every reduce (within its budget).
 - Cost is tokens at the configured prices (`PIPELINE_LLM_PRICES` over `pipeline.llm.usage.DEFAULT_PRICES`);
   a model missing from the table costs 0. The LLM cache is not consulted: a repeated question is cheaper.
 """
@@ -90,7 +91,7 @@ def _finish(estimate: QueryEstimate, settings: Any) -> QueryEstimate:
 def estimate_query(
     mode: str, store: NamespaceStore, question: str, settings: Any, embedder: Embedder, config: Any
 ) -> QueryEstimate:
-    """The calls one question of `mode` (global | drift | basic) can take, with `config` its mode's config."""
+    """The calls one question of `mode` (global | drift | basic | lazy) can take, with `config` its mode's config."""
     estimate = QueryEstimate(mode, store.namespace, question, settings.llm_model, settings.llm_provider)
     if mode == "global":
         _global(estimate, store, question, config)
@@ -98,6 +99,8 @@ def estimate_query(
         _drift(estimate, store, question, settings, embedder, config)
     elif mode == "basic":
         _basic(estimate, store, question, settings, embedder, config)
+    elif mode == "lazy":
+        _lazy(estimate, store, question, settings, embedder, config)
     else:
         raise ValueError(f"no estimate for {mode!r} search")
     return _finish(estimate, settings)
@@ -228,4 +231,42 @@ def _basic(
             settings.llm_local_answer_max_tokens * calls,
             "exact",
         )
+    )
+
+
+def _lazy(
+    estimate: QueryEstimate,
+    store: NamespaceStore,
+    question: str,
+    settings: Any,
+    embedder: Embedder,
+    config: Any,
+) -> None:
+    """Expansion (exact prompt), ratings (upper bound: the call cap, each call a full batch of the
+    question's longest ranked units, cut as the prompt cuts them), the answer (within its budget)."""
+    from pipeline import prompts
+    from pipeline.query.lazy.tasks import ExpandRequest, RateUnitsRequest, UnitItem, rate_messages
+    from pipeline.query.lazy.tree import rank_units
+    from pipeline.query.local.index import load_local_index
+    from pipeline.query.local.passage_index import load_passage_index
+
+    enc = config.encoding
+    expand = prompts.LAZY_EXPAND.messages(**vars(ExpandRequest(question, config.subqueries)))
+    limit = settings.llm_map_max_tokens
+    estimate.phases.append(Phase("expand", 1, _tokens(expand, enc), limit, "exact"))
+    graph = load_local_index(store)
+    passages = load_passage_index(store, graph)
+    (ranking,) = rank_units(store, passages, embedder, [question], config.ranking_depth)
+    texts = sorted(
+        (graph.text_units[passages.unit_ids[r]]["text"] for r in ranking.rank), key=len, reverse=True
+    )[: config.units_per_call]
+    items = [UnitItem(i + 1, t) for i, t in enumerate(texts)]
+    per_call = _tokens(rate_messages(RateUnitsRequest(question, items)), enc)
+    calls = config.max_rate_calls if texts else 0
+    estimate.phases.append(Phase("rate", calls, per_call * calls, limit * calls, "upper bound"))
+    answer_limit = settings.llm_local_answer_max_tokens
+    estimate.phases.append(Phase("answer", 1, config.context_max_tokens, answer_limit, "upper bound"))
+    estimate.notes.append(
+        f"lazy: at most {config.max_calls} calls for a budget of {config.budget} units, "
+        f"{config.units_per_call} per call, over up to {config.subqueries} subqueries"
     )

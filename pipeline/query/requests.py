@@ -107,6 +107,32 @@ class BasicOptions(QueryOptions):
     )
 
 
+class LazyOptions(QueryOptions):
+    """LazyGraphRAG: subqueries, relevance tests of text units in community order within a budget, an
+    answer from the relevant units' sentences; no community reports needed."""
+
+    budget: int | None = Field(
+        default=None, ge=1, le=10_000, description="Units rated for relevance per question; default 100"
+    )
+    subqueries: int | None = Field(
+        default=None, ge=1, le=8, description="Subqueries the question is expanded into; default 3"
+    )
+    max_irrelevant: int | None = Field(
+        default=None, ge=1, le=100, description="Irrelevant communities in a row that end a branch; default 3"
+    )
+
+
+ROUTES = ("basic", "local", "global", "drift", "lazy")
+
+
+class AutoOptions(QueryOptions):
+    """Routes the question to basic, local, global, DRIFT or lazy search and says which and why."""
+
+    route: Literal["basic", "local", "global", "drift", "lazy"] | None = Field(
+        default=None, description="Take this mode instead of classifying the question"
+    )
+
+
 class ChunkOptions(QueryOptions):
     """Chunk-similarity graph: seeds by cosine, random walk with restart from each (seeded)."""
 
@@ -155,6 +181,8 @@ OPTIONS: dict[str, type[QueryOptions]] = {
     "local": LocalOptions,
     "drift": DriftOptions,
     "basic": BasicOptions,
+    "lazy": LazyOptions,
+    "auto": AutoOptions,
     "chunks": ChunkOptions,
     "vector": VectorOptions,
 }

@@ -109,6 +109,8 @@ ROUTE_DOCS = {
     "local": "Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`).",
     "drift": "DRIFT: primer over reports, follow-up local searches, reduce; the tree in `nodes` (`drift_search`).",
     "basic": "Vector RAG: the nearest passages answered with citations (`pipeline.query.basic.search`).",
+    "lazy": "LazyGraphRAG: relevance tests within a budget, no reports needed (`pipeline.query.lazy.search`).",
+    "auto": "Routes the question to basic, local, global, DRIFT or lazy; `route` and `reason` say which and why.",
     "chunks": "Chunk graph: random walk with restart from the nearest chunks (`ChunkGraph.query`).",
     "vector": "Nearest text units by cosine similarity (`pipeline.vector_tool`'s vector query tool).",
 }

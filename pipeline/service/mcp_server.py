@@ -1,5 +1,5 @@
-"""The MCP server: global_search, local_search, drift_search, basic_search, chunk_graph_search and vector_query
-as tools.
+"""The MCP server: global_search, local_search, drift_search, basic_search, lazy_search, auto_search,
+chunk_graph_search and vector_query as tools.
 
 Two transports, same keys and namespaces as the HTTP API:
 - stdio (`graphrag-mcp`, or `python -m pipeline.service mcp`): the key comes from the environment
@@ -34,7 +34,8 @@ INSTRUCTIONS = (
     "GraphRAG retrieval over one namespace (tenant index) per call. global_search answers corpus-wide "
     "questions from community summaries; local_search answers questions about specific entities with "
     "cited evidence; drift_search starts from the nearest community reports and follows up with local "
-    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; "
+    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; lazy_search "
+    "tests passages for relevance within a budget; auto_search picks the mode itself; "
     "chunk_graph_search and vector_query return matching text chunks."
 )
 
@@ -59,6 +60,16 @@ TOOLS: dict[str, tuple[str, str]] = {
     "basic": (
         "basic_search",
         "Answer from the passages nearest the question (vector RAG), cited to their document offsets.",
+    ),
+    "lazy": (
+        "lazy_search",
+        "Answer from the passages found relevant by a fixed budget of relevance tests (`budget` units), "
+        "walked in community order (LazyGraphRAG); needs no community reports. Cited to document offsets.",
+    ),
+    "auto": (
+        "auto_search",
+        "Answer with the mode that fits the question (basic, local, global, drift or lazy); the result's "
+        "`route` and `reason` say which and why, `result` is that mode's result.",
     ),
     "chunks": (
         "chunk_graph_search",

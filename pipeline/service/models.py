@@ -15,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query.requests import (
+    AutoOptions,
     BasicOptions,
     ChunkOptions,
     DriftOptions,
     GlobalOptions,
+    LazyOptions,
     LocalOptions,
     VectorOptions,
 )
@@ -72,6 +74,8 @@ GlobalQuery = _body("GlobalQuery", GlobalOptions)
 LocalQuery = _body("LocalQuery", LocalOptions)
 DriftQuery = _body("DriftQuery", DriftOptions)
 BasicQuery = _body("BasicQuery", BasicOptions)
+LazyQuery = _body("LazyQuery", LazyOptions)
+AutoQuery = _body("AutoQuery", AutoOptions)
 ChunkQuery = _body("ChunkQuery", ChunkOptions, "query")
 VectorQuery = _body("VectorQuery", VectorOptions, "query")
 
@@ -82,6 +86,8 @@ BODIES: dict[str, type[_Request]] = {
     "local": LocalQuery,
     "drift": DriftQuery,
     "basic": BasicQuery,
+    "lazy": LazyQuery,
+    "auto": AutoQuery,
     "chunks": ChunkQuery,
     "vector": VectorQuery,
 }
@@ -89,7 +95,7 @@ BODIES: dict[str, type[_Request]] = {
 
 class QueryResponse(BaseModel):
     namespace: str
-    kind: Literal["global", "local", "drift", "basic", "chunks", "vector"]
+    kind: Literal["global", "local", "drift", "basic", "lazy", "auto", "chunks", "vector"]
     status: str = Field(description="The library's status: completed | partial | no_results | cancelled")
     truncated: bool = Field(description="True when the answer or evidence was cut to the configured sizes")
     duration_s: float

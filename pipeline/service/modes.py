@@ -18,9 +18,11 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
+from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.service.errors import InvalidRequest
 from pipeline.service.models import ChunkQuery, GlobalQuery, VectorQuery
@@ -121,6 +123,8 @@ MODES: dict[str, Callable[[Work, Any], dict[str, Any]]] = {
     "local": _graph_mode(LocalSearchConfig, local_search_async),
     "drift": _graph_mode(DriftSearchConfig, drift_search_async),
     "basic": _graph_mode(BasicSearchConfig, basic_search_async),
+    "lazy": _graph_mode(LazySearchConfig, lazy_search_async),
+    "auto": _graph_mode(AutoSearchConfig, auto_search_async),
     "chunks": run_chunks,
     "vector": run_vector,
 }

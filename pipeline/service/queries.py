@@ -29,16 +29,19 @@ from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.query.basic.search import BasicSearchError
 from pipeline.query.drift.search import DriftSearchError
 from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.lazy.search import LazySearchError
 from pipeline.query.local.search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
 from pipeline.service.models import (
     BODIES,
+    AutoQuery,
     BasicQuery,
     ChunkQuery,
     DriftQuery,
     GlobalQuery,
+    LazyQuery,
     LocalQuery,
     VectorQuery,
 )
@@ -50,7 +53,9 @@ log = logging.getLogger("pipeline.service")
 
 # After the deadline the worker gets this long to notice it and hand back what it has done.
 GRACE_S = 1.0
-Request = GlobalQuery | LocalQuery | DriftQuery | BasicQuery | ChunkQuery | VectorQuery
+Request = (
+    GlobalQuery | LocalQuery | DriftQuery | BasicQuery | LazyQuery | AutoQuery | ChunkQuery | VectorQuery
+)
 KIND_OF: dict[type, str] = {body: kind for kind, body in BODIES.items()}
 # What each query kind reads: (kind of table, name). The status endpoint reports readiness from these.
 NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -68,6 +73,9 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("lancedb", schema.LANCE_TEXT_UNITS),
     ),
     "basic": (("lancedb", schema.LANCE_TEXT_UNITS),),
+    # lazy and auto (which falls back to lazy) need the graph's communities and the text units only
+    "lazy": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
+    "auto": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
     "chunks": (("snapshot", "chunk_graph"),),
     "vector": (("lancedb", schema.LANCE_TEXT_UNITS),),
 }
@@ -259,6 +267,7 @@ class QueryService:
             GlobalContextError,
             DriftSearchError,
             BasicSearchError,
+            LazySearchError,
             ChunkGraphError,
         ) as exc:
             raise InvalidRequest(str(exc)) from None
