@@ -3,12 +3,12 @@
 The engine runs any task without naming it (`await engine.run(TASK, request, embedder=...)`) and is the
 one place that picks the form: the offline engine calls `task.offline`, the LLM engine `task.model` with
 its client and the task's output limit. So adding a task touches its stage's module (the request and
-result models, both forms, the `Task` object) and the prompt in `pipeline/prompts.py`, nothing here.
+result models, both forms, the `Task` object) and the prompt in `pipeline/prompts/`, nothing here.
 
 How a task is written (`pipeline/engine/summarize.py` is the worked example; copy its shape):
 1. Request and result are models (pydantic, or frozen dataclasses for requests that hold rows). A model
    form's result model is also the JSON schema the model answers in, so give its fields descriptions.
-2. The prompt goes in `pipeline/prompts.py` with a version string.
+2. The prompt goes in `pipeline/prompts/` (indexing.py or query.py) with a version string.
 3. `offline(request, ctx)` does the job deterministically; `model(request, ctx)` renders the prompt and
    calls `ctx.ask(prompt, messages, Schema)` (cache, retries, validation, the output limit).
 4. `TASK = Task("name", offline=..., model=..., limit="...")`; `limit` names the `OutputLimits` field
