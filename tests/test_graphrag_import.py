@@ -79,7 +79,7 @@ def test_import_fills_the_columns_graphrag_lacks_without_an_llm_call(imported):
 
 
 def test_every_query_mode_answers_on_the_import_with_citations_at_document_offsets(imported, embedder):
-    from pipeline.api import basic_search, drift_search, global_search, local_search
+    from pipeline.api import basic_search, drift_search, global_search, lazy_search, local_search
 
     ctx, _ = imported
     store = ctx.store
@@ -101,7 +101,7 @@ def test_every_query_mode_answers_on_the_import_with_citations_at_document_offse
     for e in chunks:
         _assert_resolves(store, e["document_id"], e["start_char"], e["end_char"])
 
-    for mode in (drift_search, basic_search):
+    for mode in (drift_search, basic_search, lazy_search):
         answer = mode("gr", QUESTION, **kwargs)
         assert answer.status == "completed", mode.__name__
         sources = [c for c in answer.citations if c["section"] == "sources"]
