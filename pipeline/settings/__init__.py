@@ -18,6 +18,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pipeline.core.location import parse_location
+from pipeline.settings.service import ServiceSettings
 
 
 class ConfigError(ValueError):
@@ -49,7 +50,7 @@ def _aws_secret(name: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ServiceSettings):
     """Every knob of the pipeline, with its default. Env var = `PIPELINE_` + upper-cased name."""
 
     # hide_input_in_errors: a validation error would otherwise print every input value, cache_url's
@@ -328,31 +329,6 @@ class Settings(BaseSettings):
     cache_dir: str | None = Field(
         default=None, description="Local folder for the SQLite caches (env PIPELINE_CACHE_DIR)"
     )
-    # Query service (pipeline/service): keys, deadlines and output bounds
-    api_keys_file: Path | None = Field(
-        default=None, description="YAML/JSON: tenant -> {key_sha256, namespaces} (env PIPELINE_API_KEYS_FILE)"
-    )
-    service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
-    service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
-    service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
-    service_key_rate: int | None = Field(
-        default=None,
-        ge=1,
-        description="Queries per key in any window of service_key_rate_window_s (429 "
-        "past it); unset = no rate limit",
-    )
-    service_key_rate_window_s: float = Field(
-        default=60.0, gt=0, description="The rate limit's sliding window"
-    )
-    service_limits_url: SecretStr | None = Field(
-        default=None,
-        description="postgresql:// URL: the per-key limit counted across every service process on that "
-        "server (the cluster's PostgreSQL); unset = each process counts its own",
-    )
-    service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
-    service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
-    service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
-    service_max_text_chars: int = Field(default=2000, ge=50, description="Each evidence text is cut here")
 
     @field_validator("fallback_encodings", "entity_types", mode="before")
     @classmethod
