@@ -36,6 +36,13 @@ CommunityLevel = Field(
 DOOR_FIELDS = frozenset({"namespace", "question", "query", "timeout_s"})
 
 
+def json_object(v: Any) -> Any:
+    """A metadata filter is a JSON object (mapping); say so, not pydantic's 'valid dictionary'."""
+    if v is not None and not isinstance(v, dict):
+        raise ValueError(f'must be a JSON object, e.g. {{"document_title": "a.txt"}}, not {type(v).__name__}')
+    return v
+
+
 class QueryOptions(BaseModel):
     """The options of one mode; unknown fields are refused, so a misspelt option is an error."""
 
@@ -157,6 +164,8 @@ class ChunkOptions(QueryOptions):
         default=None, description="walk (default) or ppr: the exact limit of the walks"
     )
 
+    _filter_is_an_object = field_validator("filter", mode="before")(json_object)
+
     @field_validator("filter")
     @classmethod
     def _short_keys(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -174,6 +183,8 @@ class VectorOptions(QueryOptions):
         description='Metadata filter, e.g. {"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}}; '
         "operators $eq $ne $gt $gte $lt $lte $in $nin, $and / $or lists",
     )
+
+    _filter_is_an_object = field_validator("filter", mode="before")(json_object)
 
 
 OPTIONS: dict[str, type[QueryOptions]] = {
