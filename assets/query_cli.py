@@ -216,25 +216,42 @@ def _citations(citations: list[dict[str, Any]]) -> None:
         print(f"  [{section}] " + "; ".join(names))
 
 
-def cmd_query_drift(args: argparse.Namespace) -> int:
-    from pipeline.api import drift_search
-    from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError
-
-    options = _options(args, DriftOptions)
+def answer_or_exit(
+    args: argparse.Namespace,
+    mode: str,
+    model: type[QueryOptions],
+    config_of: Any,
+    search: Callable[..., Any],
+    errors: Any = (),
+) -> Any:
+    """What every answering query command does first: its options (exit 2 when invalid), its config,
+    `--estimate` (exit 0), the search (exit 2 on a bad request), `--json` (printed, exit 0). Returns the
+    result to print, or the exit code when the command ends here."""
+    options = _options(args, model)
     if options is None:
         return 2
     settings = load_settings()
     try:
-        config = DriftSearchConfig.from_settings(settings, **options.given())
-        if args.estimate:
-            return _estimate("drift", args, settings, config)
-        result = drift_search(args.namespace, args.query, settings=settings, config=config)
-    except DriftSearchError as exc:
+        config = config_of.from_settings(settings, **options.given())
+        if getattr(args, "estimate", False):
+            return _estimate(mode, args, settings, config)
+        result = search(args.namespace, args.query, settings=settings, config=config)
+    except errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
+    return result
+
+
+def cmd_query_drift(args: argparse.Namespace) -> int:
+    from pipeline.api import drift_search
+    from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError
+
+    result = answer_or_exit(args, "drift", DriftOptions, DriftSearchConfig, drift_search, DriftSearchError)
+    if isinstance(result, int):
+        return result
     print(result.answer)
     print("\nSearch tree:")
     by_id = {n.id: n for n in result.nodes}
@@ -262,21 +279,9 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     from pipeline.api import basic_search
     from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError
 
-    options = _options(args, BasicOptions)
-    if options is None:
-        return 2
-    settings = load_settings()
-    try:
-        config = BasicSearchConfig.from_settings(settings, **options.given())
-        if args.estimate:
-            return _estimate("basic", args, settings, config)
-        result = basic_search(args.namespace, args.query, settings=settings, config=config)
-    except BasicSearchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
+    result = answer_or_exit(args, "basic", BasicOptions, BasicSearchConfig, basic_search, BasicSearchError)
+    if isinstance(result, int):
+        return result
     print(result.answer)
     _citations(result.citations)
     print(f"\n[status: {result.status}; passages: {len(result.sources)}]")

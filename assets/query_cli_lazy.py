@@ -5,15 +5,12 @@ same exits as the other query commands (`assets.query_cli`): 0 on an answer, 1 o
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from assets.query_cli import ESTIMATE_HELP, _citations, _estimate, _options
+from assets.query_cli import ESTIMATE_HELP, _citations, answer_or_exit
 from assets.query_options import add_options
 from pipeline.query.requests import AutoOptions, LazyOptions
-from pipeline.settings import load_settings
 
 
 def _show_lazy(result: Any) -> None:
@@ -33,21 +30,9 @@ def cmd_query_lazy(args: argparse.Namespace) -> int:
     from pipeline.api import lazy_search
     from pipeline.query.lazy.search import LazySearchConfig, LazySearchError
 
-    options = _options(args, LazyOptions)
-    if options is None:
-        return 2
-    settings = load_settings()
-    try:
-        config = LazySearchConfig.from_settings(settings, **options.given())
-        if args.estimate:
-            return _estimate("lazy", args, settings, config)
-        result = lazy_search(args.namespace, args.query, settings=settings, config=config)
-    except LazySearchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
+    result = answer_or_exit(args, "lazy", LazyOptions, LazySearchConfig, lazy_search, LazySearchError)
+    if isinstance(result, int):
+        return result
     _show_lazy(result)
     return 0 if result.status in ("completed", "partial", "no_results") else 1
 
@@ -56,15 +41,9 @@ def cmd_query_auto(args: argparse.Namespace) -> int:
     from pipeline.api import auto_search
     from pipeline.query.auto.search import AutoSearchConfig
 
-    options = _options(args, AutoOptions)
-    if options is None:
-        return 2
-    settings = load_settings()
-    config = AutoSearchConfig.from_settings(settings, **options.given())
-    result = auto_search(args.namespace, args.query, settings=settings, config=config)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
+    result = answer_or_exit(args, "auto", AutoOptions, AutoSearchConfig, auto_search)
+    if isinstance(result, int):
+        return result
     print(result.answer)
     print(f"\n[route: {result.route} ({result.router}); {result.reason}]")
     print(f"[status: {result.status}]")

@@ -46,6 +46,7 @@ from pipeline.query.requests import (
     GlobalOptions,
     LazyOptions,
     LocalOptions,
+    QueryOptions,
 )
 from pipeline.query.saved_questions import (
     AnswersTable,
@@ -66,6 +67,26 @@ REFRESH = AutomationCondition.eager()
 
 def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSearchConfig:
     return GlobalSearchConfig.from_settings(settings.get_settings(), **options_of(cfg, GlobalOptions).given())
+
+
+def _answer_saved(
+    context: AssetExecutionContext,
+    config: Config,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+    options: type[QueryOptions],
+    search_config: Any,
+    write: Any,
+) -> tuple[Any, Any, Any, float]:
+    """What every saved-answer asset does first: this step's engine, the namespace's store, the saved
+    questions, the mode's config from the run config; then `write` answers them into the mode's table."""
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = search_config.from_settings(settings, **options_of(config, options).given())
+    return write(store, questions, engine, embedder.get_embedder(), cfg), engine, cfg, started
 
 
 def _elapsed(started: float) -> float:
@@ -212,14 +233,9 @@ def local_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    engine = step_engine(context, pipeline_settings.get_settings())
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = LocalSearchConfig.from_settings(
-        pipeline_settings.get_settings(), **options_of(config, LocalOptions).given()
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, LocalOptions, LocalSearchConfig, write_local_answers
     )
-    answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(answers, engine, started)
 
 
@@ -238,13 +254,9 @@ def drift_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = DriftSearchConfig.from_settings(settings, **options_of(config, DriftOptions).given())
-    answers = write_drift_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, DriftOptions, DriftSearchConfig, write_drift_answers
+    )
     return _answered(
         answers,
         engine,
@@ -270,13 +282,9 @@ def basic_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = BasicSearchConfig.from_settings(settings, **options_of(config, BasicOptions).given())
-    answers = write_basic_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, BasicOptions, BasicSearchConfig, write_basic_answers
+    )
     return _answered(answers, engine, started)
 
 
@@ -296,13 +304,9 @@ def lazy_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = LazySearchConfig.from_settings(settings, **options_of(config, LazyOptions).given())
-    answers = write_lazy_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, LazyOptions, LazySearchConfig, write_lazy_answers
+    )
     return _answered(
         answers,
         engine,
@@ -330,13 +334,9 @@ def auto_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = AutoSearchConfig.from_settings(settings, **options_of(config, AutoOptions).given())
-    answers, routes = write_auto_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    answers, routes, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, AutoOptions, AutoSearchConfig, write_auto_answers
+    )
     decisions = [
         {"question": q, "route": r, "reason": why}
         for q, r, why in zip(
