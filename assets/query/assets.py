@@ -334,7 +334,7 @@ def auto_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    answers, routes, engine, cfg, started = _answer_saved(
+    (answers, routes), engine, cfg, started = _answer_saved(
         context, config, pipeline_settings, embedder, AutoOptions, AutoSearchConfig, write_auto_answers
     )
     decisions = [
