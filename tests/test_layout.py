@@ -55,8 +55,8 @@ ALLOWED = {
     "caches": {"core", "io"},
     "llm": {"core", "io", "caches"},
     "prompts": set(),
-    "ops": {"core", "llm", "prompts"},
-    "engine": {"core", "llm", "caches", "prompts"},
+    "ops": {"core", "llm", "prompts", "settings"},  # settings: each op's options from its own section
+    "engine": {"core", "llm", "caches", "prompts", "settings"},
     "embeddings": {"core", "llm", "caches"},
 }
 QUERY_TIME = {"query", "vector_tool", "service"}

@@ -43,6 +43,7 @@ from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.passage_index import load_passage_index
 from pipeline.query.local.tasks import AnswerRequest
+from pipeline.settings.query import LazySettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 _WORD = re.compile(r"[^\W_]+")
@@ -103,7 +104,7 @@ class LazySearchConfig:
         return 1 + self.max_rate_calls + 1
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> LazySearchConfig:
+    def from_settings(cls, settings: LazySettings, **overrides: Any) -> LazySearchConfig:
         configured = {
             "budget": settings.lazy_budget,
             "subqueries": settings.lazy_subqueries,
