@@ -32,8 +32,8 @@ def _store(root: Path, n_docs: int = 24) -> NamespaceStore:
     docs = documents_table(read_documents(folder).documents)
     units, docs, _ = chunk_documents_table(docs, 1200, 100, "o200k_base")
     store = NamespaceStore(root / "storage", "shards")
-    store.write_table(schema.DOCUMENTS, docs)
-    store.write_table(schema.TEXT_UNITS, units)
+    store.write_table(schema.INPUT_DOCUMENTS, docs)
+    store.write_table(schema.BASE_TEXT_UNITS, units)
     return store
 
 
@@ -48,7 +48,7 @@ def test_shard_of_is_stable_and_in_range():
 
 
 def test_shards_partition_the_text_units_by_document(tmp_path: Path):
-    units = _store(tmp_path).read_table(schema.TEXT_UNITS)
+    units = _store(tmp_path).read_table(schema.BASE_TEXT_UNITS)
     parts = [shard_units(units, k, 3) for k in range(3)]
     ids = [uid for p in parts for uid in p.column("id").to_pylist()]
     assert sorted(ids) == sorted(units.column("id").to_pylist())  # every unit once
@@ -90,7 +90,7 @@ def test_a_stale_or_missing_shard_part_is_extracted_by_the_merge(tmp_path: Path)
     summary = index_extracted_graph(store, settings, OfflineEngine())
     assert summary.counts["shards_merged"] == 1
     merged = store.read_table(schema.EXTRACTED_GRAPH).column("text_unit_id").to_pylist()
-    assert merged == store.read_table(schema.TEXT_UNITS).column("id").to_pylist()
+    assert merged == store.read_table(schema.BASE_TEXT_UNITS).column("id").to_pylist()
 
 
 def test_a_shard_part_made_under_another_configuration_is_not_taken(tmp_path: Path):
