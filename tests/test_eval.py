@@ -152,3 +152,37 @@ def test_eval_of_the_sample_book_writes_the_report_and_prints_the_metrics(
     assert "Worst questions per mode" in page and "clerk" in page
     saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert len(saved["rows"]) == 6 and saved["metrics"] == printed["metrics"]
+
+
+def test_the_eval_report_asset_attaches_the_tables_and_the_chart(
+    sample_book: Path, questions: Path, dagster_instance, monkeypatch: pytest.MonkeyPatch
+):
+    from dagster import materialize
+
+    from assets.eval_asset import eval_report
+    from assets.launch import add_namespace
+    from assets.resources import default_resources
+
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(sample_book))
+    add_namespace(dagster_instance, "demo")
+    config = {"questions_file": str(questions), "modes": ["basic", "lazy"]}
+    result = materialize(
+        [eval_report],
+        partition_key="demo",
+        instance=dagster_instance,
+        resources=default_resources(),
+        run_config={"ops": {"eval_report": {"config": config}}},
+    )
+    assert result.success
+    metadata = result.asset_materializations_for_node("eval_report")[0].metadata
+    assert metadata["questions"].value == 2 and metadata["modes"].value == "basic, lazy"
+    table = metadata["metrics"].value
+    assert table.startswith("| mode | questions |") and "| lazy | 2 |" in table and "relation" in table
+    chart = Path(metadata["chart"].value)
+    assert (
+        chart.read_text(encoding="utf-8").startswith("<svg") and chart.parent == sample_book / "demo" / "eval"
+    )
+    assert json.loads((chart.parent / "report.json").read_text(encoding="utf-8"))["modes"] == [
+        "basic",
+        "lazy",
+    ]
