@@ -3,7 +3,6 @@ re-index and the UI shows its result: the per-mode table and the per-type tables
 the chart as an SVG file beside the report (`eval/` in the namespace's folder). The work is in
 `pipeline.eval`."""
 
-
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.eval.questions import load_questions
 from pipeline.eval.report import FILES, overall_table, type_table, write_report
-from pipeline.eval.run import MODES, evaluate, parse_modes
+from pipeline.eval.run import MODES, evaluate_async, parse_modes
 
 REPORT_DIR = "eval"  # in the namespace's folder
 
@@ -50,7 +49,10 @@ def eval_report(
     modes = parse_modes(config.modes)
     questions = load_questions(config.questions_file, config.limit)
     engine = step_engine(context, settings)
-    run = evaluate(store, engine, embedder.get_embedder(), settings, questions, modes, context.log.info)
+    work = evaluate_async(
+        store, engine, embedder.get_embedder(), settings, questions, modes, context.log.info
+    )
+    run = engine.run_sync(work)
     report = run.to_dict()
     with tempfile.TemporaryDirectory() as tmp:
         files = write_report(Path(tmp) / "report", report, run.rows)

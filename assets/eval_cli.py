@@ -23,7 +23,7 @@ from pipeline.settings import load_settings
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from pipeline.eval.report import overall_table, type_table, write_report
-    from pipeline.eval.run import evaluate
+    from pipeline.eval.run import evaluate_async
     from pipeline.runtime import query_runtime
 
     try:
@@ -40,7 +40,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_NOT_READY
     say = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else print
     say(f"evaluating {len(questions)} questions on namespace {args.namespace!r}: {', '.join(modes)}")
-    run = evaluate(rt.store, rt.engine, rt.embedder, rt.settings, questions, modes, on_progress=say)
+    run = rt.engine.run_sync(
+        evaluate_async(rt.store, rt.engine, rt.embedder, rt.settings, questions, modes, on_progress=say)
+    )
     report = run.to_dict()
     out = Path(args.out or Path("eval") / args.namespace)
     files = write_report(out, report, run.rows)

@@ -36,14 +36,20 @@ def main() -> int:
         ensure_index(args.namespace, input_dir)
 
         from pipeline.eval.questions import load_questions
-        from pipeline.eval.run import evaluate, parse_modes
+        from pipeline.eval.run import evaluate_async, parse_modes
         from pipeline.runtime import query_runtime
 
         questions = load_questions(qfile, args.limit)
     modes = parse_modes(args.modes)
     rt = query_runtime(args.namespace)
     started = time.perf_counter()
-    evaluate(rt.store, rt.engine, rt.embedder, rt.settings, questions[:1], modes)
+
+    def evaluate(qs: list, on_progress: object = None) -> object:
+        return rt.engine.run_sync(
+            evaluate_async(rt.store, rt.engine, rt.embedder, rt.settings, qs, modes, on_progress)
+        )
+
+    evaluate(questions[:1])
     warm_up = time.perf_counter() - started
     per_mode: dict[str, float] = {}
     run = evaluate(

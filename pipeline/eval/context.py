@@ -32,7 +32,8 @@ class Context:
                 self.documents.add(str(row[key]))
 
 
-def _basic(result: dict[str, Any], store: NamespaceStore) -> Context:
+def _sources(result: dict[str, Any], store: NamespaceStore) -> Context:
+    """basic and lazy: the `sources` rows, as many as the context holds."""
     rows = result.get("context", {}).get("section_rows", {}).get("sources")
     sources = result.get("sources", [])
     out = Context()
@@ -98,15 +99,7 @@ def _global(result: dict[str, Any], store: NamespaceStore) -> Context:
     return out
 
 
-def _lazy(result: dict[str, Any], store: NamespaceStore) -> Context:
-    out = Context()
-    for s in result.get("sources", []):
-        out.texts.append(s.get("text") or "")
-        out.add_row(s)
-    return out
-
-
-EXTRACT = {"basic": _basic, "local": _local, "drift": _drift, "global": _global, "lazy": _lazy}
+EXTRACT = {"basic": _sources, "local": _local, "drift": _drift, "global": _global, "lazy": _sources}
 
 
 def mode_context(mode: str, result: dict[str, Any], store: NamespaceStore) -> Context:

@@ -140,7 +140,8 @@ async def evaluate_async(
     modes: list[str],
     on_progress: Callable[[str], None] | None = None,
 ) -> EvalRun:
-    """Every question asked of every mode in turn (mode by mode), scored."""
+    """Every question asked of every mode in turn (mode by mode), scored; synchronous callers run it on
+    the engine's loop (`engine.run_sync`)."""
     check_indexed(store)
     searches = _searches(engine, embedder, settings)
     run = EvalRun(namespace=store.namespace, modes=list(modes))
@@ -153,16 +154,3 @@ async def evaluate_async(
             on_progress(f"{mode}: {len(questions)} questions in {time.perf_counter() - mode_started:.1f}s")
     run.seconds = time.perf_counter() - started
     return run
-
-
-def evaluate(
-    store: NamespaceStore,
-    engine: Engine,
-    embedder: Embedder,
-    settings: Any,
-    questions: list[EvalQuestion],
-    modes: list[str],
-    on_progress: Callable[[str], None] | None = None,
-) -> EvalRun:
-    """`evaluate_async` on the engine's loop."""
-    return engine.run_sync(evaluate_async(store, engine, embedder, settings, questions, modes, on_progress))
