@@ -15,14 +15,15 @@ def bar_chart(
     """Bars of `values[(group, series)]` (0-100; None draws no bar), a legend of `series` on top."""
     bar, gap, height, left, top = 16, 18, 220, 40, 48
     group_w = bar * len(series) + gap
-    width = left + group_w * max(1, len(groups)) + 20
+    legend_w = 72  # per series: the longest mode name (global, basic) and its swatch
+    width = max(left + group_w * max(1, len(groups)) + 20, left + legend_w * len(series))
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 70}" '
         f'font-family="sans-serif" font-size="11" role="img" aria-label="{escape(title)}">',
         f'<text x="{left}" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
     ]
     for i, s in enumerate(series):
-        x = left + i * 90
+        x = left + i * legend_w
         out.append(f'<rect x="{x}" y="26" width="10" height="10" fill="{COLOURS[i % len(COLOURS)]}"/>')
         out.append(f'<text x="{x + 14}" y="35">{escape(s)}</text>')
     for tick in range(0, 101, 25):
