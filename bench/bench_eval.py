@@ -13,6 +13,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +37,7 @@ def main() -> int:
         ensure_index(args.namespace, input_dir)
 
         from pipeline.eval.questions import load_questions
-        from pipeline.eval.run import evaluate_async, parse_modes
+        from pipeline.eval.run import EvalRun, evaluate_async, parse_modes
         from pipeline.runtime import query_runtime
 
         questions = load_questions(qfile, args.limit)
@@ -44,7 +45,7 @@ def main() -> int:
     rt = query_runtime(args.namespace)
     started = time.perf_counter()
 
-    def evaluate(qs: list, on_progress: object = None) -> object:
+    def evaluate(qs: list, on_progress: Callable[[str], None] | None = None) -> EvalRun:
         return rt.engine.run_sync(
             evaluate_async(rt.store, rt.engine, rt.embedder, rt.settings, qs, modes, on_progress)
         )
@@ -53,13 +54,7 @@ def main() -> int:
     warm_up = time.perf_counter() - started
     per_mode: dict[str, float] = {}
     run = evaluate(
-        rt.store,
-        rt.engine,
-        rt.embedder,
-        rt.settings,
-        questions,
-        modes,
-        on_progress=lambda m: per_mode.update({m.split(":")[0]: float(m.split(" in ")[1].rstrip("s"))}),
+        questions, lambda m: per_mode.update({m.split(":")[0]: float(m.split(" in ")[1].rstrip("s"))})
     )
     overall = {m: s["overall"] for m, s in run.summary.items()}
     print(

@@ -4,7 +4,7 @@
 - local: its evidence (the context's sources and claims), the reports' summaries and the entities and
   relationships its context names (`context_rows`);
 - lazy: the sentences extracted from its relevant units (`sources`);
-- drift: the answers of its steps (what the reduce reads) and the rows every step cited;
+- drift: the answers of its steps (what the reduce reads), their documents those of every step's context;
 - global: its map points (what the reduce reads), their documents through the communities they cite;
 - auto: the context of the mode it routed to.
 
@@ -67,8 +67,8 @@ def _drift(result: dict[str, Any], store: NamespaceStore) -> Context:
             out.texts.append(node["answer"])
         for c in node.get("citations", []):
             out.add_row(c)
-    for c in result.get("citations", []):
-        out.add_row(c)
+    for row in [*result.get("citations", []), *result.get("context_rows", [])]:
+        out.add_row(row)
     return out
 
 
