@@ -89,8 +89,11 @@ dev: install dagster-home
 bench: install
 	$(PY) bench/run_all.py
 
+# pipeline eval on MuSiQue-100 and GraphRAG-Bench novel split A (indexes kept in data/eval_storage);
+# EVAL_ARGS=--ablations adds the passage-ranking ablations (bench/eval_retrieval.py) on the same index.
+EVAL_ARGS ?=
 eval: install
-	$(PY) bench/eval_retrieval.py
+	$(PY) bench/eval_sets.py $(EVAL_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check pipeline assets tests bench deploy

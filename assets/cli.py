@@ -16,6 +16,7 @@ import sys
 import time
 from types import ModuleType
 
+from assets.eval_cli import add_eval_parser
 from assets.query_cli import add_query_parsers, not_ready
 from assets.query_cli_lazy import add_lazy_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
@@ -285,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", required=True, type=_namespace)
     p.add_argument("--out", help="file to write (default: graph.html in the namespace's folder)")
     p.set_defaults(func=cmd_graph)
+
+    add_eval_parser(sub, _namespace)
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)

@@ -4,6 +4,7 @@ import warnings
 
 from dagster import Definitions, with_source_code_references
 
+from assets.eval_asset import eval_report
 from assets.executors import pipeline_executor
 from assets.indexing.assets import indexing_assets
 from assets.indexing.chunk_graph import chunk_graph
@@ -36,6 +37,7 @@ defs = Definitions(
             *graph_assets,
             *report_assets,
             *query_assets,
+            eval_report,
             graphrag_import,
         ]
     ),

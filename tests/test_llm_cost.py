@@ -273,6 +273,7 @@ LLM_ASSETS = {
     "basic_answers",
     "lazy_answers",
     "auto_answers",
+    "eval_report",
 }
 
 

@@ -9,6 +9,7 @@ and register it in `PROMPTS`. Templates use `str.format` fields; write literal b
 """
 
 from pipeline.prompts.base import PROMPTS, Prompt
+from pipeline.prompts.eval import *  # noqa: F403
 from pipeline.prompts.indexing import *  # noqa: F403
 from pipeline.prompts.query import *  # noqa: F403
 

@@ -84,6 +84,8 @@ class DriftSearchResult:
     citations: list[dict[str, Any]] = field(default_factory=list)  # rows the final answer cites
     unresolved_citations: list[str] = field(default_factory=list)
     failed_steps: int = 0
+    # every row any step's context held, {section, id, ...what it names}, as local search's
+    context_rows: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # counters plus calls per phase and max_calls
     config: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
@@ -220,6 +222,7 @@ def _config_row(cfg: DriftSearchConfig) -> dict[str, Any]:
 
 def _finish(result: DriftSearchResult, run: Run, started: float) -> DriftSearchResult:
     result.nodes = run.nodes
+    result.context_rows = [{"section": r.section, "id": r.id, **r.ref} for r in run.rows.values()]
     usage = dict(run.engine.usage.counters())
     usage.update(
         primer_calls=run.calls["primer"],
