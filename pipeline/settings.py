@@ -19,6 +19,8 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 
 from pipeline.core.location import parse_location
 
+IndexForm = Literal["model", "nlp"]
+
 
 class ConfigError(ValueError):
     """A setting is missing or invalid; the message names the setting and what to do."""
@@ -201,6 +203,17 @@ class Settings(BaseSettings):
         "cached answers stay free, so the next run resumes. Unset = no limit",
     )
 
+    # Indexing method (pipeline.runtime.stage_forms): which stages ask the model
+    index_method: Literal["standard", "fast", "nlp"] | None = Field(
+        default=None,
+        description="standard: model extraction, claims, descriptions and reports; fast: the NLP graph "
+        "and model reports; nlp: no model. Unset: standard when llm_provider is openai, else nlp",
+    )
+    index_stage_methods: dict[Literal["extraction", "claims", "descriptions", "reports"], IndexForm] = Field(
+        default_factory=dict,
+        description="Per-stage override of the method, e.g. {extraction: model, claims: nlp}",
+    )
+
     # Scale-out: extraction and embedding fan out over document shards (Dagster partitions
     # namespace x shard). Read when the Dagster definitions load, so every worker must see the same value.
     shards: int = Field(default=1, ge=1, le=256, description="Document shards per namespace")
@@ -228,9 +241,9 @@ class Settings(BaseSettings):
     )
     offline_keep_weight: float = Field(default=2.0, description="... unless seen in this many sentences")
     offline_drop_common_words: bool = Field(
-        default=False,
-        description="Drop untyped one-word offline names the corpus also writes in lower case ('Hope'); off "
-        "by default: it cleans a novel's entity list but costs local search recall on MuSiQue (R@10 -1.4)",
+        default=True,
+        description="Drop untyped one-word offline names the corpus also writes in lower case ('Hope'). "
+        "With spaCy's NER typing the real names, only common words are left untyped",
     )
     # Entity resolution and description summaries
     resolution_fuzzy_threshold: float = Field(

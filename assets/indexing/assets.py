@@ -45,7 +45,7 @@ def documents(
     context: AssetExecutionContext, config: DocumentsConfig, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
-    return materialize(documents_runner.run(ctx, config.input_dir))
+    return materialize(documents_runner.run(ctx, config.input_dir), ctx=ctx)
 
 
 @asset(
@@ -58,7 +58,8 @@ def documents(
 def text_units(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(text_units_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(text_units_runner.run(ctx), ctx=ctx)
 
 
 @asset(
@@ -76,7 +77,7 @@ def text_unit_embeddings(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource, embedder: EmbedderResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings, embedder)
-    return materialize(text_unit_embeddings_runner.run(ctx))
+    return materialize(text_unit_embeddings_runner.run(ctx), ctx=ctx)
 
 
 indexing_assets = [documents, text_units, text_unit_embeddings]

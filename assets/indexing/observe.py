@@ -43,7 +43,7 @@ def index_context(
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
-        engine=step_engine(context, settings),
+        spent_usd=run_llm_spend(context) if settings.llm_budget_usd is not None else 0.0,
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
     )
@@ -79,10 +79,14 @@ def _value(value: Any) -> Any:
     return value
 
 
-def materialize(report: StageReport, asset_key: AssetKey | None = None) -> MaterializeResult:
+def materialize(
+    report: StageReport, asset_key: AssetKey | None = None, *, ctx: IndexContext | None = None
+) -> MaterializeResult:
+    """The report as a materialization; `ctx` adds the indexing method every asset shows."""
+    method = ctx.method_metadata() if ctx is not None else {}
     return MaterializeResult(
         asset_key=asset_key,
-        metadata={k: _value(v) for k, v in report.all_metadata().items()},
+        metadata={k: _value(v) for k, v in {**report.all_metadata(), **method}.items()},
         check_results=[
             AssetCheckResult(
                 check_name=c.name,

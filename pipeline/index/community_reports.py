@@ -44,7 +44,7 @@ def index_community_reports(
 
 def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
-    settings, store, engine = ctx.settings, ctx.store, ctx.engine
+    settings, store, engine = ctx.settings, ctx.store, ctx.engine_for("reports")
 
     def progress(level: int, done: int, total: int) -> None:
         ctx.log(f"level {level}: {done}/{total} reports")

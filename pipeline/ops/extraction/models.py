@@ -78,6 +78,7 @@ class ExtractionOptions:
     max_gleanings: int = 1  # LLM: extra rounds asking for what the first missed
     claim_description: str = "Any claims or facts that could be relevant to information discovery."  # LLM
     window: int = 1  # offline: co-occurrence window in sentences
+    ner: bool = True  # offline: spaCy's NER types and adds names (the nlp method); False: the rules alone
 
     @classmethod
     def from_settings(cls, settings: Any) -> ExtractionOptions:
