@@ -229,6 +229,12 @@ class Settings(BaseSettings):
         description="Entity types to extract (comma-separated in the env var)",
     )
     extraction_max_gleanings: int = Field(default=1, ge=0, description="Extra 'what did you miss' rounds")
+    extraction_pack_tokens: int = Field(
+        default=1200,
+        ge=0,
+        description="LLM extraction: small text units packed into one request up to this many text tokens "
+        "(pipeline.ops.extraction.packed; the default chunk size); 0 = one unit per request",
+    )
     extract_claims: bool = True
     claim_description: str = "Any claims or facts that could be relevant to information discovery."
     offline_cooccurrence_window: int = Field(

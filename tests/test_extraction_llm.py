@@ -79,6 +79,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         llm_concurrency=1,
         llm_timeout_s=180,
         llm_json_mode="json_object",
+        extraction_pack_tokens=0,  # one unit per request (packing: test_extraction_packed)
         **overrides,
     )
 

@@ -92,6 +92,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides: Any) -> Settings:
         "llm_max_retries": 0,
         "llm_extraction_max_tokens": LIMIT,
         "extraction_max_gleanings": 0,
+        "extraction_pack_tokens": 0,  # one unit per request (packing: test_extraction_packed)
         **overrides,
     }
     return Settings(**values)

@@ -16,7 +16,7 @@ How a task is added (the `summarize` task below is the worked example; copy its 
    extraction, extractive reports) lives in its stage's module and the method just calls it.
 
 Where each pair lives (offline form / LLM form):
-- `extract_unit`: `ops/extraction/offline.py` / `ops/extraction/llm.py`
+- `extract_unit`, `extract_units`: `ops/extraction/offline.py` / `ops/extraction/llm.py`, `packed.py`
 - `summarize_descriptions`: `ops/descriptions.py` (`offline_description` / `llm_description`)
 - `community_report`: `ops/reports/offline.py` / the prompt, in `llm.py`
 - `map_answer`, `reduce_answer`: `query/global_tasks.py`
@@ -111,6 +111,17 @@ class Extractor(Protocol):
     ) -> tuple[UnitExtraction, ExtractionFailure | None]:
         """One text unit's records, and the failure that cut them short, if any (then the records are
         partial or empty, never an exception: one unit does not fail a run)."""
+        ...
+
+    async def extract_units(
+        self,
+        requests: list[ExtractionRequest],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[tuple[UnitExtraction, ExtractionFailure | None]]:
+        """`extract_unit` for a pack of small units (`ops.extraction.packed.plan_packs`), in order: the
+        LLM asks for them in one request, the NLP extractor runs spaCy over them in one batch."""
         ...
 
 

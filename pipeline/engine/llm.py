@@ -27,6 +27,7 @@ from pipeline.ops.extraction.models import (
     ExtractorIdentity,
     UnitExtraction,
 )
+from pipeline.ops.extraction.packed import extract_pack_llm
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
 from pipeline.query.basic_tasks import llm_basic_answer
 from pipeline.query.drift_tasks import (
@@ -138,6 +139,15 @@ class LLMEngine:
         # The batch (`run_batch`) enforces the deadline and cancellation: a unit's rounds are not cut
         # one by one, so a unit is either finished or a failure row.
         return await extract_request_llm(self.client, request, max_tokens=self.limits.extraction)
+
+    async def extract_units(
+        self,
+        requests: list[ExtractionRequest],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[tuple[UnitExtraction, ExtractionFailure | None]]:
+        return await extract_pack_llm(self.client, requests, max_tokens=self.limits.extraction)
 
     async def summarize_descriptions(
         self,

@@ -24,7 +24,7 @@ from pipeline.ops.extraction.models import (
     ExtractorIdentity,
     UnitExtraction,
 )
-from pipeline.ops.extraction.offline import extract_request, offline_identity
+from pipeline.ops.extraction.offline import extract_request, extract_requests, offline_identity
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportIdentity
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
 from pipeline.query.basic_tasks import offline_basic_answer
@@ -91,6 +91,15 @@ class OfflineEngine:
         cancel: CancelSignal | None = None,
     ) -> tuple[UnitExtraction, ExtractionFailure | None]:
         return extract_request(request), None  # the rules cannot fail a unit
+
+    async def extract_units(
+        self,
+        requests: list[ExtractionRequest],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[tuple[UnitExtraction, ExtractionFailure | None]]:
+        return [(unit, None) for unit in extract_requests(requests)]
 
     async def summarize_descriptions(
         self,

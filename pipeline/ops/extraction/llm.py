@@ -128,14 +128,14 @@ async def extract_unit_llm(
             result.status = "failed" if round_no == 0 else "partial"
             break
         result.rounds = round_no + 1
-        added = _add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
+        added = add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
         if not config.extract_claims:
             result.claims = []
         if round_no > 0 and not added:
             break
         answer = out.model_dump_json(exclude={"dropped"})
         messages = [*messages, {"role": "assistant", "content": answer}]
-    _apply_endpoint_rule(result)
+    apply_endpoint_rule(result)
     return result, failure
 
 
@@ -154,7 +154,7 @@ async def extract_request_llm(
     )
 
 
-def _add_round(
+def add_round(
     result: UnitExtraction,
     out: ExtractionOut,
     round_no: int,
@@ -219,7 +219,7 @@ def _locate(text: str, quote: str, start_char: int) -> tuple[int | None, int | N
     return start_char + at, start_char + at + len(quote)
 
 
-def _apply_endpoint_rule(result: UnitExtraction) -> None:
+def apply_endpoint_rule(result: UnitExtraction) -> None:
     known = {normalize_name(e.name) for e in result.entities}
     for r in result.relationships:
         for name in (r.source, r.target):

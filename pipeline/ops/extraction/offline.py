@@ -73,17 +73,26 @@ def offline_identity(options: ExtractionOptions) -> ExtractorIdentity:
 
 def extract_request(request: ExtractionRequest) -> UnitExtraction:
     """`extract_unit` for an engine's extraction request, with NER when its options ask for it."""
-    spans = entity_spans([request.text])[0] if request.options.ner else None
-    return extract_unit(
-        request.text,
-        text_unit_id=request.text_unit_id,
-        document_id=request.document_id,
-        start_char=request.start_char,
-        entity_types=request.options.entity_types,
-        window=request.options.window,
-        claims=request.options.extract_claims,
-        ner=spans,
-    )
+    return extract_requests([request])[0]
+
+
+def extract_requests(requests: Sequence[ExtractionRequest]) -> list[UnitExtraction]:
+    """`extract_request` for several units, spaCy running over their texts in one `nlp.pipe` batch."""
+    with_ner = [r for r in requests if r.options.ner]
+    spans = iter(entity_spans([r.text for r in with_ner])) if with_ner else iter(())
+    return [
+        extract_unit(
+            r.text,
+            text_unit_id=r.text_unit_id,
+            document_id=r.document_id,
+            start_char=r.start_char,
+            entity_types=r.options.entity_types,
+            window=r.options.window,
+            claims=r.options.extract_claims,
+            ner=next(spans) if r.options.ner else None,
+        )
+        for r in requests
+    ]
 
 
 def extract_unit(
