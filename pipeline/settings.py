@@ -267,6 +267,12 @@ class Settings(BaseSettings):
         default=8000, ge=64, description="Context budget per report; larger communities use sub-reports"
     )
     report_max_words: int = Field(default=2000, ge=10, description="Report length asked of the LLM")
+    report_min_entities: int = Field(
+        default=5,
+        ge=0,
+        description="Model-written reports (standard, fast): a community without children and with fewer "
+        "entities and fewer claims than this gets the extractive report (method 'extractive'); 0 = all",
+    )
     # Local search (GraphRAG: 12,000 context tokens): the answer prompt, data tables included, fits this
     local_context_max_tokens: int = Field(
         default=12_000, ge=1000, description="Tokens of the local answer prompt, its data tables included"

@@ -71,7 +71,8 @@ def _env(storage: Path, base_url: str, **more: str) -> dict[str, str]:
         "PIPELINE_LLM_JSON_MODE": "json_object",
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_LLM_TIMEOUT_S": "600",
-        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",  # one unit per request (packing: bench_index_methods)
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",  # one unit per request (packing: bench_index_methods)
         **more,
     }
 

@@ -213,7 +213,12 @@ def estimate_index(
     units: tuple[pa.Table, str] | None = None,
 ) -> IndexEstimate:
     """What indexing `namespace` would ask of the model, by the rules in the module docstring."""
-    from pipeline.runtime import index_method, make_engine, make_stage_engines  # the composition root
+    from pipeline.runtime import (  # the composition root
+        index_method,
+        make_engine,
+        make_stage_engines,
+        stage_forms,
+    )
 
     store = NamespaceStore.from_settings(settings, namespace)
     units, source = _text_units(store, settings, input_dir) if units is None else units
@@ -280,6 +285,8 @@ def estimate_index(
     previous = None
     if descriptions_known and store.has_table(schema.COMMUNITY_REPORTS):
         previous = store.read_table(schema.COMMUNITY_REPORTS)
+    forms = stage_forms(settings)
+    threshold = settings.report_min_entities if forms["reports"] == "model" else 0
     with ledger.stage("reports") as reports:
         build_reports(
             communities,
@@ -291,6 +298,8 @@ def estimate_index(
             max_words=settings.report_max_words,
             encoding=settings.encoding,
             previous=previous,
+            min_entities=threshold,
+            min_claims=threshold,
         )
     if descriptions_known:
         basis, note = (

@@ -2,7 +2,8 @@
 
 - Every round's output is kept, tagged with its round (GraphRAG pays for claim gleanings and then
   returns only the first round's claims).
-- Gleaning stops early when a round adds nothing new (instead of GraphRAG's extra Y/N call).
+- Gleaning is asked only of a unit whose first pass found an entity, and stops early when a round adds
+  nothing new (instead of GraphRAG's extra Y/N call).
 - Endpoint rule: a relationship whose source or target is not among the unit's extracted entities (any
   round) keeps its edge; the missing endpoint is added as an entity of GENERIC_TYPE with `inferred=True`
   and an empty description. Resolution then folds it into the typed entity of the same name, if any.
@@ -131,8 +132,8 @@ async def extract_unit_llm(
         added = add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
         if not config.extract_claims:
             result.claims = []
-        if round_no > 0 and not added:
-            break
+        if (round_no > 0 and not added) or not result.entities:
+            break  # gleaning only adds to a unit whose first pass found something
         answer = out.model_dump_json(exclude={"dropped"})
         messages = [*messages, {"role": "assistant", "content": answer}]
     apply_endpoint_rule(result)
