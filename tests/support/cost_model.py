@@ -26,7 +26,7 @@ from pipeline.llm.dry_run import chat_tokens
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractionRequest
 from pipeline.ops.extraction.offline import extract_request
 from tests.support.fault_proxy import FaultProxy
-from tests.support.graph_model import answer_packed, extraction_text, packed_texts
+from tests.support.graph_model import answer_packed, extraction_text, is_packed_glean, packed_texts
 
 
 def task_of(request: dict[str, Any]) -> str:
@@ -39,9 +39,7 @@ def task_of(request: dict[str, Any]) -> str:
         return "summarize_descriptions"
     if "extract a knowledge graph" in system:
         if packed_texts(request) is not None:
-            return "extract_graph_packed"
-        if len(messages) > 2 and " of units " in str(messages[-1].get("content", "")):
-            return "extract_graph_packed_glean"
+            return "extract_graph_packed_glean" if is_packed_glean(request) else "extract_graph_packed"
         return "extract_graph" if extraction_text(request) is not None else "extract_graph_glean"
     return "other"
 

@@ -29,6 +29,10 @@ class ScriptedGraphModel:
         system = messages[0]["content"]
         last = messages[-1]["content"]
         packed = packed_texts(request)
+        if packed is not None and is_packed_glean(request):
+            with self._lock:
+                self.calls["extract_graph_glean"] += 1
+            return answer_packed(request, _extraction) or "{}"
         if packed is not None:
             with self._lock:
                 self.calls["extract_graph"] += 1
@@ -92,13 +96,15 @@ def answer_packed(request: Any, answer_unit: Any) -> str | None:
     """A packed request answered unit by unit with `answer_unit(text) -> records`; None if not packed.
     A gleaning round of a packed request is answered with empty lists for every unit it names."""
     texts = packed_texts(request)
-    if texts is not None:
-        return json.dumps({label: answer_unit(text) for label, text in texts.items()})
-    last = str(request["messages"][-1].get("content", ""))
-    if last.startswith("MANY entities") and " of units " in last:
-        labels = re.findall(r"\bu\d+\b", last.split(" of units ", 1)[1].split(".", 1)[0])
-        return json.dumps({label: {"entities": [], "relationships": [], "claims": []} for label in labels})
-    return None
+    if texts is None:
+        return None
+    if is_packed_glean(request):
+        return json.dumps({label: {"entities": [], "relationships": [], "claims": []} for label in texts})
+    return json.dumps({label: answer_unit(text) for label, text in texts.items()})
+
+
+def is_packed_glean(request: Any) -> bool:
+    return "\n\nAlready extracted from these units" in str(request["messages"][-1].get("content", ""))
 
 
 def extraction_text(request: Any) -> str | None:

@@ -14,7 +14,9 @@ Rules, in order:
    prompt (`llm.extract_unit_llm`): never dropped, never stored as empty. The packed reply is cached as it
    came, so a re-run finds the same gap and the same single-unit answer in the cache.
 4. Gleaning is asked only for the units whose first pass found an entity (a unit with nothing has nothing
-   to add to), at most `max_gleanings` rounds; a unit leaves the rounds when one adds nothing to it.
+   to add to), at most `max_gleanings` rounds; a unit leaves the rounds when one adds nothing to it. A
+   round is a fresh packed request for those units listing the names already found, not the single-unit
+   conversation that resends the whole first answer (which, for a pack, is most of the round's prompt).
 5. Records are validated and added as the single-unit path does (`llm._add_round`), round numbers kept.
 """
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -62,14 +63,16 @@ EXTRACT_GRAPH_PACKED = Prompt(
         '"claims": [...]}}, ...}}',
     ),
 )
+# A packed gleaning round is a fresh request for the units still gleaning: their texts again and only the
+# names already found (a conversation repeating the first answer would resend every record).
 EXTRACT_GRAPH_PACKED_GLEAN = Prompt(
     name="extract_graph_packed_glean",
     version="extract_graph_packed_glean-v1",
     system="",
     user=(
-        "MANY entities, relationships and claims were missed in the last extraction of units {labels}. "
-        "Answer with only the missed ones, in the same JSON format with a key for each of those units; do "
-        "not repeat those already given. If nothing was missed in a unit, give it empty lists."
+        "\n\nAlready extracted from these units (MANY entities, relationships and claims were missed): "
+        "answer with only the missed ones, in the same JSON format with a key for every unit label; do not "
+        "repeat these; if nothing was missed in a unit, give it empty lists.\n{found}"
     ),
 )
 
@@ -130,9 +133,9 @@ def plan_packs(
 
 
 def packed_messages(
-    requests: Sequence[ExtractionRequest], config: LLMExtractionConfig
+    requests: Sequence[ExtractionRequest], config: LLMExtractionConfig, labels: Sequence[str] | None = None
 ) -> list[dict[str, str]]:
-    labels = [f"u{i + 1}" for i in range(len(requests))]
+    labels = list(labels) if labels is not None else [f"u{i + 1}" for i in range(len(requests))]
     text = "\n\n".join(f"[{label}]\n{r.text.strip()}" for label, r in zip(labels, requests, strict=True))
     claim_instruction = (
         prompts.EXTRACT_GRAPH_CLAIMS.format(claim_description=config.claim_description)
@@ -188,18 +191,20 @@ async def extract_pack_llm(
     # rule 4: gleaning for the units whose first pass found something
     active = [label for label in labels if label in results and results[label].entities]
     by_label = dict(zip(labels, requests, strict=True))
-    answer, active_prev = out, list(labels)
     for round_no in range(1, config.max_gleanings + 1):
         if not active:
             break
-        messages = [
-            *messages,
-            {"role": "assistant", "content": _answer_json(answer, active_prev)},
-            {"role": "user", "content": EXTRACT_GRAPH_PACKED_GLEAN.user.format(labels=", ".join(active))},
-        ]
+        found = "\n".join(
+            f"[{label}] " + "; ".join(e.name for e in results[label].entities) for label in active
+        )
+        glean = packed_messages([by_label[label] for label in active], config, active)
+        glean[-1] = {
+            **glean[-1],
+            "content": glean[-1]["content"] + EXTRACT_GRAPH_PACKED_GLEAN.user.format(found=found),
+        }
         try:
             answer = await client.complete_json(
-                messages,
+                glean,
                 packed_model(tuple(active)),
                 task=EXTRACT_GRAPH_PACKED_GLEAN.name,
                 prompt_version=version,
@@ -228,7 +233,7 @@ async def extract_pack_llm(
             results[label].rounds = round_no + 1
             if added:
                 still.append(label)
-        active_prev, active = active, still
+        active = still
     for unit in results.values():
         if not config.extract_claims:
             unit.claims = []
@@ -242,15 +247,3 @@ async def extract_pack_llm(
         single_by_label[label] if label in single_by_label else (results[label], failures.get(label))
         for label in labels
     ]
-
-
-def _answer_json(answer: BaseModel, labels: Sequence[str]) -> str:
-    """The reply as the model wrote it, for the next round's conversation (dropped-record notes left out)."""
-    return json.dumps(
-        {
-            label: getattr(answer, label).model_dump(mode="json", exclude={"dropped", "missing"})
-            for label in labels
-            if hasattr(answer, label)
-        },
-        ensure_ascii=False,
-    )
