@@ -104,3 +104,25 @@ def test_stage_engines_share_one_model_engine_and_one_offline_engine(monkeypatch
     assert engines["extraction"] is engines["claims"] is engines["descriptions"]
     assert engines["extraction"].kind == "offline"
     assert engines["reports"].usage is engines["extraction"].usage  # one run, one usage counter
+
+
+def test_every_table_and_stage_report_names_the_method(tmp_path):
+    import pyarrow.parquet as pq
+
+    from pipeline.index import documents, text_units
+    from pipeline.index.context import IndexContext
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("Ebenezer Scrooge kept a counting-house in London.", encoding="utf-8")
+    settings = load_settings(
+        storage_root=tmp_path / "storage", index_method="fast", llm_base_url="http://127.0.0.1:9/v1"
+    )
+    ctx = IndexContext.build("methods", settings)
+    documents.run(ctx, folder)
+    text_units.run(ctx)
+    for table in ("documents", "text_units"):
+        meta = pq.read_schema(tmp_path / "storage" / "methods" / f"{table}.parquet").metadata
+        assert meta[b"index_method"] == b"fast"
+        assert b"reports=model" in meta[b"index_stage_methods"]
+    assert ctx.method_metadata()["index_method"] == "fast"
