@@ -268,10 +268,11 @@ class Settings(BaseSettings):
     )
     report_max_words: int = Field(default=2000, ge=10, description="Report length asked of the LLM")
     report_min_entities: int = Field(
-        default=5,
+        default=10,
         ge=0,
         description="Model-written reports (standard, fast): a community without children and with fewer "
-        "entities and fewer claims than this gets the extractive report (method 'extractive'); 0 = all",
+        "entities and fewer claims than this (default: max_cluster_size's default, a leaf as large as "
+        "Leiden lets one grow) gets the extractive report (method 'extractive'); 0 = all",
     )
     # Local search (GraphRAG: 12,000 context tokens): the answer prompt, data tables included, fits this
     local_context_max_tokens: int = Field(
