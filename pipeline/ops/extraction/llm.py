@@ -80,18 +80,22 @@ def llm_identity(model: str, options: ExtractionOptions) -> ExtractorIdentity:
     return ExtractorIdentity("llm", LLMExtractionConfig.from_options(options).version, config, reusable=False)
 
 
-def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str]]:
+def prompt_values(config: LLMExtractionConfig) -> dict[str, str]:
+    """What EXTRACT_GRAPH (and its packed form) fills in besides the text."""
     claim_instruction = (
         prompts.EXTRACT_GRAPH_CLAIMS.format(claim_description=config.claim_description)
         if config.extract_claims
         else prompts.EXTRACT_GRAPH_NO_CLAIMS
     )
-    return prompts.EXTRACT_GRAPH.messages(
-        entity_types=", ".join(config.entity_types),
-        claim_instruction=claim_instruction,
-        example=prompts.extraction_example(claims=config.extract_claims),
-        input_text=text,
-    )
+    return {
+        "entity_types": ", ".join(config.entity_types),
+        "claim_instruction": claim_instruction,
+        "example": prompts.extraction_example(claims=config.extract_claims),
+    }
+
+
+def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str]]:
+    return prompts.EXTRACT_GRAPH.messages(**prompt_values(config), input_text=text)
 
 
 async def extract_unit_llm(

@@ -31,13 +31,13 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from pipeline import prompts
 from pipeline.core.tokens import count_tokens
 from pipeline.ops.extraction.llm import (
     LLMExtractionConfig,
     add_round,
     apply_endpoint_rule,
     extract_request_llm,
+    prompt_values,
 )
 from pipeline.ops.extraction.models import ExtractionFailure, ExtractionOut, ExtractionRequest, UnitExtraction
 from pipeline.prompts import EXTRACT_GRAPH, Prompt
@@ -137,18 +137,7 @@ def packed_messages(
 ) -> list[dict[str, str]]:
     labels = list(labels) if labels is not None else [f"u{i + 1}" for i in range(len(requests))]
     text = "\n\n".join(f"[{label}]\n{r.text.strip()}" for label, r in zip(labels, requests, strict=True))
-    claim_instruction = (
-        prompts.EXTRACT_GRAPH_CLAIMS.format(claim_description=config.claim_description)
-        if config.extract_claims
-        else prompts.EXTRACT_GRAPH_NO_CLAIMS
-    )
-    return EXTRACT_GRAPH_PACKED.messages(
-        entity_types=", ".join(config.entity_types),
-        claim_instruction=claim_instruction,
-        example=prompts.extraction_example(claims=config.extract_claims),
-        input_text=text,
-        labels=", ".join(labels),
-    )
+    return EXTRACT_GRAPH_PACKED.messages(**prompt_values(config), input_text=text, labels=", ".join(labels))
 
 
 async def extract_pack_llm(
