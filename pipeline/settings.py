@@ -230,10 +230,7 @@ class Settings(BaseSettings):
     )
     extraction_max_gleanings: int = Field(default=1, ge=0, description="Extra 'what did you miss' rounds")
     extraction_pack_tokens: int = Field(
-        default=1200,
-        ge=0,
-        description="LLM extraction: small text units packed into one request up to this many text tokens "
-        "(pipeline.ops.extraction.packed; the default chunk size); 0 = one unit per request",
+        default=1200, ge=0, description="LLM extraction: text tokens packed into one request; 0 = one unit"
     )
     extract_claims: bool = True
     claim_description: str = "Any claims or facts that could be relevant to information discovery."
@@ -248,8 +245,7 @@ class Settings(BaseSettings):
     offline_keep_weight: float = Field(default=2.0, description="... unless seen in this many sentences")
     offline_drop_common_words: bool = Field(
         default=True,
-        description="Drop untyped one-word offline names the corpus also writes in lower case ('Hope'). "
-        "With spaCy's NER typing the real names, only common words are left untyped",
+        description="Drop untyped one-word offline names the corpus writes in lower case ('Hope')",
     )
     # Entity resolution and description summaries
     resolution_fuzzy_threshold: float = Field(
