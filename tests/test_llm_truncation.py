@@ -223,7 +223,7 @@ def test_each_task_sends_its_own_output_limit_and_map_and_reduce_their_reserve(t
             descriptions=("Ada writes.", "Ada counts."),
             max_tokens=200,
             max_input_tokens=4000,
-            max_words=50,
+            max_words=3,  # shorter than the two descriptions together (4 words): the model is asked
             encoding=settings.encoding,
         )
         config = GlobalSearchConfig.from_settings(settings)
