@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 DEMO_NAMESPACE ?= demo
 
-.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server serve browser
+.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server llm-try serve browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,25 +36,31 @@ $(LLM_STAMP):
 
 llm-server: $(LLM_STAMP)
 
+# The whole model path on samples/local_model with that server: the estimate first, then the run (README
+# "Local models"); everything in a temporary folder.
+llm-try: install llm-server
+	$(PY) deploy/try_local_model.py
+
 dagster-home:
-	mkdir -p $(DAGSTER_HOME)
-	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	@mkdir -p $(DAGSTER_HOME)
+	@test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: install dagster-home
-	$(VENV)/bin/pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
-	$(VENV)/bin/pipeline status --namespace $(DEMO_NAMESPACE)
+	@echo "== index (Dagster runs the assets in-process; -v shows its event stream) =="
+	@$(VENV)/bin/pipeline index --namespace $(DEMO_NAMESPACE) --input samples/demo
+	@$(VENV)/bin/pipeline status --namespace $(DEMO_NAMESPACE)
 	@echo; echo "== top-level communities (titles from their reports) =="
-	$(VENV)/bin/pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 10
+	@$(VENV)/bin/pipeline communities --namespace $(DEMO_NAMESPACE) --level 0 --limit 3
 	@echo; echo "== vector search: 'Marley was dead, to begin with' =="
-	$(VENV)/bin/pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
+	@$(VENV)/bin/pipeline query vector --namespace $(DEMO_NAMESPACE) --top-k 3 "Marley was dead, to begin with."
 	@echo; echo "== global question (map-reduce over community reports) =="
-	$(VENV)/bin/pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
+	@$(VENV)/bin/pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
 	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
-	$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) "How is Scrooge related to Bob Cratchit?"
+	@$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) --show-evidence 3 "How is Scrooge related to Bob Cratchit?"
 	@echo; echo "== DRIFT question (primer over reports, follow-up local searches, reduce) =="
-	$(VENV)/bin/pipeline query drift --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
+	@$(VENV)/bin/pipeline query drift --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
 	@echo; echo "== basic question (vector RAG baseline: nearest passages, cited) =="
-	$(VENV)/bin/pipeline query basic --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
+	@$(VENV)/bin/pipeline query basic --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
 
 # The sample indexed on a dask.distributed cluster (2 worker processes, 4 document shards) with the
 # Dagster instance and caches on PostgreSQL (pgserver) and the storage on S3 (moto), all on 127.0.0.1.

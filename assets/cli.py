@@ -8,6 +8,7 @@ Dagster is imported only when `index` runs, which keeps the query commands quick
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import time
 from types import ModuleType
 
 from assets.query_cli import add_query_parsers, not_ready
+from assets.query_cli_lazy import add_lazy_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
@@ -63,36 +65,40 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.estimate:
         return cmd_index_estimate(args)
     from assets import launch  # dagster loads only for this command
+    from assets.index_display import StageDisplay, outcome_json, print_failures, print_losses, print_outcome
+    from assets.progress import listening
 
     if args.all_namespaces:
         return cmd_index_all(launch)
     started = time.monotonic()
-    print(
-        f"indexing namespace {args.namespace!r}" + (f" from {args.input}" if args.input else ""), flush=True
-    )
+    say = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else print
+    say(f"indexing namespace {args.namespace!r}" + (f" from {args.input}" if args.input else ""))
     from assets.namespace_lock import NamespaceBusy
 
     try:
-        result = launch.run_index(
+        run = functools.partial(
+            launch.run_index,
             args.namespace,
             input_dir=args.input,
-            on_event=lambda m: print("  " + m, flush=True),
+            on_event=lambda m: say("  " + m),
             wait=not args.no_wait,
+            quiet=not args.verbose,
         )
+        if args.json:
+            result = run()
+        else:
+            with StageDisplay() as display, listening(display):
+                result = run()
     except NamespaceBusy as exc:
         print(f"error: {exc}; not started (--no-wait)", file=sys.stderr)
         return EXIT_BUSY
-    print(
-        f"\nrun {result.run_id}: {'SUCCESS' if result.success else 'FAILED'} in {time.monotonic() - started:.1f}s"
-    )
-    for step in result.steps:
-        shown = {
-            k: v for k, v in step.metadata.items() if isinstance(v, int | float | str) and len(str(v)) < 80
-        }
-        print(f"  {step.asset}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
-    if not result.success:
-        for message in result.failures:
-            print(f"  error: {message}", file=sys.stderr)
+    seconds = time.monotonic() - started
+    if args.json:
+        print(outcome_json(result, seconds))
+        print_losses(result, file=sys.stderr)
+        print_failures(result)
+    else:
+        print_outcome(result, seconds)
     return 0 if result.success else 1
 
 
@@ -105,9 +111,49 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(f"namespace {args.namespace!r} at {store.uri}")
     print(f"  {'table':<28} {'kind':<8} {'rows':>10}  materialized (UTC)")
+    empty = [t.name for t in tables if t.rows == 0 and t.kind == "parquet"]
     for t in tables:
-        print(f"  {t.name:<28} {t.kind:<8} {t.rows:>10}  {t.modified:%Y-%m-%d %H:%M:%S}")
+        if t.name not in empty or t.kind != "parquet":
+            print(f"  {t.name:<28} {t.kind:<8} {t.rows:>10}  {t.modified:%Y-%m-%d %H:%M:%S}")
+    if empty:
+        print(f"  empty: {', '.join(empty)}")
+    print(f"{index_method(store)}; {last_spend(args.namespace)}")
     return 0
+
+
+def index_method(store: NamespaceStore) -> str:
+    """How the index was built: the extraction method and the reports' model."""
+    from pipeline.core import schema
+
+    def first(table: str, column: str) -> str:
+        if not store.has_table(table):
+            return "-"
+        values = store.read_table(table, columns=[column]).column(0).to_pylist()
+        return ", ".join(sorted({str(v) for v in values if v})) or "-"
+
+    return (
+        f"  method: extraction {first(schema.EXTRACTED_GRAPH, 'method')}, reports "
+        f"{first(schema.COMMUNITY_REPORTS, 'method')}; model: {first(schema.COMMUNITY_REPORTS, 'model')}"
+    )
+
+
+def last_spend(namespace: str) -> str:
+    """The last index run's model spend, from the Dagster instance's event log."""
+    from dagster import DagsterInstance
+
+    from assets.launch import ensure_dagster_home
+    from assets.runs import last_run_spend
+
+    ensure_dagster_home()
+    with DagsterInstance.get() as instance:
+        spend = last_run_spend(instance, namespace)
+    if spend is None:
+        return "last run: none recorded in this Dagster instance"
+    return (
+        f"last run {spend['run_id'][:8]}: {spend['llm_calls']} model calls, "
+        f"{spend['llm_prompt_tokens']:,} + {spend['llm_completion_tokens']:,} tokens, "
+        f"${spend['llm_cost_usd']:.4f}"
+    )
 
 
 def cmd_communities(args: argparse.Namespace) -> int:
@@ -128,9 +174,66 @@ def cmd_communities(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_graphrag(args: argparse.Namespace) -> int:
+    """A Microsoft GraphRAG output folder as a namespace, through Dagster like `index`."""
+    from pipeline.interop.ms_graphrag_read import GraphRAGImportError, read_output
+
+    try:
+        read_output(args.source)  # a bad folder is named here, before Dagster loads
+    except GraphRAGImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from assets.import_launch import run_import
+
+    print(f"importing {args.source} into namespace {args.namespace!r}", flush=True)
+    result = run_import(args.namespace, args.source, on_event=lambda m: print("  " + m, flush=True))
+    print(f"\nrun {result.run_id}: {'SUCCESS' if result.success else 'FAILED'}")
+    for step in result.steps:
+        shown = {
+            k: v for k, v in step.metadata.items() if isinstance(v, int | float | str) and len(str(v)) < 80
+        }
+        print(f"  {step.asset}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    for message in result.failures:
+        print(f"  error: {message}", file=sys.stderr)
+    return 0 if result.success else 1
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    """The namespace's graph as one self-contained HTML page (`pipeline.ops.graph_view`)."""
+    from pipeline.core import schema
+    from pipeline.ops.graph_view import graph_data, graph_html
+
+    store = NamespaceStore.from_settings(load_settings(), args.namespace)
+    ranks = None
+    if store.has_table(schema.COMMUNITY_REPORTS):
+        reports = store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "rank"]).to_pylist()
+        ranks = {r["community"]: float(r["rank"] or 0.0) for r in reports}
+    data = graph_data(
+        store.read_table(schema.ENTITIES),
+        store.read_table(schema.RELATIONSHIPS),
+        store.read_table(schema.COMMUNITIES),
+        ranks,
+    )
+    page = graph_html(data, f"{args.namespace}: entity graph").encode("utf-8")
+    if args.out:
+        with open(args.out, "wb") as out:
+            out.write(page)
+        where = args.out
+    else:
+        store.write_bytes(schema.GRAPH_VIEW, page)
+        where = str(store.location(schema.GRAPH_VIEW))
+    print(f"{len(data['nodes'])} entities, {len(data['edges'])} relationships -> {where}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pipeline", description="GraphRAG indexing and query on Dagster")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="debug logging: Dagster's event stream and the libraries' own log lines",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="materialize a namespace's indexing assets through Dagster")
@@ -157,7 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
         "reports; nlp: no model (default: PIPELINE_INDEX_METHOD, else nlp, or standard with the "
         "openai provider)",
     )
-    p.add_argument("--json", action="store_true", help="with --estimate: the estimate as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run (its metadata per asset, failures) or, with --estimate, the estimate as JSON",
+    )
     p.add_argument(
         "--no-wait",
         action="store_true",
@@ -175,16 +282,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=cmd_communities)
 
+    p = sub.add_parser("import", help="import an index another tool wrote").add_subparsers(
+        dest="import_kind", required=True
+    )
+    p = p.add_parser("graphrag", help="a Microsoft GraphRAG 2.x/3.x output folder, with no LLM call")
+    p.add_argument("--from", dest="source", required=True, help="the output folder `graphrag index` wrote")
+    p.add_argument("--namespace", required=True, type=_namespace)
+    p.set_defaults(func=cmd_import_graphrag)
+
+    p = sub.add_parser("graph", help="the entity graph as a self-contained HTML page (opens offline)")
+    p.add_argument("--namespace", required=True, type=_namespace)
+    p.add_argument("--out", help="file to write (default: graph.html in the namespace's folder)")
+    p.set_defaults(func=cmd_graph)
+
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)
+    add_lazy_parsers(q, _namespace)
     return parser
+
+
+def quiet_libraries(verbose: bool) -> None:
+    """Debug logging with -v; otherwise warnings only, also from the libraries that set their own
+    level (bm25s logs at DEBUG) or log from Rust (LanceDB's WARN "No existing dataset" per new table)."""
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)  # a logger's own level does not stop its records at the root's handler
+    if not verbose:
+        os.environ.setdefault("LANCEDB_LOG", "error")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    quiet_libraries(args.verbose)
     try:
         return args.func(args)
     except TableNotFoundError as exc:

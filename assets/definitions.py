@@ -1,11 +1,14 @@
 """The code location: every domain's definitions composed."""
 
-from dagster import Definitions
+import warnings
+
+from dagster import Definitions, with_source_code_references
 
 from assets.executors import pipeline_executor
 from assets.indexing.assets import indexing_assets
 from assets.indexing.chunk_graph import chunk_graph
 from assets.indexing.graph import graph_assets
+from assets.indexing.graphrag_import import graphrag_import, import_graphrag_job
 from assets.indexing.jobs import indexing_jobs
 from assets.indexing.reports import report_assets
 from assets.indexing.schedules import nightly_reindex
@@ -15,9 +18,28 @@ from assets.query.assets import query_assets
 from assets.query.jobs import answer_questions_job
 from assets.resources import default_resources
 
+
+def _with_code_references(assets: list) -> list:
+    """Each asset linked to its body in the source (which names the `pipeline.index` runner it calls).
+    The API is marked beta; its warnings would be printed by every CLI command that loads these."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return with_source_code_references(assets)
+
+
 defs = Definitions(
-    assets=[*indexing_assets, *shard_assets, chunk_graph, *graph_assets, *report_assets, *query_assets],
-    jobs=[*indexing_jobs, answer_questions_job],
+    assets=_with_code_references(
+        [
+            *indexing_assets,
+            *shard_assets,
+            chunk_graph,
+            *graph_assets,
+            *report_assets,
+            *query_assets,
+            graphrag_import,
+        ]
+    ),
+    jobs=[*indexing_jobs, answer_questions_job, import_graphrag_job],
     executor=pipeline_executor(),
     schedules=[nightly_reindex],
     sensors=[input_root_sensor, query_refresh_sensor],

@@ -13,6 +13,10 @@ from assets.namespace_lock import exclusive_namespace, holder_tags
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
 from pipeline.core.namespace import validate_namespace
 
+# The console logger of an in-process run prints every event (STEP_START, STEP_OUTPUT ...) at DEBUG;
+# the CLI prints its own lines and each failure, so without -v the console gets none of them.
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
 
 def ensure_dagster_home() -> Path:
     """Use $DAGSTER_HOME, or ./.dagster_home seeded with the project's dagster.yaml."""
@@ -42,13 +46,15 @@ def run_index(
     on_event: Callable[[str], None] | None = None,
     *,
     wait: bool = True,
+    quiet: bool = False,
 ) -> IndexRunResult:
     """Register the namespace partition and materialize its indexing assets through Dagster.
 
     With PIPELINE_DASK_SCHEDULER set, the steps run on that dask cluster's workers, the namespace's
     shards in parallel (`assets.distributed`); otherwise the whole chain runs in this process. One run
     per namespace at a time (`assets.namespace_lock`): this waits for the namespace's run in progress,
-    or raises NamespaceBusy with `wait=False`."""
+    or raises NamespaceBusy with `wait=False`. `quiet` keeps Dagster's event stream off the console
+    (the run's event log in the instance still has every event)."""
     validate_namespace(namespace)
     from assets.definitions import defs
     from pipeline.settings import load_settings
@@ -62,17 +68,17 @@ def run_index(
             from assets.distributed import run_index_distributed
 
             return run_index_distributed(namespace, input_dir, instance, on_event)
-        if on_event:
+        if on_event and not quiet:
             on_event(f"namespace {namespace!r} is free: the run starts")
         job = defs.resolve_job_def("index_namespace")
         result = job.execute_in_process(
             partition_key=namespace,
             instance=instance,
-            run_config=documents_run_config(input_dir),
+            run_config={**documents_run_config(input_dir), **(QUIET_CONSOLE if quiet else {})},
             tags=holder_tags(),
             raise_on_error=False,
         )
-    return summarize_run(result, on_event)
+    return summarize_run(result, None if quiet else on_event)
 
 
 def backfill_namespaces(

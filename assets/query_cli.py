@@ -2,7 +2,7 @@
 drift, basic). Each calls `pipeline` directly (no Dagster), prints the answer with its status and
 citations (or the whole result with --json), and exits 0 on an answer, 1 on a cancelled or failed query,
 2 on a bad request and 3 when the namespace is not indexed yet. `--estimate` on the modes that call a
-model prints what one question can cost without sending anything (`pipeline.query.query_estimate`)."""
+model prints what one question can cost without sending anything (`pipeline.query.estimate`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from assets.hit_display import add_matches, print_hits
+from assets.query_options import add_options, options_from
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.query.requests import (
+    BasicOptions,
+    ChunkOptions,
+    DriftOptions,
+    GlobalOptions,
+    LocalOptions,
+    QueryOptions,
+    VectorOptions,
+)
 from pipeline.settings import load_settings
 
 EXIT_NOT_READY = 3
@@ -28,26 +39,29 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
     from pipeline.runtime import cached_embedder
     from pipeline.vector_tool import create_vector_query_tool
     from pipeline.vector_tool.namespace_stores import namespace_store
+    from pipeline.vector_tool.options import DEFAULT_TOP_K
 
+    options = _options(args, VectorOptions)
+    if options is None:
+        return 2
     settings = load_settings()
     store = namespace_store(settings, args.namespace, args.store)
-    tool = create_vector_query_tool("text_units", cached_embedder(settings), store=store, enable_filter=True)
-    out = tool.execute({"query_text": args.query, "top_k": args.top_k, "filter": args.filter})
+    tool_embedder = cached_embedder(settings)
+    tool = create_vector_query_tool("text_units", tool_embedder, store=store, enable_filter=True)
+    out = tool.execute(
+        {"query_text": args.query, "top_k": options.top_k or DEFAULT_TOP_K, "filter": options.filter}
+    )
     if "error" in out:
         if str(out["error"]).startswith(TableNotFoundError.__name__):
             return not_ready(str(out["error"]).split(": ", 1)[-1])
         print(f"error: {out['error']}", file=sys.stderr)
         return 2
     hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
+    add_matches(hits, args.query, NamespaceStore.from_settings(settings, args.namespace), tool_embedder)
     if args.json:
         print(json.dumps(hits, indent=2, default=str))
         return 0
-    for rank, hit in enumerate(hits, start=1):
-        snippet = " ".join(str(hit.get("text", "")).split())[:200]
-        print(
-            f"{rank}. score={hit['score']:.3f}  {hit.get('document_title')} "
-            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={hit['id'][:12]}\n   {snippet}"
-        )
+    print_hits(hits)
     return 0
 
 
@@ -66,48 +80,44 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
     from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
     from pipeline.runtime import cached_embedder
 
+    args.filter = dict(args.filter) if args.filter else None
+    options = _options(args, ChunkOptions)
+    if options is None:
+        return 2
     settings = load_settings()
     store = NamespaceStore.from_settings(settings, args.namespace)
     embedder = cached_embedder(settings)
     try:
         graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)
-        hits = graph.query(
-            embedder.embed([args.query])[0],
-            top_k=args.top_k,
-            random_walk_steps=args.steps,
-            restart_prob=args.restart_prob,
-            filter=dict(args.filter) or None,
-            seed=args.seed,
-            method=args.method,
-        )
+        hits = graph.query(embedder.embed([args.query])[0], **options.given())
     except ChunkGraphError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    rows = [{"id": h.id, "score": h.score, "text": h.content, **h.metadata} for h in hits]
+    add_matches(rows, args.query, store, embedder)
     if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, default=str))
-        return 0
-    for rank, hit in enumerate(hits, start=1):
-        meta = hit.metadata
-        snippet = " ".join(hit.content.split())[:200]
         print(
-            f"{rank}. score={hit.score:.4f}  {meta.get('document_title')} "
-            f"[{meta.get('start_char')}:{meta.get('end_char')}]  id={hit.id[:12]}\n   {snippet}"
+            json.dumps(
+                [{**h.to_dict(), "match": r["match"]} for h, r in zip(hits, rows, strict=True)],
+                indent=2,
+                default=str,
+            )
         )
+        return 0
+    print_hits(rows, ".4f")
     return 0
 
 
 def cmd_query_global(args: argparse.Namespace) -> int:
-    from pipeline.query.global_context import GlobalContextError
-    from pipeline.query.global_search import GlobalSearchConfig, global_search
+    from pipeline.api import global_search
+    from pipeline.query.global_.context import GlobalContextError
+    from pipeline.query.global_.search import GlobalSearchConfig
 
+    options = _options(args, GlobalOptions)
+    if options is None:
+        return 2
     settings = load_settings()
-    config = GlobalSearchConfig.from_settings(
-        settings,
-        level=args.level,
-        seed=args.seed,
-        response_type=args.response_type,
-        selection=args.selection,
-    )
+    config = GlobalSearchConfig.from_settings(settings, **options.given())
     if args.estimate:
         return _estimate("global", args, settings, config)
     try:
@@ -133,16 +143,24 @@ def cmd_query_global(args: argparse.Namespace) -> int:
             print(f"[{sel['fallback']}]")
     elif sel.get("mode") == "level-auto":
         print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
+    elif sel.get("fallback"):
+        print(f"[{sel['fallback']}]")
     if result.reason:
         print(f"[{result.reason}]")
     return 0 if result.status in ("completed", "partial", "no_results") else 1
 
 
 def cmd_query_local(args: argparse.Namespace) -> int:
-    from pipeline.query.local_search import LocalSearchError, local_search
+    from pipeline.api import local_search
+    from pipeline.query.local.search import LocalSearchConfig, LocalSearchError
 
+    options = _options(args, LocalOptions)
+    if options is None:
+        return 2
     try:
-        result = local_search(args.namespace, args.query, top_k=args.top_k, community_level=args.level)
+        settings = load_settings()
+        config = LocalSearchConfig.from_settings(settings, **options.given())
+        result = local_search(args.namespace, args.query, settings=settings, config=config)
     except LocalSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -152,8 +170,13 @@ def cmd_query_local(args: argparse.Namespace) -> int:
     print(result.answer)
     print("\nCommunities:")
     for c in result.communities:
-        matched = f" (matched: {', '.join(c['matched_entities'])})" if c["matched_entities"] else ""
-        print(f"  [{c['id']}] level {c['level']}: {c['title']}{matched}")
+        if c["matched_entities"]:
+            print(
+                f"  [{c['id']}] level {c['level']}: {c['title']} (matched: {', '.join(c['matched_entities'])})"
+            )
+    others = [str(c["id"]) for c in result.communities if not c["matched_entities"]]
+    if others:
+        print(f"  and {len(others)} more by graph and text similarity: {', '.join(others)}")
     print("Evidence:")
     for ev in result.evidence[: args.show_evidence]:
         snippet = " ".join(ev["text"].split())[:160]
@@ -166,7 +189,7 @@ def cmd_query_local(args: argparse.Namespace) -> int:
 
 
 def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -> int:
-    from pipeline.query.query_estimate import estimate_query
+    from pipeline.query.estimate import estimate_query
     from pipeline.runtime import cached_embedder
 
     store = NamespaceStore.from_settings(settings, args.namespace)
@@ -176,9 +199,11 @@ def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -
 
 
 def _citations(citations: list[dict[str, Any]]) -> None:
-    """Where each cited row comes from: a passage's document and offsets, or the row's name."""
+    """Where each cited row comes from: a passage's document and offsets, one a line; other rows by
+    their names, one line per section."""
     if citations:
         print("Citations:")
+    named: dict[str, list[str]] = {}
     for c in citations:
         if c.get("start_char") is not None:
             print(
@@ -186,32 +211,47 @@ def _citations(citations: list[dict[str, Any]]) -> None:
             )
         else:
             name = c.get("title") or c.get("source") and f"{c.get('source')} -> {c.get('target')}" or ""
-            print(f"  [{c['section']} {c['id']}] {name}")
+            named.setdefault(c["section"], []).append(f"{c['id']} {name}".strip())
+    for section, names in named.items():
+        print(f"  [{section}] " + "; ".join(names))
 
 
-def cmd_query_drift(args: argparse.Namespace) -> int:
-    from pipeline.query.drift_search import DriftSearchConfig, DriftSearchError, drift_search
-
+def answer_or_exit(
+    args: argparse.Namespace,
+    mode: str,
+    model: type[QueryOptions],
+    config_of: Any,
+    search: Callable[..., Any],
+    errors: Any = (),
+) -> Any:
+    """What every answering query command does first: its options (exit 2 when invalid), its config,
+    `--estimate` (exit 0), the search (exit 2 on a bad request), `--json` (printed, exit 0). Returns the
+    result to print, or the exit code when the command ends here."""
+    options = _options(args, model)
+    if options is None:
+        return 2
     settings = load_settings()
-    given = {
-        "primer_k": args.primer_k,
-        "primer_folds": args.primer_folds,
-        "depth": args.depth,
-        "breadth": args.breadth,
-        "community_level": args.level,
-        "response_type": args.response_type,
-    }
     try:
-        config = DriftSearchConfig.from_settings(settings, **given)
-        if args.estimate:
-            return _estimate("drift", args, settings, config)
-        result = drift_search(args.namespace, args.query, settings=settings, config=config)
-    except DriftSearchError as exc:
+        config = config_of.from_settings(settings, **options.given())
+        if getattr(args, "estimate", False):
+            return _estimate(mode, args, settings, config)
+        result = search(args.namespace, args.query, settings=settings, config=config)
+    except errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
+    return result
+
+
+def cmd_query_drift(args: argparse.Namespace) -> int:
+    from pipeline.api import drift_search
+    from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError
+
+    result = answer_or_exit(args, "drift", DriftOptions, DriftSearchConfig, drift_search, DriftSearchError)
+    if isinstance(result, int):
+        return result
     print(result.answer)
     print("\nSearch tree:")
     by_id = {n.id: n for n in result.nodes}
@@ -236,20 +276,12 @@ def cmd_query_drift(args: argparse.Namespace) -> int:
 
 
 def cmd_query_basic(args: argparse.Namespace) -> int:
-    from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search
+    from pipeline.api import basic_search
+    from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError
 
-    settings = load_settings()
-    try:
-        config = BasicSearchConfig.from_settings(settings, top_k=args.top_k, full_text=args.full_text)
-        if args.estimate:
-            return _estimate("basic", args, settings, config)
-        result = basic_search(args.namespace, args.query, settings=settings, config=config)
-    except BasicSearchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
-        return 0
+    result = answer_or_exit(args, "basic", BasicOptions, BasicSearchConfig, basic_search, BasicSearchError)
+    if isinstance(result, int):
+        return result
     print(result.answer)
     _citations(result.citations)
     print(f"\n[status: {result.status}; passages: {len(result.sources)}]")
@@ -258,16 +290,17 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     return 0 if result.status in ("completed", "no_results") else 1
 
 
-def _level(value: str) -> int | str:
-    if value == "auto":
-        return value
+def _options(args: argparse.Namespace, model: type[QueryOptions]) -> QueryOptions | None:
+    """The mode's request model from the flags, or None after printing why it is invalid (exit 2)."""
     try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a level number or 'auto', got {value!r}") from None
+        return options_from(args, model)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
+    """One subcommand per mode; its options are the mode's request model's (`add_options`)."""
     p = q.add_parser("vector", help="vector search over the namespace's text units")
     p.add_argument("--namespace", required=True, type=namespace)
     p.add_argument(
@@ -276,54 +309,22 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
         default="lancedb",
         help="pgvector (PIPELINE_PGVECTOR_DSN) and chroma get the text units copied from LanceDB first",
     )
-    p.add_argument("--top-k", default="5", help="results to return (a number; invalid gives 10)")
-    p.add_argument(
-        "--filter", default=None, help='metadata filter as JSON, e.g. \'{"document_title": "a.txt"}\''
-    )
+    add_options(p, VectorOptions)
     p.add_argument("--json", action="store_true")
     p.add_argument("query")
     p.set_defaults(func=cmd_query_vector)
 
     p = q.add_parser("chunks", help="chunk-graph search: random walk with restart from the nearest chunks")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=10)
-    p.add_argument("--steps", type=int, default=100, help="random walk steps per seed")
-    p.add_argument("--restart-prob", type=float, default=0.15)
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: a fixed seed)")
-    p.add_argument("--method", choices=("walk", "ppr"), default="walk", help="ppr: exact limit of the walks")
-    p.add_argument(
-        "--filter",
-        type=_filter_pair,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="metadata equality filter, e.g. document_title=a.txt (repeatable)",
-    )
+    pairs = {"type": _filter_pair, "action": "append", "metavar": "KEY=VALUE"}
+    add_options(p, ChunkOptions, filter=pairs)
     p.add_argument("--json", action="store_true")
     p.add_argument("query")
     p.set_defaults(func=cmd_query_chunks)
 
     p = q.add_parser("global", help="map-reduce over community reports: corpus-wide questions")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument(
-        "--level",
-        type=_level,
-        default=None,
-        help="community level, or 'auto': the deepest whose reports fit the map calls (default: leaf "
-        "communities, or dynamic selection on a large namespace)",
-    )
-    p.add_argument(
-        "--selection",
-        choices=("auto", "dynamic", "static"),
-        default=None,
-        help="dynamic: rate reports top-down, map the relevant ones; auto: dynamic on large namespaces",
-    )
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed for the report batches")
-    p.add_argument(
-        "--response-type",
-        default="multiple paragraphs",
-        help='length and form of the answer, e.g. "a single paragraph" (default: multiple paragraphs)',
-    )
+    add_options(p, GlobalOptions)
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")
@@ -331,8 +332,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("local", help="entity/graph/vector retrieval with evidence cited to document offsets")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=8, help="communities to keep")
-    p.add_argument("--level", type=int, default=None, help="community level (default: leaf communities)")
+    add_options(p, LocalOptions)
     p.add_argument("--show-evidence", type=int, default=8, help="evidence items to print")
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("query")
@@ -340,12 +340,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("drift", help="DRIFT: primer over community reports, follow-up local searches, reduce")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--primer-k", type=int, default=None, help="reports the primer reads (default 8)")
-    p.add_argument("--primer-folds", type=int, default=None, help="primer calls (default 2)")
-    p.add_argument("--depth", type=int, default=None, help="rounds of follow-ups (default 2)")
-    p.add_argument("--breadth", type=int, default=None, help="follow-ups answered per round (default 3)")
-    p.add_argument("--level", type=int, default=None, help="community level of the primer's reports")
-    p.add_argument("--response-type", default=None, help='e.g. "a single paragraph"')
+    add_options(p, DriftOptions)
     p.add_argument("--json", action="store_true", help="print the whole result, the tree included")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")
@@ -353,8 +348,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
 
     p = q.add_parser("basic", help="vector RAG: the nearest passages answered with citations (the baseline)")
     p.add_argument("--namespace", required=True, type=namespace)
-    p.add_argument("--top-k", type=int, default=None, help="passages in the context (default 10)")
-    p.add_argument("--full-text", action="store_true", help="fuse BM25 full-text hits with the dense ones")
+    add_options(p, BasicOptions)
     p.add_argument("--json", action="store_true", help="print the whole result")
     p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
     p.add_argument("query")

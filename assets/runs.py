@@ -33,6 +33,15 @@ def _plain(value: Any) -> Any:
     return getattr(value, "value", value)
 
 
+def _root_error(error: Any) -> str:
+    """The error the step's code raised, not Dagster's "Error occurred while executing op" around it."""
+    if error is None:
+        return "failed"
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    return error.message.strip()
+
+
 def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) -> IndexRunResult:
     """What a caller wants of a run: the materializations' metadata and each failed step's error."""
     steps = []
@@ -43,14 +52,45 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
         if on_event:
             on_event(f"materialized {m.asset_key.to_user_string()}")
     failures = [
-        f"{e.step_key}: {e.step_failure_data.error.message.strip() if e.step_failure_data.error else 'failed'}"
+        f"{e.step_key}: {_failure_message(e.step_failure_data)}"
         for e in result.all_events
         if e.is_step_failure
     ]
     return IndexRunResult([result.run_id], result.success, steps, failures)
 
 
+def _failure_message(data: Any) -> str:
+    """A step's error: a `dagster.Failure`'s own description (a stage that lost its units), else the
+    error the step's code raised (`_root_error`)."""
+    user = getattr(data, "user_failure_data", None)
+    if user is not None and user.description:
+        return user.description
+    return _root_error(data.error)
+
+
 def documents_run_config(input_dir: str | None) -> dict[str, Any]:
     if not input_dir:
         return {}
     return {"ops": {"documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
+
+
+def last_run_spend(instance: Any, namespace: str, asset: str = "community_reports") -> dict[str, Any] | None:
+    """The model spend of the namespace's last run that materialized `asset`: its run id and the sums
+    of the LLM counters over every materialization of that run; None before any run."""
+    from dagster import AssetKey, AssetRecordsFilter, DagsterEventType
+
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey(asset), asset_partitions=[namespace]), limit=1
+    ).records
+    if not records:
+        return None
+    run_id = records[0].run_id
+    totals = {"run_id": run_id, "llm_calls": 0, "llm_prompt_tokens": 0, "llm_completion_tokens": 0}
+    totals["llm_cost_usd"] = 0.0
+    for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION):
+        materialization = entry.asset_materialization
+        if materialization is None or materialization.partition != namespace:
+            continue
+        for key in list(totals)[1:]:
+            totals[key] += _plain(materialization.metadata.get(key)) or 0
+    return totals

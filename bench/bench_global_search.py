@@ -29,7 +29,7 @@ from pipeline.engine.llm import LLMEngine  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
 from pipeline.io.store import NamespaceStore  # noqa: E402
 from pipeline.llm import LLMClient  # noqa: E402
-from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
 from pipeline.query.questions import load_questions  # noqa: E402
 from pipeline.runtime import cached_embedder  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
@@ -92,7 +92,7 @@ def main() -> None:
         "batches_per_question": rows[0]["batches"],
         "statuses": {s: sum(x["status"] == s for x in rows) for s in {x["status"] for x in rows}},
     }
-    from pipeline.query.global_search import plan_batches
+    from pipeline.query.global_.search import plan_batches
 
     batches = plan_batches(store, questions[0], config)
     out["offline"]["map_tokens_per_question"] = sum(b.tokens for b in batches)

@@ -62,7 +62,7 @@ def index_book(work: Path) -> Path:
 
 def offline_run(store, question: str, embedder) -> dict:  # noqa: ANN001
     from pipeline.engine.offline import OfflineEngine
-    from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
+    from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
 
     out = {}
     for attempt in ("cold_s", "warm_s"):
@@ -92,7 +92,7 @@ def llm_run(store, question: str, embedder) -> dict:  # noqa: ANN001
     from pipeline.caches.sqlite_llm import LLMCache
     from pipeline.engine.llm import LLMEngine
     from pipeline.llm import LLMClient
-    from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
+    from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
     from tests.support.fault_proxy import FaultProxy
 
     config = GlobalSearchConfig()

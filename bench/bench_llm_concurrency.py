@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pipeline.caches.sqlite_llm import LLMCache  # noqa: E402
-from pipeline.engine.base import Summary  # noqa: E402
+from pipeline.engine.summarize import Summary  # noqa: E402
 from pipeline.llm import LLMClient  # noqa: E402
 
 

@@ -162,7 +162,7 @@ def book(work: Path) -> dict[str, Any]:
     entities = out.pop("_entities")
     out.pop("_by_degree")
     out["entities_per_main_character"] = {c: character_entities(entities, c) for c in BOOK_CHARACTERS}
-    from pipeline.query.global_search import global_search
+    from pipeline.api import global_search
 
     result = global_search("book", THEMES_QUESTION, settings=settings)
     out["themes_answer"] = result.answer

@@ -8,14 +8,18 @@ DIR holds a corpus `<name>_corpus.json` and its questions `<name>.json`, in the 
   (`supporting_facts [[title, sentence]]`).
 The corpus is indexed through the Dagster job once per storage folder (`--reindex` runs the job again:
 every cached stage is reused, so this costs only what changed). Then every question is asked of
-- `vector`: plain vector search over text units (`pipeline.query.search.vector_search`);
+- `vector`: plain vector search over text units (`pipeline.query.common.search.vector_search`);
 - `basic`: basic search (dense + BM25 fused, then the offline answer), ranked by its retrieved units: the
   vector-RAG baseline every GraphRAG mode must beat;
 - `local`: local search (offline engine, whole flow with the answer), ranked by its fused passages;
+- `lazy`: lazy search (offline engine, whole flow with the answer), ranked by its relevant units;
 - each passage signal alone (`only:<signal>`) and the fusion without each (`without:<signal>`), with the
-  seeds local search matched for that question (`pipeline.query.passage_rank`);
+  seeds local search matched for that question (`pipeline.query.local.passage_rank`);
 and recall@2/5/10 of the gold passages (matched by document title, as HippoRAG does) is reported,
-with p50/p95 latency per method. Local search latency is the whole query after one warm-up question.
+with p50/p95 latency per method. Local and lazy latency is the whole query after one warm-up question.
+`context_gold` counts the gold passages inside the answer's context (its Sources rows) of local and lazy
+search at the same context token budgets (`--context-budgets`, the whole answer prompt). `routing` is
+`bench/eval_routing.py`'s confusion table on GraphRAG-Bench novel split A (skipped with --no-routing).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +85,12 @@ def recall(ranked_titles: list[str], gold: list[str], k: int) -> float:
     return sum(1 for g in gold if g in top) / len(gold) if gold else 0.0
 
 
+def context_gold(rows: list[dict], gold: list[str]) -> int:
+    """Gold passages among a context's Sources rows (by document title)."""
+    titles = {r.get("document_title") for r in rows if r.get("section") == "sources"}
+    return sum(1 for g in gold if g in titles)
+
+
 class Tally:
     def __init__(self) -> None:
         self.recall: dict[str, dict[int, float]] = {}
@@ -116,7 +127,12 @@ def main() -> None:
     )
     parser.add_argument("--reindex", action="store_true", help="run the indexing job even if an index exists")
     parser.add_argument("--namespace", default="eval")
+    parser.add_argument(
+        "--context-budgets", default="12000,4000", help="answer-prompt token budgets for context_gold"
+    )
+    parser.add_argument("--no-routing", action="store_true", help="skip the routing confusion table")
     args = parser.parse_args()
+    budgets = [int(b) for b in args.context_budgets.split(",") if b.strip()]
 
     corpus_file, qfile = find_files(args.dataset)
     questions = json.loads(qfile.read_text(encoding="utf-8"))[: args.questions]
@@ -130,12 +146,13 @@ def main() -> None:
     from assets.launch import run_index
     from pipeline.engine.offline import OfflineEngine
     from pipeline.io.store import NamespaceStore
-    from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-    from pipeline.query.local_index import load_local_index
-    from pipeline.query.local_search import LocalSearchConfig, local_search_async
-    from pipeline.query.passage_index import load_passage_index
-    from pipeline.query.passage_rank import SIGNALS, PassageRankOptions, rank_passages
-    from pipeline.query.search import vector_search
+    from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+    from pipeline.query.common.search import vector_search
+    from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
+    from pipeline.query.local.index import load_local_index
+    from pipeline.query.local.passage_index import load_passage_index
+    from pipeline.query.local.passage_rank import SIGNALS, PassageRankOptions, rank_passages
+    from pipeline.query.local.search import LocalSearchConfig, local_search_async
     from pipeline.runtime import cached_embedder
     from pipeline.settings import load_settings
 
@@ -161,6 +178,10 @@ def main() -> None:
     passages = load_passage_index(store)
     title_of = {uid: graph.document_titles.get(u["document_id"], "") for uid, u in graph.text_units.items()}
     asyncio.run(local_search_async(store, "warm-up question", engine, embedder, cfg))
+    lazy_cfg = LazySearchConfig(context_max_tokens=cfg.context_max_tokens)
+    asyncio.run(lazy_search_async(store, "warm-up question", engine, embedder, lazy_cfg))
+    gold_in_context: dict[str, int] = {}
+    total_gold = 0
 
     enabled = cfg.passages.signals
     variants = {f"only:{s}": (s,) for s in SIGNALS}
@@ -177,6 +198,25 @@ def main() -> None:
         t = time.perf_counter()
         res = asyncio.run(local_search_async(store, q["question"], engine, embedder, cfg))
         tally.add("local", [title_of[p["id"]] for p in res.passages], gold, time.perf_counter() - t)
+        t = time.perf_counter()
+        lz = asyncio.run(lazy_search_async(store, q["question"], engine, embedder, lazy_cfg))
+        tally.add("lazy", [s["document_title"] for s in lz.sources], gold, time.perf_counter() - t)
+        total_gold += len(gold)
+        for budget in budgets:
+            lrows = res.context_rows
+            zrows = lz.context_rows
+            if budget != cfg.context_max_tokens:
+                lcfg = replace(cfg, context_max_tokens=budget)
+                lrows = asyncio.run(
+                    local_search_async(store, q["question"], engine, embedder, lcfg)
+                ).context_rows
+                zcfg = replace(lazy_cfg, context_max_tokens=budget)
+                zrows = asyncio.run(
+                    lazy_search_async(store, q["question"], engine, embedder, zcfg)
+                ).context_rows
+            for name, rows in (("local", lrows), ("lazy", zrows)):
+                key = f"{name}@{budget}"
+                gold_in_context[key] = gold_in_context.get(key, 0) + context_gold(rows, gold)
         vector = embedder.embed([q["question"]])[0]
         seeds = [s["id"] for s in res.seeds]
         for name, signals in variants.items():
@@ -186,6 +226,11 @@ def main() -> None:
             )
             tally.add(name, [title_of[p.id] for p in ranked], gold, time.perf_counter() - t)
     out |= tally.report(max(1, len(questions)))
+    out["context_gold"] = {"gold_passages": total_gold, **gold_in_context}
+    if not args.no_routing:
+        from bench.eval_routing import evaluate
+
+        out["routing"] = evaluate()
     print(json.dumps(out, indent=2))
     if args.storage is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+from pipeline.api import basic_search
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic_search import BasicSearchConfig, BasicSearchError, basic_search, basic_search_async
-from pipeline.query.search import text_search
+from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
+from pipeline.query.common.search import text_search
 
 QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
 

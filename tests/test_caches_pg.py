@@ -17,7 +17,8 @@ import pytest
 from pipeline.caches.pg_embedding import PgEmbeddingCache
 from pipeline.caches.pg_llm import PgLLMCache
 from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.engine.base import SummarizeRequest, Summary
+from pipeline.engine.base import runner
+from pipeline.engine.summarize import SUMMARIZE, SummarizeRequest, Summary
 from pipeline.io.pg import shared_connection
 from pipeline.runtime import make_engine
 from pipeline.settings import load_settings
@@ -217,7 +218,7 @@ REQUESTS = [
 
 def _summarize_in_a_new_process(queue: Any) -> None:
     engine = make_engine(load_settings())  # everything from the PIPELINE_* env the parent set
-    results = engine.run_batch(REQUESTS, engine.summarize)
+    results = engine.run_batch(REQUESTS, runner(engine, SUMMARIZE))
     queue.put(([r.summary for r in results], engine.usage.calls, engine.usage.cache_hits))
 
 
@@ -235,7 +236,7 @@ def test_llm_client_on_pg_cache_second_run_in_another_process_makes_no_http_call
         monkeypatch.setenv("PIPELINE_LLM_MODEL", MODEL_ALIAS)
         monkeypatch.setenv("PIPELINE_LLM_MAX_TOKENS", "48")
         engine = make_engine(load_settings())
-        first = engine.run_batch(REQUESTS, engine.summarize)
+        first = engine.run_batch(REQUESTS, runner(engine, SUMMARIZE))
         assert all(isinstance(r, Summary) for r in first)
         assert proxy.received >= len(REQUESTS) and engine.usage.calls >= len(REQUESTS)
         received = proxy.received

@@ -103,7 +103,9 @@ def test_cli_query_chunks_prints_ranked_chunks(indexed, capsys):
     )
     assert code == 0
     hits = json.loads(capsys.readouterr().out)
-    assert [set(h) for h in hits] == [{"id", "content", "metadata", "score"}] * 2
+    assert [set(h) for h in hits] == [
+        {"id", "content", "metadata", "score", "match"}
+    ] * 2  # match: the hit's sentence (issue 34)
     assert {h["metadata"]["document_title"] for h in hits} == {"cats1.txt", "cats2.txt"}
     code = main(
         [

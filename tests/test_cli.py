@@ -47,7 +47,11 @@ def test_index_status_and_query(cli_env):
     base, env = cli_env
     out = run_cli(env, "index", "--namespace", "tiny", "--input", str(base / "input"))
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "SUCCESS" in out.stdout and "text_unit_embeddings" in out.stdout
+    assert "SUCCESS" in out.stdout and "✔ text_unit_embeddings" in out.stdout
+    # quiet by default: no Dagster event stream, no library debug or Lance "new table" warnings
+    printed = out.stdout + out.stderr
+    for noise in ("STEP_START", "DEBUG", "No existing dataset", "llm_calls=0"):
+        assert noise not in printed, noise
 
     status = run_cli(env, "status", "--namespace", "tiny")
     assert status.returncode == 0
@@ -75,7 +79,7 @@ def test_status_of_an_unknown_namespace_says_so(cli_env):
 
 def test_every_query_before_index_is_index_not_ready_as_in_the_http_api(cli_env):
     _, env = cli_env
-    for kind in ("vector", "local", "global", "drift", "basic"):
+    for kind in ("vector", "local", "global", "drift", "basic", "lazy", "auto"):
         out = run_cli(env, "query", kind, "--namespace", "never-indexed", "anything")
         assert out.returncode == 3, (kind, out.stderr[-2000:])
         assert out.stdout.startswith("[status: index_not_ready; ") and "materialize" in out.stdout, kind
@@ -86,3 +90,57 @@ def test_console_script_is_installed():
     assert script.exists()
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "index" in out.stdout
+
+
+def test_verbose_index_brings_back_the_dagster_events(cli_env):
+    base, env = cli_env
+    out = run_cli(env, "-v", "index", "--namespace", "tiny", "--input", str(base / "input"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    printed = out.stdout + out.stderr
+    assert "STEP_START" in printed and "ASSET_MATERIALIZATION" in printed
+
+
+def test_index_json_is_the_run_for_machines(cli_env):
+    base, env = cli_env
+    out = run_cli(env, "index", "--namespace", "tiny", "--input", str(base / "input"), "--json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = json.loads(out.stdout)  # stdout is the JSON alone
+    assert run["success"] is True and run["failures"] == []
+    by_asset = {s["asset"]: s["metadata"] for s in run["steps"]}
+    assert by_asset["text_units"]["rows"] >= 1 and "report_embeddings" in by_asset
+    assert by_asset["text_units"]["dagster/row_count"] == by_asset["text_units"]["rows"]
+    assert {"name": "start_char", "type": "int64"} in by_asset["text_units"]["dagster/column_schema"]
+
+
+def test_a_failing_stage_is_named_on_stderr(cli_env):
+    base, env = cli_env
+    out = run_cli(env, "index", "--namespace", "broken", "--input", str(base / "no-such-folder"))
+    assert out.returncode == 1
+    assert "✘ documents" in out.stdout and "FAILED" in out.stdout
+    assert "error: stage documents: FileNotFoundError" in out.stderr, out.stderr
+
+
+def test_summary_table_shows_only_counters_that_are_not_zero():
+    from rich.console import Console
+
+    from assets.index_display import print_outcome
+    from assets.runs import IndexRunResult, StepSummary
+
+    zeros = {"llm_calls": 0, "llm_cache_hits": 0, "llm_prompt_tokens": 0, "llm_cost_usd": 0.0}
+    result = IndexRunResult(
+        ["run-1"],
+        True,
+        [
+            StepSummary("documents", {"rows": 3, **zeros}),
+            StepSummary(
+                "extracted_graph",
+                {**zeros, "rows": 3, "llm_calls": 7, "llm_prompt_tokens": 1200, "llm_cost_usd": 0.0012},
+            ),
+        ],
+        [],
+    )
+    console = Console(record=True, width=120)
+    print_outcome(result, 1.0, console)
+    text = console.export_text()
+    assert "model calls" in text and "tokens in" in text and "cost USD" in text and "1,200" in text
+    assert "cache hits" not in text and "tokens out" not in text  # zero everywhere: no column

@@ -230,3 +230,24 @@ def test_materializing_one_namespace_succeeds(dagster_dev, browser) -> None:
     lines = _body_text(browser).splitlines()
     assert NAMESPACE in lines  # the partition that was just materialized
     assert {"rows", "llm_calls", "llm_cost_usd", "duration_s", "generated", "reused"} <= set(lines)
+
+
+def _screenshot(browser: webdriver.Chrome, name: str) -> None:
+    """With PIPELINE_SCREENSHOTS=<folder>, keep what the browser showed (for a person to look at)."""
+    folder = os.environ.get("PIPELINE_SCREENSHOTS")
+    if folder:
+        browser.save_screenshot(str(Path(folder) / name))
+
+
+def test_an_asset_page_shows_its_row_count_and_column_schema(dagster_dev, browser) -> None:
+    # after test_materializing_one_namespace_succeeds: text_units of NAMESPACE is materialized
+    browser.get(f"{dagster_dev['base']}/assets/text_units?partition={NAMESPACE}")
+    columns = ["human_readable_id", "n_tokens", "document_id", "start_char", "end_char", "chunk_index"]
+    WebDriverWait(browser, 90, poll_frequency=1).until(
+        lambda d: all(c in _body_text(d).splitlines() for c in columns)
+    )
+    text = _body_text(browser)
+    lines = text.splitlines()
+    assert "Row count" in lines or "dagster/row_count" in lines, text[:3000]
+    assert "int64" in lines and "string" in lines  # each column's type from pipeline/core/schema.py
+    _screenshot(browser, "i34_ui_asset_text_units.png")

@@ -15,8 +15,8 @@ from pipeline import prompts
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
+from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_drift_search import build_empty_index
 from tests.test_local_search_llm import engine_for

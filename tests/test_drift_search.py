@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from pipeline.api import drift_search
 from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.drift_search import DriftSearchConfig, DriftSearchError, drift_search, drift_search_async
+from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError, drift_search_async
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 

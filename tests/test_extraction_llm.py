@@ -45,14 +45,12 @@ class PoisonProxy(FaultProxy):
         super().__init__(upstream, canned_content="Sorry, I would rather not answer in JSON.")
         self.poisoned = 0
 
-    def _forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
-        if MARKER.encode() in body:
-            with self._lock:
-                self.poisoned += 1
-            return 200, self._canned(path, body), "application/json"
-        return super()._forward(method, path, body, headers)
+    def _intercepts(self, body: bytes) -> bool:
+        if MARKER.encode() not in body:
+            return False
+        with self._lock:
+            self.poisoned += 1
+        return True
 
 
 def _text_units() -> pa.Table:
@@ -78,6 +76,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         # one request at a time: two CPU cores serve the model; llama.cpp wants json_object (+ schema)
         llm_concurrency=1,
         llm_timeout_s=180,
+        llm_first_token_timeout_s=600,  # a busy machine reads the extraction prompt slowly
         llm_json_mode="json_object",
         extraction_pack_tokens=0,  # one unit per request (packing: test_extraction_packed)
         **overrides,

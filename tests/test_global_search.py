@@ -10,10 +10,10 @@ import pytest
 from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.batcher import BudgetError, build_batches
-from pipeline.query.global_context import GlobalContextError, ReportContext, load_report_contexts
-from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
-from pipeline.query.global_tasks import map_messages, skeleton_text
+from pipeline.query.common.batcher import BudgetError, build_batches
+from pipeline.query.global_.context import GlobalContextError, ReportContext, load_report_contexts
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.global_.tasks import map_messages, skeleton_text
 
 TOPICS = [
     "Solar panels on municipal buildings cut the city's electricity bills by a third.",

@@ -16,8 +16,8 @@ from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
-from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
-from pipeline.query.global_tasks import MapAnswer, MapRequest
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.global_.tasks import MAP
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
 from tests.test_global_search import write_reports
@@ -181,11 +181,11 @@ class FaultyMapEngine(LLMEngine):
         self.community = community
         self.raised = 0
 
-    async def map_answer(self, request: MapRequest, embedder, **kw) -> MapAnswer:  # noqa: ANN001, ANN003
-        if self.community in request.community_ids:
+    async def run(self, task, request, **kw):  # noqa: ANN001, ANN003, ANN201
+        if task is MAP and self.community in request.community_ids:
             self.raised += 1
             raise ValueError("a task function failed")
-        return await super().map_answer(request, embedder, **kw)
+        return await super().run(task, request, **kw)
 
 
 def test_fake_engine_map_raising_a_non_llm_error_is_one_failed_batch_and_partial(store, tmp_path):

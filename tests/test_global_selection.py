@@ -18,7 +18,7 @@ from pipeline import prompts
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_global_search_llm import engine_for
 from tests.test_local_search import _vectors
@@ -299,7 +299,7 @@ def test_scripted_model_cancelled_while_rating_maps_nothing(city, embedder, tmp_
     ],
 )
 def test_a_broad_question_names_only_the_collection(question, broad):
-    from pipeline.query.community_selection import is_broad
+    from pipeline.query.common.intent import is_broad
 
     assert is_broad(question) is broad
 

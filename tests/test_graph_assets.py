@@ -216,6 +216,16 @@ class ScriptedServer(FaultProxy):
             content = json.dumps({"summary": "A merged description."})
         elif "MANY entities" in last:
             content = json.dumps({"entities": [], "relationships": [], "claims": []})
+        elif "community of entities in a knowledge graph" in text:  # a report: every one must land now
+            content = json.dumps(
+                {
+                    "title": "Marie Curie and Paris",
+                    "summary": "Marie Curie lived and worked in Paris.",
+                    "findings": [{"summary": "Paris", "explanation": "She lived there."}],
+                    "rating": 5,
+                    "rating_explanation": "A small community.",
+                }
+            )
         else:
             unit = last.rsplit("Text:\n", 1)[1][:40]  # after the worked example's text
             content = json.dumps(

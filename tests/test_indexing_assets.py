@@ -18,7 +18,7 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import content_span
 from pipeline.ops.chunking import offset_mismatches
-from pipeline.query.search import text_search, vector_search
+from pipeline.query.common.search import text_search, vector_search
 from pipeline.runtime import open_embedding_cache
 from pipeline.settings import Settings
 from tests.conftest import shared_data

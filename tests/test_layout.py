@@ -9,16 +9,17 @@ The layers of `pipeline/` (a module may import its own layer and those listed):
 - `io` (storage root, namespace store, PostgreSQL): core, settings.
 - `caches` (a base plus one backend per file), `llm` (client, transport, retries): core, io, caches.
 - `ops`: operations on tables with small option objects; never the store, settings or runtime; an
-  LLM task is asked of the engine's contract (`engine.base`), never of an implementation.
-- `engine`, `embeddings`: core, llm, caches, ops, prompts. The engine also imports its query-time
-  tasks (`query.global_tasks`, `query.local_tasks`, `query.query_intent`: each task's models with its
-  offline and LLM forms, which the engine chooses between) and the embedder protocol (the offline forms
-  score with the query's embedder). Those task modules import only core, prompts, llm and the embedder
-  protocol, so the engine, and the indexing code that names it, never loads query-time machinery.
+  LLM task is a `Task` beside its stage, run through the engine's contract (`engine.base`,
+  `engine.task`), never an implementation.
+- `engine`, `embeddings`: core, llm, caches, prompts (and the embedder protocol, which offline forms
+  score with). The engine runs tasks without naming them, so it imports nothing of `ops` or `query`.
 - `runtime`: the composition root; the only importer of concrete engines, embedders and caches.
+- `api`: the Python entry points (a namespace name in, an answer out); builds the runtime.
 - `index`: one runner per Dagster asset; never query-time code.
 - `chunk_graph`: the similarity graph, built by `index` and walked at query time.
-- `query`, `vector_tool`, `service`: query time; never `index`.
+- `query`, `vector_tool`, `service`: query time; never `index`. `query` never imports `runtime`: a
+  search takes its store, engine and embedder as arguments.
+- No module under `pipeline/` is over 400 lines.
 """
 
 from __future__ import annotations
@@ -55,24 +56,19 @@ ALLOWED = {
     "llm": {"core", "io", "caches"},
     "prompts": set(),
     "ops": {"core", "llm", "prompts"},
-    "engine": {"core", "llm", "caches", "ops", "prompts"},
+    "engine": {"core", "llm", "caches", "prompts"},
     "embeddings": {"core", "llm", "caches"},
 }
 QUERY_TIME = {"query", "vector_tool", "service"}
-# The engine's contract (the `Engine` protocol and its task models) is what an operation calls for an
-# LLM task; the implementations stay above ops.
-ENGINE_CONTRACT = {"pipeline.engine", "pipeline.engine.base"}
-# Query-time tasks with an offline and an LLM form live with their stage; the engine picks the form.
-QUERY_TASKS = {
-    "pipeline.query.global_tasks",
-    "pipeline.query.local_tasks",
-    "pipeline.query.query_intent",
-    "pipeline.query.drift_tasks",
-    "pipeline.query.basic_tasks",
-    "pipeline.query.selection_tasks",
+# The engine's contract: the protocol, what a task is, and the example task's models.
+ENGINE_CONTRACT = {
+    "pipeline.engine",
+    "pipeline.engine.base",
+    "pipeline.engine.task",
+    "pipeline.engine.summarize",
 }
 EMBEDDER_CONTRACT = {"pipeline.embeddings", "pipeline.embeddings.base"}
-ENGINE_ALSO = {"pipeline.query", *QUERY_TASKS, *EMBEDDER_CONTRACT}
+MAX_MODULE_LINES = 400
 
 
 def _module_name(path: Path) -> str:
@@ -154,23 +150,42 @@ def test_layers_import_only_what_they_may():
             allowed = (
                 other in ALLOWED[layer]
                 or (layer == "ops" and t in ENGINE_CONTRACT)
-                or (layer == "engine" and t in ENGINE_ALSO)
+                or (layer == "engine" and t in EMBEDDER_CONTRACT)
             )
             if crosses and not allowed:
                 offenders.append(f"{module} -> {t}")
     assert offenders == []
 
 
-def test_the_query_tasks_the_engine_imports_are_leaves():
-    """What the engine may import of query time must not pull in the rest of it (store, indexes)."""
-    graph = _import_graph()
+def test_the_engine_imports_no_stage():
+    """Tasks live with their stages; the engine runs them without importing any."""
     offenders = [
         f"{module} -> {t}"
-        for module in sorted(QUERY_TASKS)
-        for t in graph[module]
-        if _layer(t) not in {"core", "prompts", "llm"} and t not in ENGINE_ALSO
+        for module, targets in _import_graph().items()
+        if _layer(module) == "engine"
+        for t in targets
+        if _layer(t) in {"ops", "query", "index", "service", "vector_tool", "chunk_graph"}
     ]
     assert offenders == []
+
+
+def test_query_code_never_climbs_back_to_the_composition_root():
+    offenders = [
+        f"{module} -> {t}"
+        for module, targets in _import_graph().items()
+        if _layer(module) == "query"
+        for t in targets
+        if t in {COMPOSITION_ROOT, "pipeline.api"}
+    ]
+    assert offenders == []
+
+
+def test_no_pipeline_module_is_over_the_line_limit():
+    sizes = {
+        str(p.relative_to(REPO)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in (REPO / "pipeline").rglob("*.py")
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
 def test_only_the_composition_root_imports_concrete_implementations():

@@ -46,6 +46,7 @@ def _client(proxy: FaultProxy, tmp_path: Path, **overrides: Any) -> LLMClient:
         "api_key": "test-key",
         "base_url": proxy.base_url,
         "timeout_s": 300,  # a slow answer from the real model on a loaded machine is not a fault
+        "first_token_timeout_s": 300,
         "max_retries": 3,
         "max_tokens": 48,
         "json_mode": "auto",
@@ -113,13 +114,21 @@ def test_each_fault_is_retried_and_recovers(proxy: FaultProxy, tmp_path: Path, f
     backoff = RecordingBackoff(initial_s=0.05, max_s=0.5)
     with ExitStack() as stack:
         if fault == "hang":
-            # Only the request timeout ends a hang, and the retry gets the same timeout: it is answered
-            # by the proxy's canned completion (instant, however loaded the machine), not by the model.
+            # Only the first-token timeout ends a hang, and the retry gets the same timeout: it is
+            # answered by the proxy's canned completion (instant, however loaded the machine), not by
+            # the model.
             proxy = stack.enter_context(FaultProxy(None, hang_s=30, canned_content='{"city": "Paris"}'))
             timeout_s = 5.0
         else:
             timeout_s = 120.0  # no request timeout is involved: none may fire
-        client = _client(proxy, tmp_path, json_mode="json_object", timeout_s=timeout_s, backoff=backoff)
+        client = _client(
+            proxy,
+            tmp_path,
+            json_mode="json_object",
+            timeout_s=timeout_s,
+            first_token_timeout_s=timeout_s,
+            backoff=backoff,
+        )
         proxy.script(fault)
         answer = _ask(client)
     assert isinstance(answer, Capital)
@@ -147,9 +156,9 @@ def test_a_fault_that_outlasts_the_retry_budget_ends_in_a_typed_error(
 
 
 def test_hangs_beyond_the_retry_budget_end_in_a_timeout_error(proxy: FaultProxy, tmp_path: Path) -> None:
-    client = _client(proxy, tmp_path, json_mode="json_object", max_retries=1, timeout_s=0.5)
+    client = _client(proxy, tmp_path, json_mode="json_object", max_retries=1, first_token_timeout_s=0.5)
     proxy.script("hang", "hang")
-    with pytest.raises(LLMTimeoutError, match="PIPELINE_LLM_TIMEOUT_S"):
+    with pytest.raises(LLMTimeoutError, match="PIPELINE_LLM_FIRST_TOKEN_TIMEOUT_S"):
         _ask(client)
     assert proxy.forwarded == 0
 

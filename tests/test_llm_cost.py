@@ -30,7 +30,7 @@ import pytest
 from assets.cli import main as cli_main
 from assets.launch import run_index
 from pipeline.core import schema
-from pipeline.engine.base import Summary
+from pipeline.engine.summarize import Summary
 from pipeline.index import community_reports
 from pipeline.index.context import IndexContext
 from pipeline.index.estimate import estimate_index
@@ -40,9 +40,9 @@ from pipeline.llm.errors import LLMBudgetExceededError
 from pipeline.llm.structured import json_schema
 from pipeline.ops.extraction.models import ExtractionOut
 from pipeline.ops.reports.models import CommunityReportResponse
-from pipeline.query.global_tasks import MapAnswer, ReduceAnswer
-from pipeline.query.local_tasks import CommunitySelection
-from pipeline.query.query_intent import QueryIntent
+from pipeline.query.common.intent import QueryIntent
+from pipeline.query.global_.tasks import MapAnswer, ReduceAnswer
+from pipeline.query.local.tasks import CommunitySelection
 from pipeline.runtime import make_llm_client
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT
@@ -279,6 +279,8 @@ LLM_ASSETS = {
     "local_answers",
     "drift_answers",
     "basic_answers",
+    "lazy_answers",
+    "auto_answers",
 }
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.base import SummarizeRequest
+from pipeline.engine.base import runner
+from pipeline.engine.summarize import SUMMARIZE, SummarizeRequest
 from pipeline.llm import LLMCallError, LLMConfigError
 from pipeline.runtime import make_engine, make_llm_client
 from pipeline.settings import Settings
@@ -46,7 +47,7 @@ def test_the_key_never_appears_in_logs_or_on_disk(
             engine = make_engine(settings)
             proxy.script("429", "ok", "401")  # a retry and a failure: both paths log
             requests = [SummarizeRequest(texts=["Marley was dead, to begin with."], max_words=10)] * 2
-            results = engine.run_batch(requests, engine.summarize)
+            results = engine.run_batch(requests, runner(engine, SUMMARIZE))
             assert any(isinstance(r, LLMCallError) and r.status == 401 for r in results)
             logging.getLogger("test").info("client=%r usage=%r", engine.client, engine.usage.as_metadata())
             assert f"Bearer {key}" in proxy.authorizations  # the key was really sent

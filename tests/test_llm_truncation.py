@@ -27,18 +27,18 @@ import pytest
 
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.core import schema
-from pipeline.engine.base import DescriptionRequest
 from pipeline.index import documents, extracted_graph, text_units
 from pipeline.index.context import IndexContext
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient, LLMTruncatedError
 from pipeline.llm.structured import parse_reply
 from pipeline.ops.boilerplate import mask_text_units
+from pipeline.ops.descriptions import DESCRIBE, DescriptionRequest
 from pipeline.ops.extraction import failures_table, to_table
 from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionOptions, ExtractionOut
 from pipeline.ops.extraction.run import extract_graph
-from pipeline.query.global_search import GlobalSearchConfig
-from pipeline.query.global_tasks import MapRequest, ReduceRequest
+from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.global_.tasks import MAP, REDUCE, MapRequest, ReduceRequest
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT
@@ -227,13 +227,13 @@ def test_each_task_sends_its_own_output_limit_and_map_and_reduce_their_reserve(t
             encoding=settings.encoding,
         )
         config = GlobalSearchConfig.from_settings(settings)
-        engine.run_sync(engine.summarize_descriptions(description))
+        engine.run_sync(engine.run(DESCRIBE, description))
         engine.run_sync(
-            engine.map_answer(MapRequest(question="q?", context="c", max_tokens=config.map_reserve), None)
+            engine.run(MAP, MapRequest(question="q?", context="c", max_tokens=config.map_reserve))
         )
-        engine.run_sync(engine.map_answer(MapRequest(question="q2?", context="c"), None))  # no reserve given
+        engine.run_sync(engine.run(MAP, MapRequest(question="q2?", context="c")))  # no reserve given
         reduce = ReduceRequest(question="q?", points=[], context="", max_tokens=config.reduce_reserve)
-        engine.run_sync(engine.reduce_answer(reduce))
+        engine.run_sync(engine.run(REDUCE, reduce))
     assert (config.map_reserve, config.reduce_reserve) == (222, 333)  # the batches leave that much room
     assert model.max_tokens == [111, 222, 222, 333]
 

@@ -7,15 +7,11 @@ import pytest
 
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
-from pipeline.query.local_context import (
-    ContextShares,
-    build_local_context,
-    prompt_tokens,
-    resolve_citations,
-)
-from pipeline.query.local_index import load_local_index
-from pipeline.query.local_tasks import answer_messages
-from pipeline.query.query_intent import QueryIntent
+from pipeline.query.common.intent import QueryIntent
+from pipeline.query.local.citations import resolve_citations
+from pipeline.query.local.context import ContextShares, build_local_context, prompt_tokens
+from pipeline.query.local.index import load_local_index
+from pipeline.query.local.tasks import answer_messages
 from tests.test_local_search import PARAGRAPHS, build_tiny_index, eid
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"

@@ -18,8 +18,9 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.index.text_unit_embeddings import index_text_units
 from pipeline.io.store import NamespaceStore
-from pipeline.query.community_rank import expand, topology_candidates
-from pipeline.query.entity_match import (
+from pipeline.query.common.intent import QueryIntent, offline_intent
+from pipeline.query.local.community_rank import expand, topology_candidates
+from pipeline.query.local.entity_match import (
     MatchOptions,
     alias_channel,
     exact_channel,
@@ -27,9 +28,8 @@ from pipeline.query.entity_match import (
     match_entities,
     semantic_channel,
 )
-from pipeline.query.local_index import load_local_index
-from pipeline.query.local_search import LocalSearchConfig, LocalSearchError, local_search_async
-from pipeline.query.query_intent import QueryIntent, offline_intent
+from pipeline.query.local.index import load_local_index
+from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_async
 
 PARAGRAPHS = [
     "Ebenezer Scrooge kept the counting-house with his late partner Jacob Marley. Marley had been dead seven years.",
@@ -377,7 +377,7 @@ class _Unreachable:
 
 
 def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder):
-    from pipeline.query.local_search import LocalSearchResult, _select
+    from pipeline.query.local.search import LocalSearchResult, _select
 
     store, _ = tiny
     question = "What was the weather like that Christmas Eve?"
@@ -412,7 +412,7 @@ def test_top_k_and_level_are_validated_with_a_clear_error():
 def test_a_branch_that_stops_above_the_level_adds_no_community():
     from types import SimpleNamespace
 
-    from pipeline.query.local_index import LocalIndex
+    from pipeline.query.local.index import LocalIndex
 
     communities = {
         0: {"community": 0, "level": 0, "parent": -1, "children": [2]},
@@ -427,7 +427,7 @@ def test_a_branch_that_stops_above_the_level_adds_no_community():
 
 
 def test_the_wrappers_arguments_override_the_config_which_overrides_the_defaults(tiny, embedder):
-    from pipeline.query.local_search import local_search
+    from pipeline.api import local_search
     from pipeline.settings import Settings
 
     store, _ = tiny

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import prompts
+from pipeline.api import local_search
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
@@ -23,8 +24,8 @@ from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
-from pipeline.query.local_search import LocalSearchConfig, local_search, local_search_async
-from pipeline.query.query_intent import offline_intent
+from pipeline.query.common.intent import offline_intent
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
 from tests.test_local_search import build_tiny_index

@@ -26,6 +26,8 @@ TOOLS = {
     "local_search",
     "drift_search",
     "basic_search",
+    "lazy_search",
+    "auto_search",
     "chunk_graph_search",
     "vector_query",
 }

@@ -8,14 +8,14 @@ import math
 
 from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.query.basic_search import BasicSearchConfig, build_basic_context, retrieve
-from pipeline.query.drift_search import DriftSearchConfig
-from pipeline.query.drift_steps import primer_reports, split_folds
-from pipeline.query.drift_tasks import PrimerRequest, primer_messages
-from pipeline.query.global_search import GlobalSearchConfig, plan_batches
-from pipeline.query.global_tasks import map_messages
-from pipeline.query.local_index import load_local_index
-from pipeline.query.query_estimate import estimate_query
+from pipeline.query.basic.search import BasicSearchConfig, build_basic_context, retrieve
+from pipeline.query.drift.search import DriftSearchConfig
+from pipeline.query.drift.steps import primer_reports, split_folds
+from pipeline.query.drift.tasks import PrimerRequest, primer_messages
+from pipeline.query.estimate import estimate_query
+from pipeline.query.global_.search import GlobalSearchConfig, plan_batches
+from pipeline.query.global_.tasks import map_messages
+from pipeline.query.local.index import load_local_index
 from pipeline.settings import Settings
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"

@@ -16,7 +16,8 @@ from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.ops.reports.build import ReportsRun, build_reports
 from pipeline.ops.reports.citations import check_citations, cited_ids, context_ids, format_citation
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, ReportContext
+from pipeline.ops.reports.models import CommunityReportResponse, ReportContext
+from pipeline.ops.reports.task import REPORT
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
@@ -30,9 +31,10 @@ class RecordingOfflineEngine(OfflineEngine):
         super().__init__()
         self.contexts: dict[int, ReportContext] = {}
 
-    async def community_report(self, request: CommunityReportRequest, **kw) -> CommunityReportResponse:  # noqa: ANN003
-        self.contexts[request.context.community] = request.context
-        return await super().community_report(request, **kw)
+    async def run(self, task, request, **kw):  # noqa: ANN001, ANN003, ANN201
+        if task is REPORT:
+            self.contexts[request.context.community] = request.context
+        return await super().run(task, request, **kw)
 
 
 def _build(g: Graph | dict[str, pa.Table], engine, budget: int = 8000, previous=None) -> ReportsRun:  # noqa: ANN001

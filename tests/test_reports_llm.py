@@ -58,9 +58,7 @@ class TightGrammarProxy(FaultProxy):
     LIMITS = {"title": 80, "summary": 300, "rating_explanation": 150}
     FINDING_LIMITS = {"summary": 80, "explanation": 200}
 
-    def _forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
+    def _outgoing(self, body: bytes) -> bytes:
         request = json.loads(body or b"{}")
         schema_ = (request.get("response_format") or {}).get("schema")
         if schema_:
@@ -70,7 +68,7 @@ class TightGrammarProxy(FaultProxy):
             for name, limit in self.FINDING_LIMITS.items():
                 schema_["$defs"]["Finding"]["properties"][name]["maxLength"] = limit
             body = json.dumps(request).encode()
-        return super()._forward(method, path, body, headers)
+        return body
 
 
 def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
@@ -83,6 +81,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         llm_concurrency=1,
         llm_json_mode="json_object",
         llm_max_retries=0,
+        llm_first_token_timeout_s=600,  # on a busy machine it read a report prompt in 80 s
         **overrides,
     )
 

@@ -8,7 +8,8 @@ from pipeline.core.names import entity_id, normalize_name
 from pipeline.engine.offline import OfflineEngine
 from pipeline.ops.claims import build_covariates
 from pipeline.ops.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship, UnitExtraction
-from pipeline.ops.resolution import ResolutionOptions, link_text_units, npmi, resolve_graph
+from pipeline.ops.relationships import npmi
+from pipeline.ops.resolution import ResolutionOptions, link_text_units, resolve_graph
 from pipeline.settings import Settings
 
 

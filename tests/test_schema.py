@@ -20,10 +20,13 @@ from pipeline.ops.extraction.models import ExtractionFailure
 from pipeline.ops.extraction.table import failures_table as extraction_failures_table
 from pipeline.ops.reports.build import ReportFailure
 from pipeline.ops.reports.build import failures_table as report_failures_table
-from pipeline.query.basic_search import BasicSearchConfig
-from pipeline.query.drift_search import DriftSearchConfig
-from pipeline.query.global_search import GlobalSearchConfig
-from pipeline.query.local_search import LocalSearchConfig
+from pipeline.query.auto.search import AutoSearchConfig
+from pipeline.query.basic.search import BasicSearchConfig
+from pipeline.query.drift.search import DriftSearchConfig
+from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.lazy.saved import write_auto_answers, write_lazy_answers
+from pipeline.query.lazy.search import LazySearchConfig
+from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.saved_questions import (
     write_basic_answers,
     write_drift_answers,
@@ -189,7 +192,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
     a column the code forgets to compute raises SchemaError here."""
     root = tmp_path_factory.mktemp("schema")
     _corpus(root / "input")
-    settings = Settings(storage_root=root / "storage", input_root=root / "input")
+    # with the GraphRAG-named export tables too, so their columns are checked as well
+    settings = Settings(storage_root=root / "storage", input_root=root / "input", graphrag_export=True)
     index_folder(NAMESPACE, root / "input", settings=settings, log=lambda _: None)
     store = NamespaceStore(settings.storage_root, NAMESPACE)
     engine, embedder = make_engine(settings), cached_embedder(settings)
@@ -201,6 +205,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
     write_local_answers(store, questions, engine, embedder, LocalSearchConfig())
     write_drift_answers(store, questions, engine, embedder, DriftSearchConfig(depth=1))
     write_basic_answers(store, questions, engine, embedder, BasicSearchConfig())
+    write_lazy_answers(store, questions, engine, embedder, LazySearchConfig(budget=8))
+    write_auto_answers(store, questions, engine, embedder, AutoSearchConfig())
     return store
 
 

@@ -173,6 +173,8 @@ BODIES = {
     "local": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?"},
     "drift": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "depth": 1},
     "basic": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "top_k": 2},
+    "lazy": {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "budget": 6},
+    "auto": {"namespace": "acme", "question": "Summarize the story as a whole."},
     "chunks": {"namespace": "acme", "query": "Who is Marley?", "top_k": 2},
     "vector": {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 2},
 }
@@ -201,6 +203,10 @@ def test_each_endpoint_answers_for_its_tenant(client: httpx.Client) -> None:
     basic = answers["basic"]["result"]
     assert basic["answer"] and basic["citations"]
     assert all(c["document_id"] == "doc-acme" and c["end_char"] > c["start_char"] for c in basic["citations"])
+    lazy = answers["lazy"]["result"]
+    assert lazy["answer"] and lazy["citations"] and 0 < lazy["units_tested"] <= 6
+    auto = answers["auto"]["result"]
+    assert (auto["route"], auto["router"]) == ("global", "offline") and auto["result"]["answer"]
     top = answers["vector"]["result"]["hits"][0]
     assert top["text"].startswith("Ebenezer Scrooge") and "vector" not in top
     assert len(answers["chunks"]["result"]["hits"]) == 2

@@ -242,7 +242,7 @@ def test_an_offline_index_run_writes_every_table_to_s3(indexed_on_s3, s3_bucket:
 
 def test_vector_and_local_queries_read_the_index_from_s3(indexed_on_s3, capsys) -> None:
     from assets.cli import main
-    from pipeline.query.local_search import local_search
+    from pipeline.api import local_search
 
     assert indexed_on_s3["result"].success
     assert main(["query", "vector", "--namespace", "pioneers", "--top-k", "1", "--json", "radium"]) == 0

@@ -12,19 +12,26 @@ Steps of one run that call the model at the same time do not see each other's sp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
     DagsterEventType,
+    Failure,
     MaterializeResult,
     MetadataValue,
+    TableColumn,
+    TableSchema,
 )
 
+from assets import progress
 from assets.resources import EmbedderResource, PipelineSettingsResource
+from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Json, Markdown, PathValue, StageReport
@@ -38,14 +45,17 @@ def index_context(
     embedder: EmbedderResource | None = None,
     namespace: str | None = None,
 ) -> IndexContext:
-    """The runner's context for this step's namespace, logging to the step's log."""
+    """The runner's context for this step's namespace, logging to the step's log; its progress also
+    reaches the CLI's display when the step runs under `pipeline index` (`assets.progress`)."""
     settings = pipeline_settings.get_settings()
+    progress.stage_started(context.op_def.name)
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
         spent_usd=run_llm_spend(context) if settings.llm_budget_usd is not None else 0.0,
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
+        on_progress=progress.stage_advanced,
     )
 
 
@@ -79,14 +89,60 @@ def _value(value: Any) -> Any:
     return value
 
 
+# What each asset writes, as its schema in `pipeline.core.schema` (LanceDB ones for the vector dimension
+# the step reports): the UI shows it as the asset's columns, with `dagster/row_count`.
+ASSET_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
+    "documents": lambda _: schema.DOCUMENTS_SCHEMA,
+    "text_units": lambda _: schema.TEXT_UNITS_SCHEMA,
+    "text_unit_embeddings": schema.lance_text_units_schema,
+    "extracted_graph": lambda _: schema.EXTRACTED_GRAPH_SCHEMA,
+    "extracted_graph_shard": lambda _: schema.EXTRACTED_GRAPH_SCHEMA,
+    "entities": lambda _: schema.ENTITIES_SCHEMA,
+    "relationships": lambda _: schema.RELATIONSHIPS_SCHEMA,
+    "claims": lambda _: schema.COVARIATES_SCHEMA,
+    "communities": lambda _: schema.COMMUNITIES_SCHEMA,
+    "community_reports": lambda _: schema.COMMUNITY_REPORTS_SCHEMA,
+    "report_embeddings": lambda dim: schema.lance_community_reports_schema(dim, ""),
+}
+
+
+def column_schema(table: pa.Schema) -> TableSchema:
+    return TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in table])
+
+
+def written_table(table: pa.Table) -> dict[str, Any]:
+    """Dagster's row count and columns of a table the step wrote (through its registered schema)."""
+    return {"dagster/row_count": table.num_rows, "dagster/column_schema": column_schema(table.schema)}
+
+
+def table_metadata(asset: str | None, report: StageReport) -> dict[str, Any]:
+    """Dagster's own keys, which the UI renders: the row count and, when known, the columns."""
+    out: dict[str, Any] = {"dagster/row_count": report.rows}
+    make = ASSET_SCHEMAS.get(asset or "")
+    if make is not None:
+        dim = report.metadata.get("dimension")
+        out["dagster/column_schema"] = column_schema(make(dim if isinstance(dim, int) and dim > 0 else 1))
+    return out
+
+
 def materialize(
     report: StageReport, asset_key: AssetKey | None = None, *, ctx: IndexContext | None = None
 ) -> MaterializeResult:
-    """The report as a materialization; `ctx` adds the indexing method every asset shows."""
+    """The step's materialization; a Failure (after the runner wrote its tables) when an LLM stage lost
+    all or too many of its units (`pipeline.index.report.Loss`). `ctx` adds the indexing method every
+    asset shows."""
+    asset = asset_key.to_user_string() if asset_key else progress.current_stage()
+    progress.asset_materialized(asset, report.all_metadata())
     method = ctx.method_metadata() if ctx is not None else {}
+    if (lost := report.fatal_loss()) is not None:
+        metadata = {k: _value(v) for k, v in report.all_metadata().items()}
+        raise Failure(description=lost, metadata=metadata, allow_retries=False)
     return MaterializeResult(
         asset_key=asset_key,
-        metadata={k: _value(v) for k, v in {**report.all_metadata(), **method}.items()},
+        metadata={
+            **{k: _value(v) for k, v in {**report.all_metadata(), **method}.items()},
+            **table_metadata(asset, report),
+        },
         check_results=[
             AssetCheckResult(
                 check_name=c.name,

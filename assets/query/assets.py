@@ -19,14 +19,35 @@ from dagster import (
     asset,
 )
 
-from assets.indexing.observe import step_engine
+from assets.indexing.observe import step_engine, written_table
 from assets.partitions import namespace_partitions
+from assets.query.config import (
+    AutoQuestionsConfig,
+    BasicQuestionsConfig,
+    DriftQuestionsConfig,
+    GlobalQuestionsConfig,
+    LazyQuestionsConfig,
+    LocalQuestionsConfig,
+    options_of,
+)
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
-from pipeline.query.basic_search import BasicSearchConfig
-from pipeline.query.drift_search import DriftSearchConfig
-from pipeline.query.global_search import GlobalSearchConfig
-from pipeline.query.local_search import LocalSearchConfig
+from pipeline.query.auto.search import AutoSearchConfig
+from pipeline.query.basic.search import BasicSearchConfig
+from pipeline.query.drift.search import DriftSearchConfig
+from pipeline.query.global_.search import GlobalSearchConfig
+from pipeline.query.lazy.saved import write_auto_answers, write_lazy_answers
+from pipeline.query.lazy.search import LazySearchConfig
+from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
+from pipeline.query.requests import (
+    AutoOptions,
+    BasicOptions,
+    DriftOptions,
+    GlobalOptions,
+    LazyOptions,
+    LocalOptions,
+    QueryOptions,
+)
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
@@ -44,60 +65,28 @@ GROUP = "query"
 REFRESH = AutomationCondition.eager()
 
 
-class GlobalQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions to answer; with none here and no file, a default 'main themes' question."""
-    questions_file: str | None = None
-    """A text file (one question per line) or a CSV with a 'question' column."""
-    level: int | None = None
-    """Community level of the reports (default: leaf communities, or dynamic selection on a large namespace)."""
-    auto_level: bool = False
-    """Map the deepest level whose reports fit settings.global_max_map_batches (overrides `level`)."""
-    selection: str | None = None
-    """auto | dynamic | static (default: settings.global_selection)."""
-    seed: int = 0
-    """Shuffle seed for the batches (fixed so a run is reproducible)."""
-    response_type: str = "multiple paragraphs"
-    """Length and form of the reduced answer (e.g. "a single paragraph", "a list of 3-7 points")."""
+def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSearchConfig:
+    return GlobalSearchConfig.from_settings(settings.get_settings(), **options_of(cfg, GlobalOptions).given())
 
 
-class LocalQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions about specific entities; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    top_k: int = 8
-    level: int | None = None
-
-
-class DriftQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions for DRIFT search; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    primer_k: int | None = None
-    """Reports the primer reads (default: settings.drift_primer_k)."""
-    primer_folds: int | None = None
-    depth: int | None = None
-    breadth: int | None = None
-    level: int | None = None
-    """Community level of the primer's reports (default: every level)."""
-    response_type: str = "multiple paragraphs"
-
-
-class BasicQuestionsConfig(Config):
-    questions: list[str] = []
-    """Questions for basic (vector RAG) search; with none here and no file, nothing is asked."""
-    questions_file: str | None = None
-    top_k: int = 10
-
-
-def _global_config(cfg: GlobalQuestionsConfig, settings: PipelineSettingsResource) -> GlobalSearchConfig:
-    return GlobalSearchConfig.from_settings(
-        settings.get_settings(),
-        level="auto" if cfg.auto_level else cfg.level,
-        seed=cfg.seed,
-        response_type=cfg.response_type,
-        selection=cfg.selection,
-    )
+def _answer_saved(
+    context: AssetExecutionContext,
+    config: Config,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+    options: type[QueryOptions],
+    search_config: Any,
+    write: Any,
+) -> tuple[Any, Any, Any, float]:
+    """What every saved-answer asset does first: this step's engine, the namespace's store, the saved
+    questions, the mode's config from the run config; then `write` answers them into the mode's table."""
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(config.questions, config.questions_file, default=())
+    cfg = search_config.from_settings(settings, **options_of(config, options).given())
+    return write(store, questions, engine, embedder.get_embedder(), cfg), engine, cfg, started
 
 
 def _elapsed(started: float) -> float:
@@ -117,6 +106,7 @@ def _answered(answers: AnswersTable, engine: Any, started: float, **extra: Any) 
             "answers": MetadataValue.md(answers.markdown),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
+            **written_table(answers.table),
         }
     )
 
@@ -153,6 +143,7 @@ def global_map_batches(
             **engine.usage.as_metadata(),
             "config": json.dumps(config.model_dump()),
             "duration_s": _elapsed(started),
+            **written_table(table),
         }
     )
 
@@ -192,6 +183,7 @@ def global_map_answers(
             "top_score": max(table.column("top_score").to_pylist(), default=0.0),
             **engine.usage.as_metadata(),
             "duration_s": _elapsed(started),
+            **written_table(table),
         }
     )
 
@@ -241,14 +233,9 @@ def local_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    engine = step_engine(context, pipeline_settings.get_settings())
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = LocalSearchConfig.from_settings(
-        pipeline_settings.get_settings(), top_k=config.top_k, community_level=config.level
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, LocalOptions, LocalSearchConfig, write_local_answers
     )
-    answers = write_local_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(answers, engine, started)
 
 
@@ -267,21 +254,9 @@ def drift_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = DriftSearchConfig.from_settings(
-        settings,
-        primer_k=config.primer_k,
-        primer_folds=config.primer_folds,
-        depth=config.depth,
-        breadth=config.breadth,
-        community_level=config.level,
-        response_type=config.response_type,
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, DriftOptions, DriftSearchConfig, write_drift_answers
     )
-    answers = write_drift_answers(store, questions, engine, embedder.get_embedder(), cfg)
     return _answered(
         answers,
         engine,
@@ -307,14 +282,78 @@ def basic_answers(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = BasicSearchConfig.from_settings(settings, top_k=config.top_k)
-    answers = write_basic_answers(store, questions, engine, embedder.get_embedder(), cfg)
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, BasicOptions, BasicSearchConfig, write_basic_answers
+    )
     return _answered(answers, engine, started)
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
+    automation_condition=REFRESH,
+    description="Saved lazy questions: relevance tests of passages in community order within a budget, "
+    "answered with citations; no community reports needed.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def lazy_answers(
+    context: AssetExecutionContext,
+    config: LazyQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    answers, engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, LazyOptions, LazySearchConfig, write_lazy_answers
+    )
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        units_tested=sum(answers.table.column("units_tested").to_pylist()),
+        model_calls=sum(answers.table.column("model_calls").to_pylist()),
+        max_calls_per_question=cfg.max_calls,
+    )
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
+    automation_condition=REFRESH,
+    description="Saved questions, each routed to basic, local, global, DRIFT or lazy search; the route "
+    "and its reason kept with the answer.",
+    kinds={"parquet"},
+    pool=LLM_POOL,
+)
+def auto_answers(
+    context: AssetExecutionContext,
+    config: AutoQuestionsConfig,
+    pipeline_settings: PipelineSettingsResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    (answers, routes), engine, cfg, started = _answer_saved(
+        context, config, pipeline_settings, embedder, AutoOptions, AutoSearchConfig, write_auto_answers
+    )
+    decisions = [
+        {"question": q, "route": r, "reason": why}
+        for q, r, why in zip(
+            answers.table.column("question").to_pylist(),
+            answers.table.column("route").to_pylist(),
+            answers.table.column("reason").to_pylist(),
+            strict=True,
+        )
+    ]
+    return _answered(
+        answers,
+        engine,
+        started,
+        **_statuses(answers),
+        **{f"route_{r}": n for r, n in routes.items()},
+        routes=MetadataValue.json(decisions),
+    )
 
 
 query_assets = [
@@ -324,4 +363,6 @@ query_assets = [
     local_answers,
     drift_answers,
     basic_answers,
+    lazy_answers,
+    auto_answers,
 ]

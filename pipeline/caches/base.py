@@ -1,6 +1,6 @@
 """What a cache is to its users: the LLM client needs a `ResponseCache`, the cached embedder a
 `VectorCache`. One file per backend beside this one (SQLite for one machine, PostgreSQL for several);
-`pipeline.runtime` chooses which.
+`pipeline.runtime` chooses which. `ResponseCacheBase` is what both LLM backends share.
 """
 
 from __future__ import annotations
@@ -36,21 +36,45 @@ class CachedResponse:
     completion_tokens: int
 
 
-class LookupCounter:
-    """Hits and misses of one cache instance's lookups, counted across threads (both cache backends)."""
+class ResponseCacheBase:
+    """What both LLM cache backends share: an entry's columns in one order, and this instance's hits and
+    misses counted across threads. A backend reads one entry (`_select`) and writes one (`_insert`)."""
 
     def __init__(self) -> None:
         self.hits = 0
         self.misses = 0
         self._count_lock = threading.Lock()
 
-    def _counted(self, row: tuple[str, int, int] | None) -> CachedResponse | None:
+    def _select(self, key: str) -> tuple[str, int, int] | None:
+        """(response, prompt_tokens, completion_tokens) of the entry, None if there is none."""
+        raise NotImplementedError
+
+    def _insert(self, entry: tuple[str, str, str, str, str, int, int]) -> None:
+        """Store (key, task, model, prompt_version, response, prompt_tokens, completion_tokens) atomically."""
+        raise NotImplementedError
+
+    def get(self, key: str) -> CachedResponse | None:
+        row = self._select(key)
         with self._count_lock:
             if row is None:
                 self.misses += 1
             else:
                 self.hits += 1
         return None if row is None else CachedResponse(*row)
+
+    def put(
+        self,
+        key: str,
+        response: str,
+        *,
+        task: str,
+        model: str,
+        prompt_version: str,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> None:
+        """Store one entry atomically (see the backend's `_insert` for a concurrent writer of the key)."""
+        self._insert((key, task, model, prompt_version, response, prompt_tokens, completion_tokens))
 
     def stats(self) -> dict[str, int]:
         with self._count_lock:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.io.pg import check_identifier, shared_connection, url_label
+from pipeline.caches.pg_table import PgTable
 
 DEFAULT_TABLE = "graphrag_embedding_cache"
 _CHUNK = 1000  # hashes per SELECT: keeps each statement and its reply small
@@ -28,23 +28,11 @@ def _ddl(table: str) -> list[str]:
     ]
 
 
-class PgEmbeddingCache:
+class PgEmbeddingCache(PgTable):
     """Vectors keyed by (model id, sha256 of text) in a PostgreSQL table. Opens nothing until first used."""
 
     def __init__(self, url: str, *, table: str = DEFAULT_TABLE) -> None:
-        self._url = url
-        self.table = check_identifier(table)
-        self._ddl = _ddl(self.table)
-
-    def __repr__(self) -> str:
-        return f"PgEmbeddingCache({url_label(self._url)}, table={self.table!r})"  # the URL holds a password
-
-    def _run(self, fn: Any) -> Any:
-        return shared_connection(self._url).run(fn, table=self.table, ddl=self._ddl)
-
-    def close(self) -> None:
-        """Close this process's connection to the server (the next call, by any cache, reopens it)."""
-        shared_connection(self._url).close()
+        super().__init__(url, table, _ddl)
 
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         query = f"SELECT text_hash, vector FROM {self.table} WHERE model = %s AND text_hash = ANY(%s)"
@@ -80,8 +68,4 @@ class PgEmbeddingCache:
         self._run(work)
 
     def count(self, model: str | None = None) -> int:
-        if model is None:
-            query, params = f"SELECT COUNT(*) FROM {self.table}", ()
-        else:
-            query, params = f"SELECT COUNT(*) FROM {self.table} WHERE model = %s", (model,)
-        return self._run(lambda conn: conn.execute(query, params).fetchone()[0])
+        return self._count("model", model)

@@ -12,10 +12,8 @@ the first entry wins (ON CONFLICT DO NOTHING) and nobody gets an error. Table (c
 
 from __future__ import annotations
 
-from typing import Any
-
-from pipeline.caches.base import CachedResponse, LookupCounter
-from pipeline.io.pg import check_identifier, shared_connection, url_label
+from pipeline.caches.base import ResponseCacheBase
+from pipeline.caches.pg_table import PgTable
 
 DEFAULT_TABLE = "graphrag_llm_cache"
 
@@ -30,7 +28,7 @@ def _ddl(table: str) -> list[str]:
     ]
 
 
-class PgLLMCache(LookupCounter):
+class PgLLMCache(ResponseCacheBase, PgTable):
     """Validated responses keyed by `cache_key` in a PostgreSQL table; counts this instance's hits and misses.
 
     Opens nothing until first used; the connection is the process's shared one for this URL
@@ -38,47 +36,24 @@ class PgLLMCache(LookupCounter):
     """
 
     def __init__(self, url: str, *, table: str = DEFAULT_TABLE) -> None:
-        self._url = url
-        self.table = check_identifier(table)
-        self._ddl = _ddl(self.table)
-        super().__init__()
+        PgTable.__init__(self, url, table, _ddl)
+        ResponseCacheBase.__init__(self)
 
-    def __repr__(self) -> str:
-        return f"PgLLMCache({url_label(self._url)}, table={self.table!r})"  # the URL holds a password
-
-    def _run(self, fn: Any) -> Any:
-        return shared_connection(self._url).run(fn, table=self.table, ddl=self._ddl)
-
-    def close(self) -> None:
-        """Close this process's connection to the server (the next call, by any cache, reopens it)."""
-        shared_connection(self._url).close()
-
-    def get(self, key: str) -> CachedResponse | None:
-        row = self._run(
+    def _select(self, key: str) -> tuple[str, int, int] | None:
+        return self._run(
             lambda conn: conn.execute(
                 f"SELECT response, prompt_tokens, completion_tokens FROM {self.table} WHERE key = %s",
                 (key,),
             ).fetchone()
         )
-        return self._counted(row)
 
-    def put(
-        self,
-        key: str,
-        response: str,
-        *,
-        task: str,
-        model: str,
-        prompt_version: str,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-    ) -> None:
-        """Store one entry atomically; a concurrent writer of the same key keeps its entry, without error."""
+    def _insert(self, entry: tuple[str, str, str, str, str, int, int]) -> None:
+        """One statement: a concurrent writer of the same key keeps its entry, without error."""
         self._run(
             lambda conn: conn.execute(
                 f"INSERT INTO {self.table} (key, task, model, prompt_version, response, prompt_tokens,"
                 " completion_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
-                (key, task, model, prompt_version, response, prompt_tokens, completion_tokens),
+                entry,
             )
         )
 
@@ -87,8 +62,4 @@ class PgLLMCache(LookupCounter):
         self._run(lambda conn: conn.execute(f"DELETE FROM {self.table} WHERE key = %s", (key,)))
 
     def count(self, task: str | None = None) -> int:
-        if task is None:
-            query, params = f"SELECT COUNT(*) FROM {self.table}", ()
-        else:
-            query, params = f"SELECT COUNT(*) FROM {self.table} WHERE task = %s", (task,)
-        return self._run(lambda conn: conn.execute(query, params).fetchone()[0])
+        return self._count("task", task)

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from pipeline.caches.base import CachedResponse, LookupCounter
+from pipeline.caches.base import ResponseCacheBase
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses ("
@@ -25,7 +25,7 @@ _SCHEMA = (
 )
 
 
-class LLMCache(LookupCounter):
+class LLMCache(ResponseCacheBase):
     """Validated responses keyed by `cache_key`; counts this instance's hits and misses."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -58,33 +58,19 @@ class LLMCache(LookupCounter):
             conn.close()
             self._local.conn = None
 
-    def get(self, key: str) -> CachedResponse | None:
-        row = (
+    def _select(self, key: str) -> tuple[str, int, int] | None:
+        return (
             self._conn()
             .execute("SELECT response, prompt_tokens, completion_tokens FROM responses WHERE key=?", (key,))
             .fetchone()
         )
-        return self._counted(row)
 
-    def put(
-        self,
-        key: str,
-        response: str,
-        *,
-        task: str,
-        model: str,
-        prompt_version: str,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-    ) -> None:
-        """Store one entry atomically (INSERT OR REPLACE in its own transaction)."""
+    def _insert(self, entry: tuple[str, str, str, str, str, int, int]) -> None:
+        """INSERT OR REPLACE in its own transaction."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?)",
-                (key, task, model, prompt_version, response, prompt_tokens, completion_tokens, time.time()),
-            )
+            conn.execute("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?)", (*entry, time.time()))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -14,12 +14,6 @@ INGEST_ERRORS = "ingest_errors"
 TEXT_UNITS = "text_units"
 COMMUNITY_REPORTS = "community_reports"  # GraphRAG columns + fingerprint (pipeline.ops.reports)
 # query-time tables (assets/query): saved questions answered after every re-index
-QUERY_GLOBAL_BATCHES = "query_global_batches"
-QUERY_GLOBAL_MAP_ANSWERS = "query_global_map_answers"
-QUERY_GLOBAL_ANSWERS = "query_global_answers"
-QUERY_LOCAL_ANSWERS = "query_local_answers"
-QUERY_DRIFT_ANSWERS = "query_drift_answers"
-QUERY_BASIC_ANSWERS = "query_basic_answers"
 
 # LanceDB table names
 LANCE_TEXT_UNITS = "text_units"
@@ -107,6 +101,7 @@ RELATIONSHIPS = "relationships"
 COVARIATES = "covariates"  # GraphRAG's name for claims
 COMMUNITIES = "communities"
 GRAPHML_EXPORT = "graph.graphml"  # for Gephi / Cytoscape, in the namespace folder
+GRAPH_VIEW = "graph.html"  # a self-contained page of the graph (pipeline.ops.graph_view)
 
 _RAW_ENTITY = pa.struct(
     [
@@ -225,6 +220,9 @@ COVARIATES_SCHEMA = pa.schema(
         ("round", pa.int64()),
     ]
 )
+# What GraphRAG stores for a claim's unknown object or date (a null would read as "nan" in its claims
+# context); our readers take it as missing (pipeline.ops.claims.known)
+CLAIM_NONE = "NONE"
 COMMUNITIES_SCHEMA = pa.schema(
     [
         ("id", pa.string()),  # sha256 of (level, member entity ids): same members, same id
@@ -324,58 +322,29 @@ def lance_entities_schema(dim: int, model_id: str, vector_text: str = "") -> pa.
     )
 
 
-# --- query-time tables (assets/query) ---
-QUERY_GLOBAL_BATCHES_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("batch", pa.int64()),
-        ("community_ids", pa.list_(pa.int64())),
-        ("tokens", pa.int64()),
-        ("content", pa.string()),
-    ]
-)
-MAP_POINT = pa.struct(
-    [("description", pa.string()), ("score", pa.float64()), ("communities", pa.list_(pa.int64()))]
-)
-QUERY_GLOBAL_MAP_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("batch", pa.int64()),
-        ("community_ids", pa.list_(pa.int64())),
-        ("status", pa.string()),
-        ("points", pa.list_(MAP_POINT)),  # scored above 0, each citing communities of its batch
-        ("top_score", pa.float64()),  # the best point's score; 0 without points
-        ("dropped_points", pa.int64()),  # points of the reply that failed validation
-        ("attempts", pa.int64()),
-        ("error", pa.string()),
-    ]
-)
-QUERY_GLOBAL_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("cited_communities", pa.list_(pa.int64())),
-        ("points_used", pa.int64()),  # map points that went into the reduce
-        ("failed_batches", pa.int64()),
-        ("batches", pa.int64()),
-    ]
-)
-QUERY_LOCAL_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("communities", pa.list_(pa.int64())),
-        ("selection", pa.string()),
-        (
-            "evidence_json",
-            pa.string(),
-        ),  # [{ref, id, kind, text, document_id, document_title, start_char, end_char}]
-        ("n_evidence", pa.int64()),
-    ]
-)
+# Microsoft GraphRAG's default LanceDB table names: its query engine reads these (pipeline.interop)
+LANCE_MS_ENTITY_DESCRIPTION = "entity_description"  # vector of "title:description"
+LANCE_MS_COMMUNITY_FULL_CONTENT = "community_full_content"  # vector of the report's full_content
+LANCE_MS_TEXT_UNIT_TEXT = "text_unit_text"  # vector of the unit's text
+
+
+def _lance_ms_vectors_schema(dim: int, model_id: str = "") -> pa.Schema:
+    # GraphRAG's store reads `id` and `vector` (and the dates when present); `text` is what was embedded.
+    return pa.schema(
+        [
+            ("id", pa.string()),  # the row's id in the Parquet table GraphRAG joins it to
+            ("text", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+            ("create_date", pa.string()),
+            ("update_date", pa.string()),
+        ],
+        metadata={"embedding_model": model_id},
+    )
+
+
+lance_entity_description_schema = _lance_ms_vectors_schema
+lance_community_full_content_schema = _lance_ms_vectors_schema
+lance_text_unit_text_schema = _lance_ms_vectors_schema
 
 
 def vector_array(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
@@ -384,32 +353,5 @@ def vector_array(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
     return pa.FixedSizeListArray.from_arrays(flat, dim)
 
 
-# --- strict writing: a table's columns are listed here and nowhere else ---
-#
-
-QUERY_DRIFT_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("nodes", pa.int64()),  # steps in the tree, open ones included
-        ("answered", pa.int64()),
-        ("failed_steps", pa.int64()),
-        ("model_calls", pa.int64()),  # primer + follow-up + reduce task calls
-        ("max_calls", pa.int64()),
-        ("tree_json", pa.string()),  # every node: question, status, score, answer, citations, children
-        ("citations_json", pa.string()),  # the rows the final answer cites
-    ]
-)
-
-QUERY_BASIC_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("sources_json", pa.string()),  # the retrieved units: id, document, offsets, scores
-        ("citations_json", pa.string()),
-    ]
-)
+# The saved answers of the query-time assets, in their own module, are part of this namespace too.
+from pipeline.core.answer_schema import *  # noqa: E402, F403

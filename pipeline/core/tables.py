@@ -35,8 +35,13 @@ from pipeline.core.schema import (
     INGEST_ERRORS_SCHEMA,
     LANCE_COMMUNITY_REPORTS,
     LANCE_ENTITIES,
+    LANCE_MS_COMMUNITY_FULL_CONTENT,
+    LANCE_MS_ENTITY_DESCRIPTION,
+    LANCE_MS_TEXT_UNIT_TEXT,
     LANCE_TEXT_UNIT_PIECES,
     LANCE_TEXT_UNITS,
+    QUERY_AUTO_ANSWERS,
+    QUERY_AUTO_ANSWERS_SCHEMA,
     QUERY_BASIC_ANSWERS,
     QUERY_BASIC_ANSWERS_SCHEMA,
     QUERY_DRIFT_ANSWERS,
@@ -47,15 +52,20 @@ from pipeline.core.schema import (
     QUERY_GLOBAL_BATCHES_SCHEMA,
     QUERY_GLOBAL_MAP_ANSWERS,
     QUERY_GLOBAL_MAP_ANSWERS_SCHEMA,
+    QUERY_LAZY_ANSWERS,
+    QUERY_LAZY_ANSWERS_SCHEMA,
     QUERY_LOCAL_ANSWERS,
     QUERY_LOCAL_ANSWERS_SCHEMA,
     RELATIONSHIPS,
     RELATIONSHIPS_SCHEMA,
     TEXT_UNITS,
     TEXT_UNITS_SCHEMA,
+    lance_community_full_content_schema,
     lance_community_reports_schema,
     lance_entities_schema,
+    lance_entity_description_schema,
     lance_text_unit_pieces_schema,
+    lance_text_unit_text_schema,
     lance_text_units_schema,
 )
 from pipeline.core.shards import shard_base
@@ -108,6 +118,8 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
     QUERY_LOCAL_ANSWERS: QUERY_LOCAL_ANSWERS_SCHEMA,
     QUERY_DRIFT_ANSWERS: QUERY_DRIFT_ANSWERS_SCHEMA,
     QUERY_BASIC_ANSWERS: QUERY_BASIC_ANSWERS_SCHEMA,
+    QUERY_LAZY_ANSWERS: QUERY_LAZY_ANSWERS_SCHEMA,
+    QUERY_AUTO_ANSWERS: QUERY_AUTO_ANSWERS_SCHEMA,
 }
 """Parquet table name -> schema (a shard's part under shards/ takes its table's)."""
 
@@ -117,6 +129,9 @@ LANCE_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
     LANCE_TEXT_UNIT_PIECES: lance_text_unit_pieces_schema,
     LANCE_COMMUNITY_REPORTS: lambda dim: lance_community_reports_schema(dim, ""),
     LANCE_ENTITIES: lambda dim: lance_entities_schema(dim, ""),
+    LANCE_MS_ENTITY_DESCRIPTION: lance_entity_description_schema,
+    LANCE_MS_COMMUNITY_FULL_CONTENT: lance_community_full_content_schema,
+    LANCE_MS_TEXT_UNIT_TEXT: lance_text_unit_text_schema,
 }
 """LanceDB table name -> schema for a vector dimension."""
 

@@ -1,2 +1,3 @@
-"""The engine of LLM tasks: `base.py` (the `Engine` protocol and task models), `offline.py` (no model),
-`llm.py` (through the LLM client). `pipeline.runtime.make_engine` chooses one; nothing else does."""
+"""The engine of LLM tasks: `task.py` (what a task is), `base.py` (the `Engine` protocol), `offline.py`
+(no model), `llm.py` (through the LLM client). `pipeline.runtime.make_engine` chooses one; nothing else
+does. The tasks themselves live beside their stages; this package imports none of them."""

@@ -16,6 +16,7 @@ from pipeline.index.report import Check, Json, Markdown, PathValue, StageReport,
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.communities import build_communities, check_communities, level_summary, size_histogram
 from pipeline.ops.graph_export import write_graphml
+from pipeline.ops.graph_view import graph_data, graph_html
 
 
 @dataclass
@@ -48,6 +49,8 @@ def index_communities(store: NamespaceStore, settings: Any) -> CommunitiesSummar
     store.write_table(schema.COMMUNITIES, communities)
     with store.open_output(schema.GRAPHML_EXPORT) as sink:
         write_graphml(sink, entities, relationships, communities)
+    page = graph_html(graph_data(entities, relationships, communities), f"{store.namespace}: entity graph")
+    store.write_bytes(schema.GRAPH_VIEW, page.encode("utf-8"))
     return CommunitiesSummary(
         communities=communities.num_rows,
         levels=level_summary(communities),
@@ -84,6 +87,7 @@ def run(ctx: IndexContext) -> StageReport:
             "max_cluster_size": settings.max_cluster_size,
             "leiden_seed": settings.leiden_seed,
             "graphml": PathValue(str(summary.graphml_path)),
+            "graph_view": PathValue(str(store.location(schema.GRAPH_VIEW))),
         },
         checks=[
             Check(

@@ -6,12 +6,13 @@ failed_reports. Reports cite their context rows; cited ids the context lacks are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, Stopwatch, md_table
+from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
 
@@ -53,8 +54,12 @@ def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
     settings, store, engine = ctx.settings, ctx.store, ctx.engine_for("reports")
 
+    by_level: dict[int, Callable[[int, int], None]] = {}
+
     def progress(level: int, done: int, total: int) -> None:
-        ctx.log(f"level {level}: {done}/{total} reports")
+        if level not in by_level:
+            by_level[level] = ctx.progress(f"level {level} reports written")
+        by_level[level](done, total)
 
     threshold = settings.report_min_entities if ctx.forms.get("reports") == "model" else 0
     result = index_community_reports(store, settings, engine, progress=progress, min_entities=threshold)
@@ -64,6 +69,7 @@ def run(ctx: IndexContext) -> StageReport:
     top = sorted((r for r in reports if r["level"] == 0), key=lambda r: (-r["size"], r["community"]))
     expected = set(store.read_table(schema.COMMUNITIES, columns=["community"]).column(0).to_pylist())
     covered = {r["community"] for r in reports} | {f.community for f in result.failures}
+    lost = [f for f in result.failures if f.error_type != BUDGET_REFUSAL]
     return StageReport(
         rows=result.reports.num_rows,
         usage=engine.usage,
@@ -93,6 +99,7 @@ def run(ctx: IndexContext) -> StageReport:
                 )
             ),
             "top_level": Markdown(md_table(top, ["community", "size", "rank", "title"], limit=30)),
+            "top_reports": Markdown(top_reports(result.reports.to_pylist())),
             "failures": Markdown(
                 md_table(
                     [f.__dict__ for f in result.failures], ["community", "level", "error_type", "reason"]
@@ -115,4 +122,22 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         ],
         duration_s=clock.seconds(),
+        loss=Loss(
+            stage="community_reports",
+            what="community reports",
+            total=len(expected),
+            failed=len(lost),
+            reasons=[f"community {f.community}: {f.error_type}: {f.reason}" for f in lost[:3]],
+            max_share=settings.llm_max_failed_share,
+        ),
+    )
+
+
+def top_reports(reports: list[dict[str, Any]], limit: int = 5) -> str:
+    """The highest-ranked reports as Markdown (title, place, summary): what the index found central."""
+    ranked = sorted(reports, key=lambda r: (-(r["rank"] or 0.0), r["level"], r["community"]))[:limit]
+    return "\n\n".join(
+        f"### {r['title']}\n*community {r['community']}, level {r['level']}, rank {r['rank'] or 0:.1f}, "
+        f"{r['size']} entities*\n\n{r['summary']}"
+        for r in ranked
     )

@@ -29,6 +29,8 @@ class IndexContext:
     method: str = ""
     """The indexing method and each stage's form, as metadata shows them ('nlp', 'fast', ...)."""
     forms: dict[str, str] = field(default_factory=dict)
+    on_progress: Callable[[str, int, int], None] | None = None
+    """Every (what, done, total) of a long loop, for a live display (the CLI's progress bar)."""
 
     @property
     def namespace(self) -> str:
@@ -55,6 +57,7 @@ class IndexContext:
         embedder: CachedEmbedder | None = None,
         log: Callable[[str], None] = _quiet,
         spent_usd: float = 0.0,
+        on_progress: Callable[[str, int, int], None] | None = None,
     ) -> IndexContext:
         """A context for `namespace` with the configured stage engines and embedder unless given (an
         `engine` given does every stage: tests and benches pin one). `spent_usd`: what the run spent
@@ -76,14 +79,24 @@ class IndexContext:
             engines=engines,
             method=index_method(settings) if engine is None else "",
             forms=stage_forms(settings) if engine is None else {},
+            on_progress=on_progress,
         )
         ctx.store.table_metadata = {k.encode(): v.encode() for k, v in ctx.method_metadata().items()}
         return ctx
 
     def progress(self, what: str) -> Callable[[int, int], None]:
-        """A (done, total) callback that logs `what` ('embedded', 'extracted', ...)."""
+        """A (done, total) callback for `what` ('embedded', 'extracted', ...): every call reaches
+        `on_progress`; the log gets a line at the first call and as each quarter is passed, so a long
+        stage writes a few lines to the run's log, not one per batch."""
+        logged = -1
 
         def report(done: int, total: int) -> None:
-            self.log(f"{what} {done}/{total}")
+            nonlocal logged
+            if self.on_progress is not None:
+                self.on_progress(what, done, total)
+            quarter = 4 * done // total if total else 4
+            if quarter > logged:
+                logged = quarter
+                self.log(f"{what} {done}/{total}")
 
         return report

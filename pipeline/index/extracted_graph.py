@@ -37,12 +37,13 @@ from pipeline.core.shards import (
 )
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, Markdown, StageReport, md_table
+from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
 from pipeline.ops.extraction.run import ExtractionRun, extract_graph
+from pipeline.ops.extraction.task import EXTRACT
 from pipeline.ops.incremental import reuse_extractions, tag_extraction_config
 
 # Parquet schema metadata key of a shard part: the configuration it was extracted under.
@@ -67,13 +68,13 @@ def _options(settings: Any, engine: Engine, claims_engine: Engine | None) -> Ext
 
 def _identity(settings: Any, engine: Engine, claims_engine: Engine | None = None) -> ExtractorIdentity:
     options = _options(settings, engine, claims_engine)
-    graph = engine.extraction_identity(options)
+    graph = engine.identity(EXTRACT, options)
     if (
         claims_engine is None
         or options.extract_claims == ExtractionOptions.from_settings(settings).extract_claims
     ):
         return graph
-    claims = claims_engine.extraction_identity(ExtractionOptions.from_settings(settings))
+    claims = claims_engine.identity(EXTRACT, ExtractionOptions.from_settings(settings))
     config = json.dumps({"graph": graph.config, "claims": claims.config}, sort_keys=True)
     return ExtractorIdentity(graph.method, graph.version, config, graph.reusable and claims.reusable)
 
@@ -234,6 +235,20 @@ def index_extracted_graph(
     )
 
 
+def extraction_loss(stage: str, summary: ExtractionSummary, settings: Any) -> Loss:
+    """Text units whose extraction failed outright (a failed gleaning round leaves a partial unit).
+    Units the run's budget refused are not counted: the budget stopped them on purpose and says so."""
+    lost = [f for f in summary.failures if f.round == 0 and f.error_type != BUDGET_REFUSAL]
+    return Loss(
+        stage=stage,
+        what="text units",
+        total=summary.counts["text_units"],
+        failed=len({f.text_unit_id for f in lost}),
+        reasons=[f"text unit {f.text_unit_id[:12]}: {f.error_type}: {f.reason}" for f in lost[:3]],
+        max_share=settings.llm_max_failed_share,
+    )
+
+
 def run(ctx: IndexContext) -> StageReport:
     settings, engine = ctx.settings, ctx.engine_for("extraction")
     ctx.log(f"extracting the graph of {ctx.namespace!r} with the {engine.kind} engine")
@@ -272,4 +287,5 @@ def run(ctx: IndexContext) -> StageReport:
             )
         ],
         duration_s=summary.duration_s,
+        loss=extraction_loss("extracted_graph", summary, settings),
     )

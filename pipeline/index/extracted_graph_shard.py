@@ -4,7 +4,7 @@ shards/ in the namespace), which `extracted_graph` merges."""
 from __future__ import annotations
 
 from pipeline.index.context import IndexContext
-from pipeline.index.extracted_graph import index_extraction_shard
+from pipeline.index.extracted_graph import extraction_loss, index_extraction_shard
 from pipeline.index.report import StageReport
 
 
@@ -29,4 +29,5 @@ def run(ctx: IndexContext, shard: int, shards: int) -> StageReport:
             "failed_extractions": len(summary.failures),
         },
         duration_s=summary.duration_s,
+        loss=extraction_loss(f"extracted_graph_shard {shard}/{shards}", summary, ctx.settings),
     )

@@ -38,22 +38,71 @@ class Check:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+BUDGET_REFUSAL = "LLMBudgetExceededError"  # a failure row's error_type when the run's budget refused it
+
+
+@dataclass
+class Loss:
+    """The units an LLM stage lost (text units, community reports), with the first reasons.
+
+    Losing every unit, or more than `max_share` of them (`llm_max_failed_share`), is a failed stage: a
+    run that extracted nothing is not a success. The stage has written what it has first, so the re-run
+    pays only for what failed (the LLM cache answers the rest). A smaller loss is a warning. Units the
+    run's LLM budget refused are not lost: the budget stopped them on purpose (`llm_budget_reached`)."""
+
+    stage: str
+    what: str  # plural noun of the units: "text units"
+    total: int
+    failed: int
+    reasons: list[str]
+    max_share: float
+
+    @property
+    def fatal(self) -> bool:
+        return self.failed > 0 and (self.failed >= self.total or self.failed > self.max_share * self.total)
+
+    def summary(self) -> str:
+        return f"{self.stage}: {self.failed} of {self.total} {self.what} failed"
+
+    def message(self) -> str:
+        """Why the stage failed: the count, the rule it broke and the first reasons."""
+        limit = "all of them" if self.failed >= self.total else f"more than {self.max_share:.0%}"
+        first = " | ".join(self.reasons[:3]) or "no reason recorded"
+        return (
+            f"{self.summary()} ({limit}; PIPELINE_LLM_MAX_FAILED_SHARE={self.max_share:g}). What succeeded "
+            f"is written; a re-run asks the model only for the failed ones. First reasons: {first}"
+        )
+
+
 @dataclass
 class StageReport:
     """One materialization: `rows` written, LLM `usage`, the stage's own metadata, checks, warnings.
 
     Every report carries `rows`, the LLM counters (zeros for a stage that calls no model, so a sum over
-    a run never has a gap) and `duration_s`, so a run reads the same way at every step."""
+    a run never has a gap) and `duration_s`, so a run reads the same way at every step. `loss`: the
+    units an LLM stage lost, if any (`Loss.fatal` fails the step; else `lost` in the metadata says it)."""
 
     rows: int
     metadata: dict[str, Any] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     usage: Usage | None = None
     duration_s: float = 0.0
+    loss: Loss | None = None
 
     def all_metadata(self) -> dict[str, Any]:
         usage = self.usage if self.usage is not None else Usage()
-        return {"rows": self.rows, **usage.as_metadata(), **self.metadata, "duration_s": self.duration_s}
+        lost = {"lost": self.loss.summary()} if self.loss is not None and self.loss.failed else {}
+        return {
+            "rows": self.rows,
+            **usage.as_metadata(),
+            **self.metadata,
+            **lost,
+            "duration_s": self.duration_s,
+        }
+
+    def fatal_loss(self) -> str | None:
+        """The message of a loss that fails the stage, else None."""
+        return self.loss.message() if self.loss is not None and self.loss.fatal else None
 
 
 class Stopwatch:

@@ -23,6 +23,9 @@ entities by what they are ("founder of the Red Cross"). MuSiQue's 3,243 report t
 summary words and 35 s with 24, and recall was the same with either (65.0 / 77.2): report vectors
 choose the communities whose context an answer gets, not the passages.
 
+With `PIPELINE_GRAPHRAG_EXPORT` the step also writes the LanceDB tables Microsoft GraphRAG's query engine
+reads, under its names and with the texts it embeds (`pipeline.interop.ms_graphrag_export`).
+
 Only changed rows are embedded: a row whose id and embedded text equal those in the current LanceDB
 table keeps its vector, provided the table was written by the same embedding model (recorded in the
 table's schema metadata). The rest go through the cached embedder, which may still find them in the
@@ -40,8 +43,9 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import ProgressFn
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Check, StageReport, Stopwatch
+from pipeline.index.report import Check, Json, StageReport, Stopwatch
 from pipeline.index.text_unit_embeddings import vector_ids
+from pipeline.interop.ms_graphrag_export import write_ms_tables
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.citations import strip_citations
 
@@ -225,11 +229,18 @@ def run(ctx: IndexContext) -> StageReport:
         progress=ctx.progress("embedded new texts"),
         entity_description_words=ctx.settings.entity_vector_description_words,
     )
+    # Microsoft GraphRAG's query engine reads tables of its own names (pipeline.interop.ms_graphrag_export)
+    exported = write_ms_tables(store, cached).rows if ctx.settings.graphrag_export else {}
     bad = {}
     for stats in (reports, entities):
         ids, invalid = vector_ids(store, stats.table)
         bad[stats.table] = invalid + (stats.rows - len(ids))
-    metadata = {"model": cached.model_id, "dimension": cached.dimension, "lancedb_uri": str(store.lance_uri)}
+    metadata = {
+        "model": cached.model_id,
+        "dimension": cached.dimension,
+        "lancedb_uri": str(store.lance_uri),
+        "graphrag_tables": Json(exported),
+    }
     for prefix, stats in (("reports", reports), ("entities", entities)):
         metadata.update(
             {

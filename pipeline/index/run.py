@@ -43,8 +43,9 @@ def index_folder(
 ) -> dict[str, StageReport]:
     """Run every indexing stage for `namespace` on `input_dir` (default `<input_root>/<namespace>/`).
 
-    Stops with IndexRunError when a stage's error-severity check fails, as the Dagster job would
-    (its downstream assets would not run)."""
+    Stops with IndexRunError when a stage's error-severity check fails, or an LLM stage lost all or more
+    than `llm_max_failed_share` of its units (`report.Loss`), as the Dagster job would (its downstream
+    assets would not run)."""
     ctx = IndexContext.build(namespace, settings or load_settings(), log=log)
     reports: dict[str, StageReport] = {}
 
@@ -54,6 +55,8 @@ def index_folder(
         failed = [c.name for c in report.checks if not c.passed and c.severity == "error"]
         if failed:
             raise IndexRunError(f"{name}: check(s) failed: {', '.join(failed)}")
+        if (lost := report.fatal_loss()) is not None:
+            raise IndexRunError(lost)
 
     record("documents", documents.run(ctx, input_dir))
     record("text_units", text_units.run(ctx))

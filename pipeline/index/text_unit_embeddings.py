@@ -79,8 +79,9 @@ def index_text_units(
             "id": [f"{unit_ids[p.owner]}:{p.start}" for p in pieces],
             "text_unit_id": [unit_ids[p.owner] for p in pieces],
             "document_id": [doc_ids[p.owner] for p in pieces],
-            "start_char": pa.array([starts[p.owner] + p.start for p in pieces], pa.int64()),
-            "end_char": pa.array([starts[p.owner] + p.end for p in pieces], pa.int64()),
+            # a unit imported without offsets (pipeline.interop) gives its pieces none either
+            "start_char": pa.array([_at(starts[p.owner], p.start) for p in pieces], pa.int64()),
+            "end_char": pa.array([_at(starts[p.owner], p.end) for p in pieces], pa.int64()),
             "vector": schema.vector_array(
                 np.stack([p.vector for p in pieces]) if pieces else np.zeros((0, dim)), dim
             ),
@@ -96,6 +97,10 @@ def index_text_units(
         cache_hits=embedder.cache_hits - before_hits,
         dimension=dim,
     )
+
+
+def _at(unit_start: int | None, offset: int) -> int | None:
+    return None if unit_start is None else unit_start + offset
 
 
 def unit_headers(text_units: pa.Table, titles: dict[str, str]) -> list[str | None]:

@@ -1,8 +1,10 @@
 """The LLM client: every chat and embedding request of the pipeline goes through `LLMClient`.
 
-It sends requests through `Transport` (`openai.AsyncOpenAI` with retries that honour Retry-After, a
-concurrency limit and usage counts) and adds what a batch pipeline needs on top: the persistent cache,
-validated JSON output with one repair retry, per-call and per-batch deadlines, and cancellation.
+It sends requests through `Transport` (`openai.AsyncOpenAI` with streamed replies under a first-token
+and an idle timeout, retries that honour Retry-After, a concurrency limit and usage counts) and adds
+what a batch pipeline needs on top: the persistent cache, validated JSON output with one repair retry,
+per-call and per-batch deadlines, and cancellation. A thinking model's reasoning (`<think>…</think>`,
+`reasoning_content`) is never part of the text parsed or cached (`pipeline.llm.reply`).
 
 A reply cut off at `max_tokens` (`finish_reason: "length"`) is never parsed and never cached: a cut JSON
 reply can still hold one complete object. It is asked again once with twice the limit (at most
@@ -28,8 +30,9 @@ from pipeline.llm import structured
 from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
 from pipeline.llm.budget import Budget
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
+from pipeline.llm.reply import Reply
 from pipeline.llm.retry import Backoff
-from pipeline.llm.transport import FormatRejectedError, Reply, Transport, endpoint_label
+from pipeline.llm.transport import FormatRejectedError, Transport, endpoint_label
 from pipeline.llm.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -61,8 +64,11 @@ class LLMClient:
         max_tokens: int = 2000,
         max_output_tokens: int = 16_384,
         timeout_s: float = 60.0,
+        first_token_timeout_s: float = 300.0,
+        idle_timeout_s: float = 30.0,
+        stream: bool = True,
         max_retries: int = 4,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         json_mode: JsonModeSetting = "auto",
         cache: ResponseCache | None = None,
         usage: Usage | None = None,
@@ -75,7 +81,6 @@ class LLMClient:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_output_tokens = max_output_tokens
-        self.concurrency = concurrency
         self.json_mode: JsonModeSetting = json_mode
         self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -87,8 +92,11 @@ class LLMClient:
             api_key=api_key,
             base_url=base_url,
             timeout_s=timeout_s,
+            first_token_timeout_s=first_token_timeout_s,
+            idle_timeout_s=idle_timeout_s,
+            stream=stream,
             max_retries=max_retries,
-            concurrency=concurrency,
+            concurrency=concurrency,  # None: by endpoint (`transport.default_concurrency`)
             usage=self.usage,
             prices=prices,
             backoff=backoff,
@@ -97,6 +105,10 @@ class LLMClient:
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, endpoint={self.endpoint!r}, concurrency={self.concurrency})"
+
+    @property
+    def concurrency(self) -> int:
+        return self.transport.concurrency
 
     @property
     def endpoint(self) -> str:
@@ -358,6 +370,7 @@ def _summed(first: Reply, second: Reply) -> Reply:
         first.prompt_tokens + second.prompt_tokens,
         first.completion_tokens + second.completion_tokens,
         second.finish_reason,
+        first.reasoning_tokens + second.reasoning_tokens,
     )
 
 

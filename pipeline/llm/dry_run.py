@@ -26,7 +26,8 @@ from typing import Any
 
 from pipeline.caches.base import CachedResponse, ResponseCache
 from pipeline.core.tokens import count_tokens
-from pipeline.llm.transport import Reply, Transport
+from pipeline.llm.reply import Reply
+from pipeline.llm.transport import Transport
 
 # Expected completion, as a fraction of the call's max_tokens, by task (prompt name). The figures are
 # what GraphRAG-style prompts typically get from gpt-4o-class models: a first extraction round fills a

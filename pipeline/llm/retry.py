@@ -1,8 +1,10 @@
 """Which failures are worth another request, and how long to wait before it (tenacity does the looping).
 
 Retried: 429 (waiting what Retry-After says), 5xx, timeouts, dropped connections and garbled response
-bodies. Not retried: any other 4xx (a bad key or a bad request does not get better by asking again), and
-a 429 that says the account's quota is used up.
+bodies. Not retried: any other 4xx (a bad key or a bad request does not get better by asking again),
+a 429 that says the account's quota is used up, and a whole (unstreamed) reply that timed out at a local
+server: that server is still generating it, and a copy would queue behind it (`NotResentTimeoutError`).
+A stalled stream is retried: it was closed first, so the server stopped.
 """
 
 from __future__ import annotations
@@ -15,10 +17,19 @@ import openai
 from tenacity import RetryCallState, wait_exponential_jitter
 
 from pipeline.llm.errors import LLMCallError, LLMError, LLMTimeoutError
+from pipeline.llm.stream import StreamStalledError
 
 
 class GarbledResponseError(Exception):
     """The server's HTTP body was not the JSON completion it promised (proxies, overloaded servers)."""
+
+
+class NotResentTimeoutError(Exception):
+    """A whole reply from a local server took longer than the total timeout; not retried (see above)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"no reply within {timeout_s:g}s")
+        self.timeout_s = timeout_s
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -90,6 +101,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, str) else (exc.body or exc.message)
         return f"HTTP {exc.status_code}: {str(body)[:300]}"
+    if isinstance(exc, StreamStalledError | NotResentTimeoutError):
+        return str(exc)
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):
@@ -112,6 +125,21 @@ def final_error(
     if deadline_hit:
         return LLMTimeoutError(
             f"{task}: deadline reached after {attempts} attempt(s); last: {what}", task=task
+        )
+    if isinstance(exc, StreamStalledError):
+        setting = "FIRST_TOKEN" if exc.clock == "first_token" else "IDLE"
+        return LLMTimeoutError(
+            f"{task}: {attempts} attempt(s) at {endpoint} stalled, the last with {what} (each stream "
+            f"closed before the next request); raise PIPELINE_LLM_{setting}_TIMEOUT_S if the server is "
+            "only slow, or check that it is not stuck",
+            task=task,
+        )
+    if isinstance(exc, NotResentTimeoutError):
+        return LLMTimeoutError(
+            f"{task}: {endpoint} sent no whole reply within {exc.timeout_s:g}s (replies not streamed); "
+            "not sent again, as the server would still be generating it. Raise PIPELINE_LLM_TIMEOUT_S, or "
+            "stream (PIPELINE_LLM_STREAM) from a server that can",
+            task=task,
         )
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return LLMTimeoutError(

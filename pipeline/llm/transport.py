@@ -3,6 +3,12 @@
 `LLMClient` builds the requests and owns caching and validation; `Transport` only gets an answer for
 one request, retrying what is worth retrying (see `pipeline.llm.retry`) and never holding a
 concurrency slot while it waits to retry.
+
+Chat replies are streamed (`pipeline.llm.stream`): a model that keeps producing tokens is never cut off,
+a hung one is noticed within the idle timeout, and a timed-out stream is closed (its slot held until
+then) before any retry. A server that does not stream is asked for whole replies from then on, under
+the total `timeout_s` as before, said once in the log; such a reply that times out at a local server
+is not sent again, because that server would still be generating it.
 """
 
 from __future__ import annotations
@@ -19,18 +25,22 @@ from urllib.parse import urlsplit
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from pipeline.core.tokens import count_tokens
 from pipeline.llm import structured
 from pipeline.llm.batch import remaining
 from pipeline.llm.budget import Budget
 from pipeline.llm.errors import LLMBudgetExceededError, LLMConfigError
+from pipeline.llm.reply import Reply, build_reply, reasoning_of
 from pipeline.llm.retry import (
     Backoff,
     GarbledResponseError,
+    NotResentTimeoutError,
     StopAtDeadline,
     describe,
     final_error,
     is_retryable,
 )
+from pipeline.llm.stream import read_stream
 from pipeline.llm.usage import DEFAULT_PRICES, Usage, estimate_cost
 
 log = logging.getLogger(__name__)
@@ -44,6 +54,17 @@ def endpoint_label(base_url: str | None) -> str:
         return "api.openai.com/v1"
     parts = urlsplit(base_url)
     return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path.rstrip('/')}"
+
+
+def is_local(base_url: str | None) -> bool:
+    """Whether the endpoint is anything but OpenAI's API: a server of one's own, with its own capacity."""
+    return bool(base_url) and urlsplit(base_url).hostname != "api.openai.com"
+
+
+def default_concurrency(base_url: str | None) -> int:
+    """Requests in flight at once when none is configured: OpenAI serves many; a local server (llama.cpp,
+    Ollama, vLLM) as many as it has slots, which it does not say: 1 unless configured."""
+    return 1 if is_local(base_url) else 8
 
 
 def read_api_key(env_name: str, base_url: str | None) -> str:
@@ -64,20 +85,6 @@ class _LoopState:
     slots: asyncio.Semaphore
 
 
-@dataclass(frozen=True)
-class Reply:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    # "stop" when the model finished; "length" when max_tokens cut it off (the text is then incomplete,
-    # whatever it looks like). None when the server does not say.
-    finish_reason: str | None = None
-
-    @property
-    def cut_off(self) -> bool:
-        return self.finish_reason == "length"
-
-
 class FormatRejectedError(Exception):
     """The server does not accept `response_format: json_schema` (e.g. llama.cpp answers HTTP 500)."""
 
@@ -92,8 +99,11 @@ class Transport:
         api_key: str,
         base_url: str | None = None,
         timeout_s: float = 60.0,
+        first_token_timeout_s: float = 300.0,
+        idle_timeout_s: float = 30.0,
+        stream: bool = True,
         max_retries: int = 4,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
         backoff: Backoff | None = None,
@@ -103,8 +113,12 @@ class Transport:
         self.base_url = base_url
         self.endpoint = endpoint_label(base_url)
         self.timeout_s = timeout_s
+        self.first_token_timeout_s = first_token_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self.stream = stream  # turned off, once, when the server shows it does not stream
+        self.local = is_local(base_url)
         self.max_retries = max_retries
-        self.concurrency = concurrency
+        self.concurrency = concurrency or default_concurrency(base_url)
         self.usage = usage if usage is not None else Usage()
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
         self.backoff = backoff or Backoff()
@@ -135,11 +149,15 @@ class Transport:
         """One completion. With `schema_probe`, an error that blames json_schema raises FormatRejectedError.
         LLMBudgetExceededError, before anything is sent, when the run's spend reached its budget."""
 
-        async def attempt(sdk: openai.AsyncOpenAI, timeout: float) -> Reply:
+        prompt_estimate = _PromptEstimate(messages)
+
+        async def attempt(sdk: openai.AsyncOpenAI, deadline: float | None) -> Reply:
             try:
-                response = await sdk.chat.completions.create(
-                    model=self.model, messages=messages, timeout=timeout, **params
-                )
+                if self.stream:
+                    reply = await self._streamed(sdk, messages, params, prompt_estimate)
+                    if reply is not None:
+                        return reply
+                return await self._whole(sdk, messages, params, deadline, prompt_estimate)
             except openai.APIStatusError as exc:
                 if schema_probe and structured.blames_response_format(
                     exc.status_code, exc.body or exc.message
@@ -148,27 +166,95 @@ class Transport:
                 raise
             except ValueError as exc:  # the SDK could not decode the body as JSON
                 raise GarbledResponseError(str(exc)) from exc
-            choices = getattr(response, "choices", None)
-            if not choices or getattr(choices[0], "message", None) is None:
-                raise GarbledResponseError("the response has no choices")
-            usage = getattr(response, "usage", None)
-            return Reply(
-                choices[0].message.content or "",
-                int(getattr(usage, "prompt_tokens", 0) or 0),
-                int(getattr(usage, "completion_tokens", 0) or 0),
-                getattr(choices[0], "finish_reason", None),
-            )
 
         reply = await self._with_retries(attempt, task, deadline, spend_limited=True)
-        self._account(reply.prompt_tokens, reply.completion_tokens)
+        self._account(reply.prompt_tokens, reply.completion_tokens, reply.reasoning_tokens)
         return reply
 
-    async def embed(self, texts: list[str], task: str, deadline: float | None) -> list[list[float]]:
-        async def attempt(sdk: openai.AsyncOpenAI, timeout: float) -> tuple[list[list[float]], int]:
-            try:
-                response = await sdk.embeddings.create(
-                    model=self.model, input=texts, encoding_format="float", timeout=timeout
+    async def _streamed(
+        self,
+        sdk: openai.AsyncOpenAI,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        prompt_estimate: Callable[[], int],
+    ) -> Reply | None:
+        """The streamed reply; None when the server refused to stream (nothing was generated)."""
+        # The SDK's own timeout is a backstop only: it applies to each read, the clocks are ours.
+        backstop = max(self.first_token_timeout_s, self.idle_timeout_s) + 30.0
+        try:
+            reply, streamed = await read_stream(
+                lambda: sdk.chat.completions.create(
+                    model=self.model,
+                    messages=messages,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    timeout=backstop,
+                    **params,
+                ),
+                first_token_s=self.first_token_timeout_s,
+                idle_s=self.idle_timeout_s,
+                prompt_estimate=prompt_estimate,
+            )
+        except openai.APIStatusError as exc:
+            body = str(exc.body or exc.message).lower()
+            if exc.status_code in (400, 422) and "stream" in body and "response_format" not in body:
+                self._stop_streaming(f"it refused a streamed request (HTTP {exc.status_code})")
+                return None
+            raise
+        if not streamed:
+            self._stop_streaming("it answered a streamed request with a whole reply")
+        return reply
+
+    def _stop_streaming(self, why: str) -> None:
+        if self.stream:
+            self.stream = False
+            log.warning(
+                "llm %s: the server does not stream (%s): asking for whole replies from now on, each "
+                "within PIPELINE_LLM_TIMEOUT_S=%gs",
+                self.endpoint,
+                why,
+                self.timeout_s,
+            )
+
+    async def _whole(
+        self,
+        sdk: openai.AsyncOpenAI,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        deadline: float | None,
+        prompt_estimate: Callable[[], int],
+    ) -> Reply:
+        """One reply sent whole, within the total timeout (a server that does not stream)."""
+        budget = _budget(self.timeout_s, deadline)
+        try:
+            async with asyncio.timeout(budget):
+                response = await sdk.chat.completions.create(
+                    model=self.model, messages=messages, timeout=budget, **params
                 )
+        except (TimeoutError, openai.APITimeoutError) as exc:
+            if self.local and budget >= self.timeout_s:
+                raise NotResentTimeoutError(self.timeout_s) from exc
+            raise
+        choices = getattr(response, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise GarbledResponseError("the response has no choices")
+        message, usage = choices[0].message, getattr(response, "usage", None)
+        return build_reply(
+            message.content or "",
+            reasoning_of(message),
+            getattr(choices[0], "finish_reason", None),
+            usage,
+            prompt_estimate() if usage is None else 0,
+        )
+
+    async def embed(self, texts: list[str], task: str, deadline: float | None) -> list[list[float]]:
+        async def attempt(sdk: openai.AsyncOpenAI, deadline: float | None) -> tuple[list[list[float]], int]:
+            budget = _budget(self.timeout_s, deadline)
+            try:
+                async with asyncio.timeout(budget):
+                    response = await sdk.embeddings.create(
+                        model=self.model, input=texts, encoding_format="float", timeout=budget
+                    )
             except ValueError as exc:
                 raise GarbledResponseError(str(exc)) from exc
             data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
@@ -181,10 +267,14 @@ class Transport:
         self._account(prompt_tokens, 0)
         return vectors
 
-    def _account(self, prompt_tokens: int, completion_tokens: int) -> None:
+    def _account(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> None:
         cost = estimate_cost(self.model, prompt_tokens, completion_tokens, self.prices)
         self.usage.add(
-            calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost
+            calls=1,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
+            cost_usd=cost,
         )
 
     async def _with_retries(
@@ -213,12 +303,10 @@ class Transport:
                         if spend_limited and self.budget is not None:
                             # in the slot: the calls answered while this one waited for it have counted
                             self.budget.check(self.usage, task)
-                        budget = self.timeout_s
-                        if (left := remaining(deadline)) is not None:
-                            budget = min(budget, left)
                         self.usage.add(requests=1)
-                        async with asyncio.timeout(budget):
-                            return await attempt(state.sdk, budget)
+                        # each attempt keeps its own clocks: a total timeout for a whole reply, the
+                        # first-token and idle ones for a stream, which is closed before it returns
+                        return await attempt(state.sdk, deadline)
         except (FormatRejectedError, LLMBudgetExceededError):
             raise
         except Exception as exc:
@@ -253,3 +341,21 @@ class Transport:
             )
             state = self._states[loop] = _LoopState(sdk, asyncio.Semaphore(self.concurrency))
         return state
+
+
+def _budget(timeout_s: float, deadline: float | None) -> float:
+    left = remaining(deadline)
+    return timeout_s if left is None else min(timeout_s, left)
+
+
+class _PromptEstimate:
+    """tiktoken's count of the prompt, made only when a server sends no usage (and then once)."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self._messages = messages
+        self._count: int | None = None
+
+    def __call__(self) -> int:
+        if self._count is None:
+            self._count = sum(count_tokens(str(m.get("content") or "")) for m in self._messages)
+        return self._count

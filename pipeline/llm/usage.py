@@ -35,7 +35,8 @@ class Usage:
     included), `cache_hits` calls answered from the cache, `failures` calls that ended in an LLMError,
     `truncations` replies cut off at max_tokens (each asked again or failed, never used).
     `budget_refusals` counts calls not sent because the run's spend had reached its budget
-    (`pipeline.llm.budget`).
+    (`pipeline.llm.budget`). `reasoning_tokens` is the part of `completion_tokens` a thinking model
+    spent before its answer (`pipeline.llm.reply`).
     """
 
     calls: int = 0
@@ -44,6 +45,7 @@ class Usage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
     failures: int = 0
     truncations: int = 0
     budget_refusals: int = 0

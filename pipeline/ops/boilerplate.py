@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -268,3 +269,19 @@ def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
         )
     ]
     return units.set_column(units.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+
+
+def mask_rows(rows: list[dict[str, Any]], documents: pa.Table) -> list[dict[str, Any]]:
+    """Rows with `text`, `document_id` and `start_char` (retrieved passages), each text's front matter
+    blanked as `mask_text_units` does; the rows' offsets still name the unmasked source."""
+    if not rows:
+        return rows
+    units = pa.table(
+        {
+            "text": [r.get("text") or "" for r in rows],
+            "document_id": [r.get("document_id") for r in rows],
+            "start_char": [r.get("start_char") or 0 for r in rows],
+        }
+    )
+    texts = mask_text_units(units, documents).column("text").to_pylist()
+    return [{**r, "text": t} for r, t in zip(rows, texts, strict=True)]

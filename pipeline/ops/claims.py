@@ -4,7 +4,9 @@ A claim's subject/object name is looked up by normalised name among the entities
 When the name belongs to several entities (same name, different types), the one mentioned in the
 claim's text unit wins, then the most frequent. A name that matches no entity keeps its text in
 `subject_id`/`object_id` (GraphRAG's columns hold names) and a null `*_entity_id`.
-Claim ids hash (text unit, round, position), so a re-run gives the same ids.
+Claim ids hash (text unit, round, position), so a re-run gives the same ids. An unknown object or date
+is stored as GraphRAG stores it, "NONE" (`schema.CLAIM_NONE`), so its query engine reads our table as
+its own; `known` turns it back into None for our readers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ import pyarrow as pa
 from pipeline.core import schema, tables
 from pipeline.core.names import normalize_name, stable_id
 from pipeline.ops.extraction.models import UnitExtraction
+
+
+def known(value: str | None) -> str | None:
+    """A claim's object or date, None when unknown (null, or GraphRAG's "NONE")."""
+    return None if value is None or value == schema.CLAIM_NONE else value
 
 
 @dataclass
@@ -71,10 +78,10 @@ def build_covariates(units: Sequence[UnitExtraction], entities: pa.Table) -> tup
                     "type": c.claim_type,
                     "description": c.description,
                     "subject_id": subject[1] if subject else c.subject,
-                    "object_id": obj[1] if obj else c.object,
+                    "object_id": obj[1] if obj else (c.object or schema.CLAIM_NONE),
                     "status": c.status,
-                    "start_date": c.start_date,
-                    "end_date": c.end_date,
+                    "start_date": c.start_date or schema.CLAIM_NONE,
+                    "end_date": c.end_date or schema.CLAIM_NONE,
                     "source_text": c.source_text,
                     "text_unit_id": u.text_unit_id,
                     "subject_entity_id": subject[0] if subject else None,

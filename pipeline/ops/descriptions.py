@@ -1,5 +1,5 @@
 """Description summaries for resolved entities and relationships, each asked of the engine
-(`Engine.summarize_descriptions`: `offline_description` or `llm_description` below).
+(the `DESCRIBE` task: `offline_description` or `llm_description` below).
 
 - No description: an empty one, no engine call.
 - Offline: representative sentences within `description_max_tokens`: sentences that open with one of
@@ -19,13 +19,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from pipeline import prompts
 from pipeline.core.names import normalize_name
 from pipeline.core.tokens import count_tokens
-from pipeline.engine.base import DescriptionRequest, DescriptionSummary, Engine, Summary
+from pipeline.engine.base import Engine, runner
+from pipeline.engine.summarize import Summary
+from pipeline.engine.task import Task, TaskContext
 from pipeline.ops.extraction.text import split_sentences
 
 _INFORMATIVE_WORDS = (8, 50)
+
+
+class DescriptionRequest(BaseModel):
+    names: tuple[str, ...]  # the entity's title, or a relationship's (source, target)
+    descriptions: tuple[str, ...]  # distinct, in order of first appearance; at least one
+    max_tokens: int = Field(ge=1)  # offline: the summary's budget
+    max_input_tokens: int = Field(ge=1)  # LLM: descriptions per call, beyond which they go in rounds
+    max_words: int = Field(ge=1)  # LLM: the summary's length
+    encoding: str
+
+
+class DescriptionSummary(BaseModel):
+    summary: str
+    calls: int = 0  # model calls it took (0: written offline, or kept)
+    kept: bool = False  # the single description, unchanged
 
 
 @dataclass(frozen=True)
@@ -155,6 +174,19 @@ async def llm_description(
     return DescriptionSummary(summary=summary, calls=calls)
 
 
+async def _offline(request: DescriptionRequest, ctx: TaskContext) -> DescriptionSummary:
+    return offline_description(request)
+
+
+async def _model(request: DescriptionRequest, ctx: TaskContext) -> DescriptionSummary:
+    return await llm_description(ctx.llm, request, max_tokens=ctx.max_tokens)
+
+
+DESCRIBE: Task[DescriptionRequest, DescriptionSummary] = Task(
+    "summarize_descriptions", offline=_offline, model=_model, limit="description"
+)
+
+
 @dataclass(frozen=True)
 class DescriptionOptions:
     """How long a merged description may be, offline and asked of a model."""
@@ -193,10 +225,9 @@ def summarize_all(
             encoding=options.encoding,
         )
 
-    async def one(i: int) -> DescriptionSummary:
-        return await engine.summarize_descriptions(request(items[i]))
-
-    for i, outcome in zip(pending, engine.run_batch(pending, one), strict=True):
+    describe = runner(engine, DESCRIBE)
+    outcomes = engine.run_batch([request(items[i]) for i in pending], describe)
+    for i, outcome in zip(pending, outcomes, strict=True):
         if isinstance(outcome, Exception):  # failed after its retries: never worth failing the run
             stats.llm_failures += 1
             out[i] = offline_description(request(items[i])).summary

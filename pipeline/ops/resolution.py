@@ -33,7 +33,6 @@ Rules, in order:
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +43,7 @@ import pyarrow as pa
 from rapidfuzz import fuzz, process
 
 from pipeline.core import schema, tables
-from pipeline.core.names import entity_id, normalize_name, relationship_id
+from pipeline.core.names import entity_id, normalize_name
 from pipeline.engine.base import Engine
 from pipeline.ops.canonical import canonical_keys, majority_type
 from pipeline.ops.descriptions import (
@@ -56,6 +55,7 @@ from pipeline.ops.descriptions import (
 )
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
+from pipeline.ops.relationships import merge_relationships, prune_relationships
 
 log = logging.getLogger(__name__)
 _MARKERS = re.compile(r"\b(?:\d+|[ivxlc]+)\b")
@@ -167,9 +167,9 @@ def resolve_graph(
                 "name_key": canonical,
             }
         )
-    rel_rows = _relationships(units, index, stats, common)
+    rel_rows = merge_relationships(units, index, stats, common)
     total_sentences = sum(u.n_sentences for u in units if u.method == "offline")
-    rel_rows = _prune(rel_rows, evidence_by_entity, total_sentences, options, stats)
+    rel_rows = prune_relationships(rel_rows, evidence_by_entity, total_sentences, options, stats)
 
     degree: Counter[str] = Counter()
     for r in rel_rows:
@@ -322,100 +322,6 @@ def _markers(key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Tokens that tell near-identical names apart: numbers, Roman numerals, honorifics."""
     words = key.split()
     return tuple(_MARKERS.findall(key)), tuple(w for w in words if w in HONORIFICS)
-
-
-def _relationships(
-    units: Sequence[UnitExtraction],
-    index: dict[tuple[str, str], str],
-    stats: ResolutionStats,
-    common: set[str],
-) -> list[dict[str, Any]]:
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for u in units:
-        for r in u.relationships:
-            stats.relationship_mentions += 1
-            sid = index.get((u.text_unit_id, normalize_name(r.source)))
-            tid = index.get((u.text_unit_id, normalize_name(r.target)))
-            if sid is None or tid is None:
-                if common & {normalize_name(r.source), normalize_name(r.target)}:
-                    stats.relationships_to_common_words += 1
-                else:
-                    stats.unresolved_endpoints += 1
-                continue
-            if sid == tid:
-                stats.self_loops_dropped += 1
-                continue
-            pair = (min(sid, tid), max(sid, tid))
-            agg = pairs.get(pair)
-            if agg is None:
-                agg = pairs[pair] = {
-                    "id": relationship_id(sid, tid),
-                    "source_id": sid,
-                    "target_id": tid,
-                    "descriptions": [],
-                    "units": set(),
-                    "documents": set(),
-                    "evidence": set(),
-                    "strength": 0.0,
-                    "offline": u.method == "offline" and bool(r.evidence),
-                }
-            agg["descriptions"].append(r.description)
-            agg["units"].add(u.text_unit_id)
-            agg["documents"].add(u.document_id)
-            if r.evidence:
-                agg["evidence"].update((u.document_id, p) for p in r.evidence)
-            else:
-                agg["strength"] += float(r.strength)
-    rows = []
-    for agg in pairs.values():
-        rows.append(
-            {
-                "id": agg["id"],
-                "source_id": agg["source_id"],
-                "target_id": agg["target_id"],
-                "descriptions": distinct(agg["descriptions"]),
-                "weight": float(len(agg["evidence"])) + agg["strength"],
-                "text_unit_ids": sorted(agg["units"]),
-                "document_ids": sorted(agg["documents"]),
-                "npmi": None,
-                "_evidence": agg["evidence"] if agg["offline"] else None,
-            }
-        )
-    return rows
-
-
-def _prune(
-    rows: list[dict[str, Any]],
-    evidence_by_entity: dict[str, set[tuple[str, int]]],
-    total_sentences: int,
-    options: ResolutionOptions,
-    stats: ResolutionStats,
-) -> list[dict[str, Any]]:
-    kept = []
-    for r in rows:
-        evidence = r.pop("_evidence")
-        if evidence is None or total_sentences <= 0:
-            kept.append(r)
-            continue
-        px = len(evidence_by_entity[r["source_id"]]) / total_sentences
-        py = len(evidence_by_entity[r["target_id"]]) / total_sentences
-        pxy = len(evidence) / total_sentences
-        r["npmi"] = npmi(pxy, px, py)
-        if r["npmi"] < options.min_npmi and r["weight"] < options.keep_weight:
-            stats.pruned_edges += 1
-            continue
-        kept.append(r)
-    return kept
-
-
-def npmi(pxy: float, px: float, py: float) -> float:
-    """Normalised PMI in [-1, 1]: 1 = always together, 0 = independent, -1 = never together."""
-    if pxy <= 0 or px <= 0 or py <= 0:
-        return -1.0
-    if pxy >= 1:
-        return 1.0
-    value = math.log(pxy / (px * py)) / -math.log(pxy)
-    return max(-1.0, min(1.0, value))
 
 
 def link_text_units(

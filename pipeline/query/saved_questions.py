@@ -19,10 +19,10 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-from pipeline.query.batcher import Batch
-from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
-from pipeline.query.global_search import (
+from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.batcher import Batch
+from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from pipeline.query.global_.search import (
     GlobalSearchConfig,
     GlobalTasks,
     MapResult,
@@ -30,8 +30,8 @@ from pipeline.query.global_search import (
     reduce_map_results,
     run_map,
 )
-from pipeline.query.global_tasks import MapPoint
-from pipeline.query.local_search import LocalSearchConfig, local_search_async
+from pipeline.query.global_.tasks import MapPoint
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
 
 Log = Callable[[str], None]
 
@@ -151,82 +151,95 @@ def write_global_answers(
     return AnswersTable(table, "\n".join(md) or "No questions.")
 
 
+def _answer_all(
+    store: NamespaceStore,
+    engine: Engine,
+    questions: list[str],
+    search: Callable[[str], Any],
+    row: Callable[[Any], dict[str, Any]],
+    summary: Callable[[Any], str],
+    table: tuple[str, pa.Schema],
+    empty: str,
+) -> AnswersTable:
+    """Each question through `search`, one row (`row`) and one Markdown section (`summary`) per answer,
+    written as the `table` (name, schema)."""
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(search(question))
+        rows.append({"question": question, "status": res.status, "answer": res.answer, **row(res)})
+        md.append(f"### {question}\n\n**{res.status}**{summary(res)}\n")
+    name, table_schema = table
+    written = tables.to_table(rows, table_schema)
+    store.write_table(name, written)
+    return AnswersTable(written, "\n".join(md) or empty)
+
+
 def write_local_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LocalSearchConfig
 ) -> AnswersTable:
-    rows, md = [], []
-    for question in questions:
-        res = engine.run_sync(local_search_async(store, question, engine, embedder, config))
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "communities": [c["id"] for c in res.communities],
-                "selection": res.selection,
-                "evidence_json": json.dumps(res.evidence, default=str),
-                "n_evidence": len(res.evidence),
-            }
-        )
-        md.append(
-            f"### {question}\n\n**{res.status}** ({len(res.evidence)} evidence items)\n\n{res.answer}\n"
-        )
-    table = tables.to_table(rows, schema.QUERY_LOCAL_ANSWERS_SCHEMA)
-    store.write_table(schema.QUERY_LOCAL_ANSWERS, table)
-    return AnswersTable(table, "\n".join(md) or "No local questions configured.")
+    return _answer_all(
+        store,
+        engine,
+        questions,
+        lambda q: local_search_async(store, q, engine, embedder, config),
+        lambda res: {
+            "communities": [c["id"] for c in res.communities],
+            "selection": res.selection,
+            "evidence_json": json.dumps(res.evidence, default=str),
+            "n_evidence": len(res.evidence),
+        },
+        lambda res: f" ({len(res.evidence)} evidence items)\n\n{res.answer}",
+        (schema.QUERY_LOCAL_ANSWERS, schema.QUERY_LOCAL_ANSWERS_SCHEMA),
+        "No local questions configured.",
+    )
+
+
+def _drift_outline(res: Any) -> str:
+    steps = "\n".join(f"- [{n.id}] {n.status} ({n.score:g}): {n.question}" for n in res.nodes)
+    return f"\n\n{res.answer}\n\nSteps:\n{steps}"
 
 
 def write_drift_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: DriftSearchConfig
 ) -> AnswersTable:
-    rows, md = [], []
-    for question in questions:
-        res = engine.run_sync(drift_search_async(store, question, engine, embedder, config))
-        u = res.usage
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "reason": res.reason,
-                "nodes": len(res.nodes),
-                "answered": sum(1 for n in res.nodes if n.status == "answered"),
-                "failed_steps": res.failed_steps,
-                "model_calls": u["primer_calls"] + u["follow_up_calls"] + u["reduce_calls"],
-                "max_calls": u["max_calls"],
-                "tree_json": json.dumps(res.to_dict()["nodes"], default=str),
-                "citations_json": json.dumps(res.citations, default=str),
-            }
-        )
-        outline = "\n".join(f"- [{n.id}] {n.status} ({n.score:g}): {n.question}" for n in res.nodes)
-        md.append(f"### {question}\n\n**{res.status}**\n\n{res.answer}\n\nSteps:\n{outline}\n")
-    table = tables.to_table(rows, schema.QUERY_DRIFT_ANSWERS_SCHEMA)
-    store.write_table(schema.QUERY_DRIFT_ANSWERS, table)
-    return AnswersTable(table, "\n".join(md) or "No DRIFT questions configured.")
+    return _answer_all(
+        store,
+        engine,
+        questions,
+        lambda q: drift_search_async(store, q, engine, embedder, config),
+        lambda res: {
+            "reason": res.reason,
+            "nodes": len(res.nodes),
+            "answered": sum(1 for n in res.nodes if n.status == "answered"),
+            "failed_steps": res.failed_steps,
+            "model_calls": sum(res.usage[k] for k in ("primer_calls", "follow_up_calls", "reduce_calls")),
+            "max_calls": res.usage["max_calls"],
+            "tree_json": json.dumps(res.to_dict()["nodes"], default=str),
+            "citations_json": json.dumps(res.citations, default=str),
+        },
+        _drift_outline,
+        (schema.QUERY_DRIFT_ANSWERS, schema.QUERY_DRIFT_ANSWERS_SCHEMA),
+        "No DRIFT questions configured.",
+    )
 
 
 def write_basic_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: BasicSearchConfig
 ) -> AnswersTable:
-    rows, md = [], []
-    for question in questions:
-        res = engine.run_sync(basic_search_async(store, question, engine, embedder, config))
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "reason": res.reason,
-                "sources_json": json.dumps(
-                    [{k: v for k, v in s.items() if k != "text"} for s in res.sources]
-                ),
-                "citations_json": json.dumps(res.citations, default=str),
-            }
-        )
-        md.append(f"### {question}\n\n**{res.status}** ({len(res.sources)} passages)\n\n{res.answer}\n")
-    table = tables.to_table(rows, schema.QUERY_BASIC_ANSWERS_SCHEMA)
-    store.write_table(schema.QUERY_BASIC_ANSWERS, table)
-    return AnswersTable(table, "\n".join(md) or "No basic questions configured.")
+    return _answer_all(
+        store,
+        engine,
+        questions,
+        lambda q: basic_search_async(store, q, engine, embedder, config),
+        lambda res: {
+            "reason": res.reason,
+            "sources_json": json.dumps([{k: v for k, v in s.items() if k != "text"} for s in res.sources]),
+            "citations_json": json.dumps(res.citations, default=str),
+        },
+        lambda res: f" ({len(res.sources)} passages)\n\n{res.answer}",
+        (schema.QUERY_BASIC_ANSWERS, schema.QUERY_BASIC_ANSWERS_SCHEMA),
+        "No basic questions configured.",
+    )
 
 
 def count(table: pa.Table, column: str, value: Any) -> int:

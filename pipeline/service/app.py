@@ -19,6 +19,7 @@ from fastapi import Depends, FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -26,17 +27,7 @@ from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import BodyLimitMiddleware
-from pipeline.service.models import (
-    BasicQuery,
-    ChunkQuery,
-    DriftQuery,
-    ErrorResponse,
-    GlobalQuery,
-    LocalQuery,
-    NamespaceStatus,
-    QueryResponse,
-    VectorQuery,
-)
+from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
 
@@ -112,6 +103,31 @@ def _http_error(exc: HTTPException) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
 
+# What each query endpoint does, as its OpenAPI description says.
+ROUTE_DOCS = {
+    "global": "Map-reduce over community reports (`pipeline.query.global_.search`).",
+    "local": "Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`).",
+    "drift": "DRIFT: primer over reports, follow-up local searches, reduce; the tree in `nodes` (`drift_search`).",
+    "basic": "Vector RAG: the nearest passages answered with citations (`pipeline.query.basic.search`).",
+    "lazy": "LazyGraphRAG: relevance tests within a budget, no reports needed (`pipeline.query.lazy.search`).",
+    "auto": "Routes the question to basic, local, global, DRIFT or lazy; `route` and `reason` say which and why.",
+    "chunks": "Chunk graph: random walk with restart from the nearest chunks (`ChunkGraph.query`).",
+    "vector": "Nearest text units by cosine similarity (`pipeline.vector_tool`'s vector query tool).",
+}
+
+
+def _query_route(app: FastAPI, service: QueryService, kind: str, body: type[BaseModel]) -> None:
+    """`POST /v1/query/<kind>` taking the mode's body model (its options are `pipeline.query.requests`')."""
+
+    async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
+        return await service.run(caller, body)
+
+    endpoint.__annotations__ = {"body": body, "caller": Caller, "return": dict[str, Any]}
+    endpoint.__name__ = endpoint.__qualname__ = f"query_{kind}"
+    endpoint.__doc__ = ROUTE_DOCS[kind]
+    app.post(f"/v1/query/{kind}", response_model=QueryResponse, responses=ERRORS, tags=["query"])(endpoint)
+
+
 def create_app(
     service: QueryService | None = None, *, settings: Settings | None = None, mcp: bool = True
 ) -> FastAPI:
@@ -156,35 +172,8 @@ def create_app(
         log.error("unhandled %s: %s", type(exc).__name__, exc)
         return _error_response(ServiceError("internal error; the server log has the details"))
 
-    @app.post("/v1/query/global", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_global(body: GlobalQuery, caller: Caller) -> dict[str, Any]:
-        """Map-reduce over community reports (`pipeline.query.global_search`)."""
-        return await service.run(caller, body)
-
-    @app.post("/v1/query/local", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_local(body: LocalQuery, caller: Caller) -> dict[str, Any]:
-        """Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`)."""
-        return await service.run(caller, body)
-
-    @app.post("/v1/query/drift", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_drift(body: DriftQuery, caller: Caller) -> dict[str, Any]:
-        """DRIFT: primer over reports, follow-up local searches, reduce; the tree in `nodes` (`drift_search`)."""
-        return await service.run(caller, body)
-
-    @app.post("/v1/query/basic", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_basic(body: BasicQuery, caller: Caller) -> dict[str, Any]:
-        """Vector RAG: the nearest passages answered with citations (`pipeline.query.basic_search`)."""
-        return await service.run(caller, body)
-
-    @app.post("/v1/query/chunks", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_chunks(body: ChunkQuery, caller: Caller) -> dict[str, Any]:
-        """Chunk graph: random walk with restart from the nearest chunks (`ChunkGraph.query`)."""
-        return await service.run(caller, body)
-
-    @app.post("/v1/query/vector", response_model=QueryResponse, responses=ERRORS, tags=["query"])
-    async def query_vector(body: VectorQuery, caller: Caller) -> dict[str, Any]:
-        """Nearest text units by cosine similarity (`pipeline.vector_tool`'s vector query tool)."""
-        return await service.run(caller, body)
+    for kind, body in BODIES.items():
+        _query_route(app, service, kind, body)
 
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]

@@ -1,5 +1,5 @@
-"""The MCP server: global_search, local_search, drift_search, basic_search, chunk_graph_search and vector_query
-as tools.
+"""The MCP server: global_search, local_search, drift_search, basic_search, lazy_search, auto_search,
+chunk_graph_search and vector_query as tools.
 
 Two transports, same keys and namespaces as the HTTP API:
 - stdio (`graphrag-mcp`, or `python -m pipeline.service mcp`): the key comes from the environment
@@ -12,29 +12,21 @@ error (`{"error": {"code": ..., "message": ...}}`), so agents can branch on the 
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError, Unauthorized
-from pipeline.service.models import (
-    BasicQuery,
-    ChunkQuery,
-    DriftQuery,
-    GlobalQuery,
-    LocalQuery,
-    Namespace,
-    Question,
-    TimeoutS,
-    VectorQuery,
-)
+from pipeline.service.models import BODIES
 from pipeline.service.queries import QueryService
 
 KEY_ENV = "GRAPHRAG_API_KEY"
@@ -42,9 +34,80 @@ INSTRUCTIONS = (
     "GraphRAG retrieval over one namespace (tenant index) per call. global_search answers corpus-wide "
     "questions from community summaries; local_search answers questions about specific entities with "
     "cited evidence; drift_search starts from the nearest community reports and follows up with local "
-    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; "
+    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; lazy_search "
+    "tests passages for relevance within a budget; auto_search picks the mode itself; "
     "chunk_graph_search and vector_query return matching text chunks."
 )
+
+
+# The tool of each mode: its name and what an agent reads about it; its parameters are the mode's body.
+TOOLS: dict[str, tuple[str, str]] = {
+    "global": (
+        "global_search",
+        'Answer a corpus-wide question ("what are the main themes?") by map-reduce over community reports.',
+    ),
+    "local": (
+        "local_search",
+        'Answer a question about specific entities ("how is X related to Y?") with evidence cited to '
+        "document offsets.",
+    ),
+    "drift": (
+        "drift_search",
+        "Answer a question that needs both breadth and detail: a primer over the community reports nearest "
+        "to it, `depth` rounds of `breadth` follow-up local searches, and a reduce. The result's `nodes` "
+        "are the search tree (question, answer, score, citations, children).",
+    ),
+    "basic": (
+        "basic_search",
+        "Answer from the passages nearest the question (vector RAG), cited to their document offsets.",
+    ),
+    "lazy": (
+        "lazy_search",
+        "Answer from the passages found relevant by a fixed budget of relevance tests (`budget` units), "
+        "walked in community order (LazyGraphRAG); needs no community reports. Cited to document offsets.",
+    ),
+    "auto": (
+        "auto_search",
+        "Answer with the mode that fits the question (basic, local, global, drift or lazy); the result's "
+        "`route` and `reason` say which and why, `result` is that mode's result.",
+    ),
+    "chunks": (
+        "chunk_graph_search",
+        "Text chunks ranked by a random walk with restart over the chunk-similarity graph, seeded by the "
+        'chunks nearest the query. `filter`: metadata equality, e.g. {"document_title": "a.txt"}.',
+    ),
+    "vector": (
+        "vector_query",
+        "Text chunks nearest the query by cosine similarity. `filter`: metadata, e.g. "
+        '{"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}} ($eq $ne $gt $gte $lt $lte $in '
+        "$nin, $and / $or).",
+    ),
+}
+
+
+def _tool(name: str, doc: str, body: type[BaseModel], call: Callable[..., Awaitable[Any]]) -> Any:
+    """A tool function whose parameters are `body`'s fields (types, bounds, descriptions, defaults), so
+    the MCP schema is the HTTP body's; the body model validates the call."""
+    required = [n for n, f in body.model_fields.items() if f.is_required()]
+    optional = [n for n in body.model_fields if n not in required]
+    params = []
+    for n in (*required, *optional):
+        f = body.model_fields[n]
+        annotation = Annotated[(f.annotation, *f.metadata, Field(description=f.description))]
+        default = inspect.Parameter.empty if n in required else None
+        params.append(
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+
+    async def tool(ctx: Context, **fields: Any) -> dict[str, Any]:
+        return await call(ctx, body, **fields)
+
+    tool.__name__ = tool.__qualname__ = name
+    tool.__doc__ = doc
+    tool.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": dict[str, Any]}
+    return tool
 
 
 def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> MCPServer:
@@ -71,130 +134,9 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
         text = json.dumps(error.body(), default=str)
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
-    @server.tool()
-    async def global_search(
-        namespace: Namespace,
-        question: Question,
-        ctx: Context,
-        level: int | None = None,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Answer a corpus-wide question ("what are the main themes?") by map-reduce over community reports.
-
-        `level`: community level (default: leaf communities)."""
-        return await call(
-            ctx, GlobalQuery, namespace=namespace, question=question, level=level, timeout_s=timeout_s
-        )
-
-    @server.tool()
-    async def local_search(
-        namespace: Namespace,
-        question: Question,
-        ctx: Context,
-        top_k: int = 8,
-        community_level: int | None = None,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Answer a question about specific entities ("how is X related to Y?") with evidence cited to
-        document offsets. `top_k`: communities to keep (1-50)."""
-        return await call(
-            ctx,
-            LocalQuery,
-            namespace=namespace,
-            question=question,
-            top_k=top_k,
-            community_level=community_level,
-            timeout_s=timeout_s,
-        )
-
-    @server.tool()
-    async def drift_search(
-        namespace: Namespace,
-        question: Question,
-        ctx: Context,
-        primer_k: int | None = None,
-        primer_folds: int | None = None,
-        depth: int | None = None,
-        breadth: int | None = None,
-        community_level: int | None = None,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Answer a question that needs both breadth and detail: a primer over the community reports
-        nearest to it, `depth` rounds of `breadth` follow-up local searches, and a reduce. The result's
-        `nodes` are the search tree (question, answer, score, citations, children)."""
-        return await call(
-            ctx,
-            DriftQuery,
-            namespace=namespace,
-            question=question,
-            primer_k=primer_k,
-            primer_folds=primer_folds,
-            depth=depth,
-            breadth=breadth,
-            community_level=community_level,
-            timeout_s=timeout_s,
-        )
-
-    @server.tool()
-    async def basic_search(
-        namespace: Namespace,
-        question: Question,
-        ctx: Context,
-        top_k: int = 10,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Answer from the passages nearest the question (vector RAG), cited to their document offsets."""
-        return await call(
-            ctx, BasicQuery, namespace=namespace, question=question, top_k=top_k, timeout_s=timeout_s
-        )
-
-    @server.tool()
-    async def chunk_graph_search(
-        namespace: Namespace,
-        query: Question,
-        ctx: Context,
-        top_k: int = 10,
-        random_walk_steps: int = 100,
-        restart_prob: float = 0.15,
-        filter: dict[str, str | int | float | bool | None] | None = None,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Text chunks ranked by a random walk with restart over the chunk-similarity graph, seeded by the
-        chunks nearest the query. `filter`: metadata equality, e.g. {"document_title": "a.txt"}."""
-        return await call(
-            ctx,
-            ChunkQuery,
-            namespace=namespace,
-            query=query,
-            top_k=top_k,
-            random_walk_steps=random_walk_steps,
-            restart_prob=restart_prob,
-            filter=filter,
-            timeout_s=timeout_s,
-        )
-
-    @server.tool()
-    async def vector_query(
-        namespace: Namespace,
-        query: Question,
-        ctx: Context,
-        top_k: int = 10,
-        filter: dict[str, Any] | None = None,
-        timeout_s: TimeoutS = None,
-    ) -> dict[str, Any]:
-        """Text chunks nearest the query by cosine similarity. `filter`: metadata, e.g.
-        {"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}} ($eq $ne $gt $gte $lt $lte $in $nin,
-        $and / $or)."""
-        return await call(
-            ctx,
-            VectorQuery,
-            namespace=namespace,
-            query=query,
-            top_k=top_k,
-            filter=filter,
-            timeout_s=timeout_s,
-        )
-
+    for kind, body in BODIES.items():
+        name, doc = TOOLS[kind]
+        server.add_tool(_tool(name, doc, body, call), name=name, description=doc)
     return server
 
 

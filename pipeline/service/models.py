@@ -1,18 +1,29 @@
 """Request and response bodies of the HTTP API; the same models give the MCP tools their JSON schemas.
 
-Each request mirrors its library call (`global_search`, `local_search`, `ChunkGraph.query`,
-`vector_search`) plus the namespace and an optional `timeout_s`. Unknown fields are refused, so a
-misspelt option is a 422 rather than a silently ignored default.
+Each request is its mode's options (`pipeline.query.requests`, written once for every door) plus the
+namespace, the question and an optional `timeout_s`. Unknown fields are refused, so a misspelt option
+is a 422 rather than a silently ignored default.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
+from pipeline.query.requests import (
+    AutoOptions,
+    BasicOptions,
+    ChunkOptions,
+    DriftOptions,
+    GlobalOptions,
+    LazyOptions,
+    LocalOptions,
+    VectorOptions,
+)
 
 Namespace = Annotated[
     str,
@@ -32,12 +43,15 @@ TimeoutS = Annotated[
         description="Deadline in seconds for this query (capped by the server's maximum)",
     ),
 ]
-# Filters compare metadata for equality; values are JSON scalars so they cannot smuggle expressions.
-Scalar = str | int | float | bool | None
 
 
 class _Request(BaseModel):
+    """What every query body has besides its mode's options (`pipeline.query.requests`)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    namespace: Namespace
+    timeout_s: TimeoutS = None
 
     @field_validator("question", "query", check_fields=False)
     @classmethod
@@ -47,87 +61,41 @@ class _Request(BaseModel):
         return v
 
 
-class GlobalQuery(_Request):
-    """Map-reduce over community reports: corpus-wide questions ("what are the main themes?")."""
-
-    namespace: Namespace
-    question: Question
-    level: int | None = Field(
-        default=None, ge=0, le=64, description="Community level; default: leaf communities"
+def _body(name: str, options: type[BaseModel], question: str = "question") -> type[_Request]:
+    """A mode's HTTP body: its options (`pipeline.query.requests`) plus the namespace, the question (or
+    `query`, for the retrieval-only modes) and the deadline."""
+    body = create_model(
+        name, __base__=(_Request, options), __doc__=options.__doc__, **{question: (Question, ...)}
     )
-    seed: int | None = Field(default=None, ge=0, le=2**31 - 1, description="Shuffle seed of the batches")
-    timeout_s: TimeoutS = None
+    return typing.cast(type[_Request], body)
 
 
-class LocalQuery(_Request):
-    """Entities → graph neighbourhood → communities → evidence cited to document offsets."""
-
-    namespace: Namespace
-    question: Question
-    top_k: int = Field(default=8, ge=1, le=50, description="Communities to keep")
-    community_level: int | None = Field(
-        default=None, ge=0, le=64, description="Community level; default: leaf communities"
-    )
-    timeout_s: TimeoutS = None
+GlobalQuery = _body("GlobalQuery", GlobalOptions)
+LocalQuery = _body("LocalQuery", LocalOptions)
+DriftQuery = _body("DriftQuery", DriftOptions)
+BasicQuery = _body("BasicQuery", BasicOptions)
+LazyQuery = _body("LazyQuery", LazyOptions)
+AutoQuery = _body("AutoQuery", AutoOptions)
+ChunkQuery = _body("ChunkQuery", ChunkOptions, "query")
+VectorQuery = _body("VectorQuery", VectorOptions, "query")
 
 
-class DriftQuery(_Request):
-    """DRIFT: a primer over the nearest community reports, follow-up local searches, a reduce; the tree kept."""
-
-    namespace: Namespace
-    question: Question
-    primer_k: int | None = Field(default=None, ge=1, le=50, description="Reports the primer reads")
-    primer_folds: int | None = Field(default=None, ge=1, le=10, description="Primer calls")
-    depth: int | None = Field(default=None, ge=0, le=5, description="Rounds of follow-up local searches")
-    breadth: int | None = Field(default=None, ge=1, le=10, description="Follow-ups answered per round")
-    community_level: int | None = Field(
-        default=None, ge=0, le=64, description="Community level of the primer's reports; default: every level"
-    )
-    timeout_s: TimeoutS = None
-
-
-class BasicQuery(_Request):
-    """Vector RAG: the nearest passages by embedding answered with citations to their offsets."""
-
-    namespace: Namespace
-    question: Question
-    top_k: int = Field(default=10, ge=1, le=50, description="Passages in the answer's context")
-    timeout_s: TimeoutS = None
-
-
-class ChunkQuery(_Request):
-    """Chunk-similarity graph: seeds by cosine, random walk with restart from each (seeded)."""
-
-    namespace: Namespace
-    query: Question
-    top_k: int = Field(default=10, ge=1, le=100)
-    random_walk_steps: int = Field(default=100, ge=1, le=10_000)
-    restart_prob: float = Field(default=0.15, gt=0, le=1, allow_inf_nan=False)
-    filter: dict[Annotated[str, Field(max_length=64)], Scalar] | None = Field(
-        default=None, max_length=16, description="Metadata equality filter, e.g. {'document_title': 'a.txt'}"
-    )
-    seed: int | None = Field(default=None, ge=0, le=2**31 - 1, description="Walk seed; default: fixed")
-    method: Literal["walk", "ppr"] = "walk"
-    timeout_s: TimeoutS = None
-
-
-class VectorQuery(_Request):
-    """Nearest text units by cosine similarity to the embedded query (the vector query tool)."""
-
-    namespace: Namespace
-    query: Question
-    top_k: int = Field(default=10, ge=1, le=100)
-    filter: dict[str, Any] | None = Field(
-        default=None,
-        description='Metadata filter, e.g. {"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}}; '
-        "operators $eq $ne $gt $gte $lt $lte $in $nin, $and / $or lists",
-    )
-    timeout_s: TimeoutS = None
+# The HTTP body of each mode, by the mode's name (the MCP tools are built from the same).
+BODIES: dict[str, type[_Request]] = {
+    "global": GlobalQuery,
+    "local": LocalQuery,
+    "drift": DriftQuery,
+    "basic": BasicQuery,
+    "lazy": LazyQuery,
+    "auto": AutoQuery,
+    "chunks": ChunkQuery,
+    "vector": VectorQuery,
+}
 
 
 class QueryResponse(BaseModel):
     namespace: str
-    kind: Literal["global", "local", "drift", "basic", "chunks", "vector"]
+    kind: Literal["global", "local", "drift", "basic", "lazy", "auto", "chunks", "vector"]
     status: str = Field(description="The library's status: completed | partial | no_results | cancelled")
     truncated: bool = Field(description="True when the answer or evidence was cut to the configured sizes")
     duration_s: float

@@ -24,16 +24,28 @@ from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.llm.batch import deadline_in, remaining, stopped
+from pipeline.llm.batch import deadline_in, remaining
 from pipeline.llm.errors import LLMConfigError, LLMError
-from pipeline.query.basic_search import BasicSearchError
-from pipeline.query.drift_search import DriftSearchError
-from pipeline.query.global_context import GlobalContextError
-from pipeline.query.local_search import LocalSearchError
+from pipeline.query.basic.search import BasicSearchError
+from pipeline.query.drift.search import DriftSearchError
+from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.lazy.search import LazySearchError
+from pipeline.query.local.search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
-from pipeline.service.models import BasicQuery, ChunkQuery, DriftQuery, GlobalQuery, LocalQuery, VectorQuery
+from pipeline.service.models import (
+    BODIES,
+    AutoQuery,
+    BasicQuery,
+    ChunkQuery,
+    DriftQuery,
+    GlobalQuery,
+    LazyQuery,
+    LocalQuery,
+    VectorQuery,
+)
+from pipeline.service.modes import MODES, Abandoned, Work
 from pipeline.service.shared_limits import PgKeyLimiter, PgKeyRateLimiter
 from pipeline.settings import Settings
 
@@ -41,15 +53,10 @@ log = logging.getLogger("pipeline.service")
 
 # After the deadline the worker gets this long to notice it and hand back what it has done.
 GRACE_S = 1.0
-Request = GlobalQuery | LocalQuery | DriftQuery | BasicQuery | ChunkQuery | VectorQuery
-KIND_OF: dict[type, str] = {
-    GlobalQuery: "global",
-    LocalQuery: "local",
-    DriftQuery: "drift",
-    BasicQuery: "basic",
-    ChunkQuery: "chunks",
-    VectorQuery: "vector",
-}
+Request = (
+    GlobalQuery | LocalQuery | DriftQuery | BasicQuery | LazyQuery | AutoQuery | ChunkQuery | VectorQuery
+)
+KIND_OF: dict[type, str] = {body: kind for kind, body in BODIES.items()}
 # What each query kind reads: (kind of table, name). The status endpoint reports readiness from these.
 NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     "global": (("parquet", schema.COMMUNITIES), ("parquet", schema.COMMUNITY_REPORTS)),
@@ -66,6 +73,9 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("lancedb", schema.LANCE_TEXT_UNITS),
     ),
     "basic": (("lancedb", schema.LANCE_TEXT_UNITS),),
+    # lazy and auto (which falls back to lazy) need the graph's communities and the text units only
+    "lazy": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
+    "auto": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
     "chunks": (("snapshot", "chunk_graph"),),
     "vector": (("lancedb", schema.LANCE_TEXT_UNITS),),
 }
@@ -73,16 +83,6 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
 
 class UpstreamError(ServiceError):
     status, code = 502, "upstream_error"
-
-
-class _Abandoned(Exception):
-    """The deadline passed or the client left between two steps of a query without LLM calls."""
-
-
-def checkpoint(cancel: threading.Event, deadline: float, before: str) -> None:
-    """Stop between steps once the query is cancelled: its slot is free one step after the deadline."""
-    if stopped(cancel, deadline):
-        raise _Abandoned(f"deadline passed before {before}")
 
 
 class QueryService:
@@ -252,16 +252,9 @@ class QueryService:
             store = NamespaceStore.from_settings(self.settings, namespace)
             if not store.exists():  # checked first so that a query never creates the folder
                 raise TableNotFoundError("no tables at all")
-            runner = {
-                "global": self._global,
-                "local": self._local,
-                "drift": self._drift,
-                "basic": self._basic,
-                "chunks": self._chunks,
-                "vector": self._vector,
-            }
-            return runner[kind](store, request, deadline, cancel)
-        except _Abandoned as exc:  # the caller has answered 504 already; this only ends the work
+            work = Work(store, self.settings, self.new_engine, self.embedder, deadline, cancel)
+            return MODES[kind](work, request)
+        except Abandoned as exc:  # the caller has answered 504 already; this only ends the work
             return {"status": "cancelled", "reason": str(exc)}
         except TableNotFoundError as exc:
             raise not_ready(namespace, kind, exc) from None
@@ -274,6 +267,7 @@ class QueryService:
             GlobalContextError,
             DriftSearchError,
             BasicSearchError,
+            LazySearchError,
             ChunkGraphError,
         ) as exc:
             raise InvalidRequest(str(exc)) from None
@@ -284,111 +278,6 @@ class QueryService:
             raise UpstreamError(f"the LLM provider failed: {type(exc).__name__}") from None
         finally:
             self.limiter.release(key_id)  # only now has the work really stopped
-
-    def _global(
-        self, store: NamespaceStore, req: GlobalQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        from pipeline.query.global_search import GlobalSearchConfig, GlobalTasks, global_search_async
-
-        engine = self.new_engine()
-        config = GlobalSearchConfig.from_settings(self.settings, level=req.level, seed=req.seed)
-        tasks = GlobalTasks(engine, self.embedder)
-        coro = global_search_async(store, req.question, tasks, config, deadline, cancel)
-        return engine.run_sync(coro).to_dict()
-
-    def _local(
-        self, store: NamespaceStore, req: LocalQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        from pipeline.query.local_search import LocalSearchConfig, local_search_async
-
-        engine = self.new_engine()
-        config = LocalSearchConfig.from_settings(
-            self.settings, top_k=req.top_k, community_level=req.community_level
-        )
-        coro = local_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
-        return engine.run_sync(coro).to_dict()
-
-    def _drift(
-        self, store: NamespaceStore, req: DriftQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        from pipeline.query.drift_search import DriftSearchConfig, drift_search_async
-
-        engine = self.new_engine()
-        config = DriftSearchConfig.from_settings(
-            self.settings,
-            primer_k=req.primer_k,
-            primer_folds=req.primer_folds,
-            depth=req.depth,
-            breadth=req.breadth,
-            community_level=req.community_level,
-        )
-        coro = drift_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
-        return engine.run_sync(coro).to_dict()
-
-    def _basic(
-        self, store: NamespaceStore, req: BasicQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        from pipeline.query.basic_search import BasicSearchConfig, basic_search_async
-
-        engine = self.new_engine()
-        config = BasicSearchConfig.from_settings(self.settings, top_k=req.top_k)
-        coro = basic_search_async(store, req.question, engine, self.embedder, config, deadline, cancel)
-        return engine.run_sync(coro).to_dict()
-
-    def _chunks(
-        self, store: NamespaceStore, req: ChunkQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
-
-        checkpoint(cancel, deadline, "loading the chunk graph")
-        graph = load_namespace_chunk_graph(store, dimension=self.embedder.dimension)
-        checkpoint(cancel, deadline, "embedding the query")
-        vector = self.embedder.embed([req.query])[0]
-        checkpoint(cancel, deadline, "the walk")
-        hits = graph.query(
-            vector,
-            top_k=req.top_k,
-            random_walk_steps=req.random_walk_steps,
-            restart_prob=req.restart_prob,
-            filter=req.filter or None,
-            seed=req.seed,
-            method=req.method,
-        )
-        rows = [h.to_dict() for h in hits]
-        return {"query": req.query, "status": "completed" if rows else "no_results", "hits": rows}
-
-    def _vector(
-        self, store: NamespaceStore, req: VectorQuery, deadline: float, cancel: threading.Event
-    ) -> dict:
-        """Through the vector query tool (`pipeline.vector_tool`), with this namespace's LanceDB store."""
-        from pipeline.vector_tool import FilterError, LanceDBStore, create_vector_query_tool, parse_filter
-
-        # The tool degrades a missing table to an empty result; a service says index_not_ready instead
-        # (has_lance_table opens no LanceDB folder that is not there, so the check creates nothing).
-        if not store.has_lance_table(schema.LANCE_TEXT_UNITS):
-            raise TableNotFoundError(f"LanceDB table '{schema.LANCE_TEXT_UNITS}' missing")
-        try:
-            query_filter = parse_filter(req.filter)
-        except FilterError as exc:
-            raise InvalidRequest(str(exc)) from None
-        # Steps, each followed by a checkpoint: the query's embedding (the tool's own is then a cache
-        # hit), then the search.
-        checkpoint(cancel, deadline, "embedding the query")
-        self.embedder.embed([req.query])
-        checkpoint(cancel, deadline, "the vector search")
-        tool = create_vector_query_tool(
-            schema.LANCE_TEXT_UNITS, self.embedder, store=LanceDBStore(store), enable_filter=True
-        )
-        out = tool.execute({"query_text": req.query, "top_k": req.top_k, "filter": query_filter or {}})
-        if out.get("error"):
-            if str(out["error"]).startswith("FilterError"):
-                raise InvalidRequest(str(out["error"]))
-            return {"query": req.query, "status": "degraded", "reason": out["error"], "hits": []}
-        hits = [
-            {"id": s["id"], "score": s["score"], **s["metadata"], "text": s["document"]}
-            for s in out["sources"]
-        ]
-        return {"query": req.query, "status": "completed" if hits else "no_results", "hits": hits}
 
     # ---- status ---------------------------------------------------------------------------------
     def namespace_status(self, principal: Principal, namespace: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pipeline.vector_tool.resolver import RequestContext
-from pipeline.vector_tool.tool import Tool
+from pipeline.vector_tool.tool import Tool, check_query_text
 
 log = logging.getLogger(__name__)
 
@@ -203,31 +203,12 @@ class BedrockKBTool(Tool):
     async def aexecute(
         self, input: Mapping[str, Any], context: RequestContext | None = None
     ) -> dict[str, Any]:
-        query_text = input.get("query_text")
-        if not isinstance(query_text, str) or not query_text.strip():
-            raise ValueError(f"query_text must be a non-empty string, got {query_text!r}")
+        query_text = check_query_text(input.get("query_text"))
         return await asyncio.to_thread(self.search, query_text, context)
 
 
-def create_bedrock_kb_tool(
-    knowledge_base_id: str,
-    *,
-    region: str | None = None,
-    number_of_results: int = 5,
-    use_agentic_retrieval: bool | None = None,
-    user_id: str | None = None,
-    retrieve_configuration: Literal["managed", "vector"] = "managed",
-    client: Any = None,
-    description: str | None = None,
-) -> BedrockKBTool:
-    """A Bedrock Knowledge Base tool; ``client`` may be a ready ``bedrock-agent-runtime`` client."""
-    return BedrockKBTool(
-        knowledge_base_id=knowledge_base_id,
-        region=region,
-        number_of_results=number_of_results,
-        use_agentic_retrieval=use_agentic_retrieval,
-        user_id=user_id,
-        retrieve_configuration=retrieve_configuration,
-        client=client,
-        description=description,
-    )
+def create_bedrock_kb_tool(knowledge_base_id: str, **options: Any) -> BedrockKBTool:
+    """A Bedrock Knowledge Base tool; ``options`` are ``BedrockKBTool``'s (keywords only): region,
+    number_of_results, use_agentic_retrieval, user_id, retrieve_configuration, description, and
+    ``client``, which may be a ready ``bedrock-agent-runtime`` client."""
+    return BedrockKBTool(knowledge_base_id=knowledge_base_id, **options)

@@ -10,27 +10,17 @@ re-indexed corpus is never answered from a stale one.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pipeline.chunk_graph import ChunkGraph
 from pipeline.vector_tool.filters import FilterError, conditions
-from pipeline.vector_tool.options import coerce_top_k
-from pipeline.vector_tool.resolver import RequestContext, resolve_store
+from pipeline.vector_tool.resolver import RequestContext
 from pipeline.vector_tool.stores.base import VectorStore
-from pipeline.vector_tool.tool import (
-    Tool,
-    check_index_name,
-    degraded,
-    pick,
-    store_filter,
-    tool_input,
-)
-
-log = logging.getLogger(__name__)
+from pipeline.vector_tool.tool import StoreRequest, StoreTool, pick
 
 DEFAULT_DESCRIPTION = (
     "Access and analyze relationships between information in the knowledge base to answer complex "
@@ -80,114 +70,55 @@ class GraphCache:
             return graph
 
 
-class GraphRAGTool(Tool):
-    def __init__(
-        self,
-        *,
-        index_name: str,
-        embedder: Any,
-        store: Any = None,
-        store_name: str | None = None,
-        stores: Mapping[str, VectorStore] | None = None,
-        include_sources: bool = True,
-        enable_filter: bool = False,
-        random_walk_steps: int = 100,
-        restart_prob: float = 0.15,
-        threshold: float = 0.7,
-        seed: int | None = None,
-        id: str | None = None,
-        description: str | None = None,
-    ) -> None:
-        self._init_store_tool(
-            kind="GraphRAG",
-            index_name=index_name,
-            embedder=embedder,
-            store=store,
-            store_name=store_name,
-            stores=stores,
-            include_sources=include_sources,
-            enable_filter=enable_filter,
-            id=id,
-            description=description,
-            default_description=DEFAULT_DESCRIPTION,
-            context_item_schema={"type": "string"},
-        )
-        self.random_walk_steps = random_walk_steps
-        self.restart_prob = restart_prob
-        self.threshold = threshold
-        self.seed = seed
+@dataclass(eq=False, repr=False, kw_only=True)
+class GraphRAGTool(StoreTool):
+    kind: ClassVar[str] = "GraphRAG"
+    failure_label: ClassVar[str] = "graph RAG tool"
+    default_description: ClassVar[str] = DEFAULT_DESCRIPTION
+    context_item_schema: ClassVar[dict[str, Any]] = {"type": "string"}
+
+    random_walk_steps: int = 100
+    restart_prob: float = 0.15
+    threshold: float = 0.7
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.graphs = GraphCache()
 
-    async def aexecute(
-        self, input: Mapping[str, Any], context: RequestContext | None = None
-    ) -> dict[str, Any]:
-        ctx: RequestContext = context or {}
-        input = tool_input(input)
-        store_name = pick(ctx, "store_name", self.store_name)
-        include_sources = bool(pick(ctx, "include_sources", self.include_sources))
-        steps = pick(ctx, "random_walk_steps", self.random_walk_steps)
-        restart_prob = pick(ctx, "restart_prob", self.restart_prob)
-        top_k = coerce_top_k(pick(ctx, "top_k", input.get("top_k")))
-        query_text = input.get("query_text")
-        try:
-            index_name = check_index_name(pick(ctx, "index_name", self.index_name))
-            if not isinstance(query_text, str) or not query_text.strip():
-                raise ValueError(f"query_text must be a non-empty string, got {query_text!r}")
-            store = await resolve_store(self.store, ctx, store_name=store_name, registry=self.stores)
-            if store is None:
-                log.error("Vector store not found: %r (tool %s)", store_name, self.id)
-                return degraded(f"vector store not found: {store_name!r}")
-            graph_filter = equality_filter(store_filter(store, ctx, input, self.enable_filter))
-            vector = (await asyncio.to_thread(self.embedder.embed, [query_text]))[0]
-            graph = await asyncio.to_thread(self.graphs.get, store, index_name, self.threshold)
-            nodes = graph.query(
-                vector,
-                top_k=top_k,
-                random_walk_steps=int(steps),
-                restart_prob=float(restart_prob),
-                filter=graph_filter,
-                seed=self.seed,
-            )
-        except Exception as exc:
-            log.exception("graph RAG tool %s failed", self.id)
-            return degraded(f"{type(exc).__name__}: {exc}")
+    def _overrides(self, context: RequestContext) -> dict[str, Any]:
+        return {
+            "random_walk_steps": pick(context, "random_walk_steps", self.random_walk_steps),
+            "restart_prob": pick(context, "restart_prob", self.restart_prob),
+        }
+
+    async def _search(self, request: StoreRequest) -> list[Any]:
+        graph_filter = equality_filter(request.filter)
+        vector = (await asyncio.to_thread(self.embedder.embed, [request.query_text]))[0]
+        graph = await asyncio.to_thread(self.graphs.get, request.store, request.index_name, self.threshold)
+        return graph.query(
+            vector,
+            top_k=request.top_k,
+            random_walk_steps=int(request.overrides["random_walk_steps"]),
+            restart_prob=float(request.overrides["restart_prob"]),
+            filter=graph_filter,
+            seed=self.seed,
+        )
+
+    async def _answer(self, request: StoreRequest, found: list[Any]) -> dict[str, Any]:
         sources = [
             {"id": n.id, "metadata": n.metadata, "vector": [], "score": n.score, "document": n.content}
-            for n in nodes
+            for n in found
         ]
-        return {"relevant_context": [n.content for n in nodes], "sources": sources if include_sources else []}
+        return {
+            "relevant_context": [n.content for n in found],
+            "sources": sources if request.include_sources else [],
+        }
 
 
-def create_graph_rag_tool(
-    index_name: str,
-    embedder: Any,
-    *,
-    store: Any = None,
-    store_name: str | None = None,
-    stores: Mapping[str, VectorStore] | None = None,
-    include_sources: bool = True,
-    enable_filter: bool = False,
-    random_walk_steps: int = 100,
-    restart_prob: float = 0.15,
-    threshold: float = 0.7,
-    seed: int | None = None,
-    id: str | None = None,
-    description: str | None = None,
-) -> GraphRAGTool:
-    """A chunk-graph tool over ``index_name``; overrides per request: index_name, store_name,
-    include_sources, random_walk_steps, restart_prob, top_k, filter (equality only)."""
-    return GraphRAGTool(
-        index_name=index_name,
-        embedder=embedder,
-        store=store,
-        store_name=store_name,
-        stores=stores,
-        include_sources=include_sources,
-        enable_filter=enable_filter,
-        random_walk_steps=random_walk_steps,
-        restart_prob=restart_prob,
-        threshold=threshold,
-        seed=seed,
-        id=id,
-        description=description,
-    )
+def create_graph_rag_tool(index_name: str, embedder: Any, **options: Any) -> GraphRAGTool:
+    """A chunk-graph tool over ``index_name``; ``options`` are ``GraphRAGTool``'s (keywords only): store,
+    store_name, stores, include_sources, enable_filter, random_walk_steps, restart_prob, threshold,
+    seed, id, description. Overrides per request: index_name, store_name, include_sources,
+    random_walk_steps, restart_prob, top_k, filter (equality only)."""
+    return GraphRAGTool(index_name=index_name, embedder=embedder, **options)

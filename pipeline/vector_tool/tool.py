@@ -20,7 +20,8 @@ import asyncio
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pipeline.vector_tool.filters import FilterError, parse_filter
 from pipeline.vector_tool.options import DEFAULT_TOP_K, coerce_top_k, store_query_params
@@ -86,35 +87,6 @@ class Tool:
         self, input: Mapping[str, Any], context: RequestContext | None = None
     ) -> dict[str, Any]:
         return mastra_output(self.execute(input, context))
-
-    def _init_store_tool(
-        self,
-        *,
-        kind: str,
-        index_name: str,
-        embedder: Any,
-        store: Any,
-        store_name: str | None,
-        stores: Mapping[str, VectorStore] | None,
-        include_sources: bool,
-        enable_filter: bool,
-        id: str | None,
-        description: str | None,
-        default_description: str,
-        context_item_schema: dict[str, Any],
-    ) -> None:
-        """The fields every store-backed tool shares (Mastra's vector and graph tools take the same ones)."""
-        self.index_name = check_index_name(index_name)
-        self.embedder = embedder
-        self.store = store
-        self.store_name = store_name
-        self.stores = dict(stores or {})
-        self.include_sources = include_sources
-        self.enable_filter = enable_filter
-        self.id = id or f"{kind} {store_name or 'DirectVectorStore'} {index_name} Tool"
-        self.description = description or default_description
-        self.input_schema = query_input_schema(enable_filter)
-        self.output_schema = query_output_schema(context_item_schema)
 
     def openai_tool(self, mastra_names: bool = False) -> dict[str, Any]:
         """The OpenAI function-calling definition (``tools=[tool.openai_tool()]``); with ``mastra_names``
@@ -223,42 +195,111 @@ def check_index_name(value: Any) -> str:
     return value
 
 
-class VectorQueryTool(Tool):
-    def __init__(
-        self,
-        *,
-        index_name: str,
-        embedder: Any,
-        store: Any = None,
-        store_name: str | None = None,
-        stores: Mapping[str, VectorStore] | None = None,
-        include_vectors: bool = False,
-        include_sources: bool = True,
-        enable_filter: bool = False,
-        reranker: Any = None,
-        database_config: Mapping[str, Any] | None = None,
-        id: str | None = None,
-        description: str | None = None,
-        embedders: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.embedders = dict(embedders or {})
-        self._init_store_tool(
-            kind="VectorQuery",
-            index_name=index_name,
-            embedder=embedder,
-            store=store,
-            store_name=store_name,
-            stores=stores,
-            include_sources=include_sources,
-            enable_filter=enable_filter,
-            id=id,
-            description=description,
-            default_description=DEFAULT_DESCRIPTION,
-            context_item_schema={"type": "object"},
-        )
-        self.include_vectors = include_vectors
-        self.reranker = as_reranker(reranker, embedder)  # an object, or Mastra's {model, options}
-        self.database_config = database_config
+def check_query_text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"query_text must be a non-empty string, got {value!r}")
+    return value
+
+
+@dataclass
+class StoreRequest:
+    """One request to a store-backed tool, validated and with its store resolved."""
+
+    context: RequestContext
+    index_name: str
+    query_text: str
+    top_k: int
+    store: VectorStore
+    filter: Any
+    include_sources: bool
+    overrides: dict[str, Any]
+
+
+# eq=False: a tool is compared and hashed by identity, as before it was a dataclass.
+@dataclass(eq=False, repr=False, kw_only=True)
+class StoreTool(Tool):
+    """A tool over a store's index. The options Mastra's vector and graph tools share are declared once
+    here, and so is the request's way through: overrides, validation, the store, the filter, and a
+    degraded answer (with the reason) instead of an exception. Subclasses search and shape the answer."""
+
+    kind: ClassVar[str]  # names the tool in its default id
+    failure_label: ClassVar[str]  # names it in the log when a request degrades
+    default_description: ClassVar[str]
+    context_item_schema: ClassVar[dict[str, Any]]
+
+    index_name: str
+    embedder: Any
+    store: Any = None
+    store_name: str | None = None
+    stores: Mapping[str, VectorStore] | None = None
+    include_sources: bool = True
+    enable_filter: bool = False
+    id: str | None = None  # None: named by kind, store and index in __post_init__
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        self.index_name = check_index_name(self.index_name)
+        self.stores = dict(self.stores or {})
+        self.id = self.id or f"{self.kind} {self.store_name or 'DirectVectorStore'} {self.index_name} Tool"
+        self.description = self.description or self.default_description
+        self.input_schema = query_input_schema(self.enable_filter)
+        self.output_schema = query_output_schema(self.context_item_schema)
+
+    def _overrides(self, context: RequestContext) -> dict[str, Any]:
+        """The subclass's own per-request settings, read before the request is validated."""
+        return {}
+
+    async def _search(self, request: StoreRequest) -> Any:
+        """What the store holds for the request; an exception degrades the answer."""
+        raise NotImplementedError
+
+    async def _answer(self, request: StoreRequest, found: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def aexecute(
+        self, input: Mapping[str, Any], context: RequestContext | None = None
+    ) -> dict[str, Any]:
+        ctx: RequestContext = context or {}
+        input = tool_input(input)
+        log = logging.getLogger(type(self).__module__)  # a graph tool logs as pipeline.vector_tool.graph
+        store_name = pick(ctx, "store_name", self.store_name)
+        include_sources = bool(pick(ctx, "include_sources", self.include_sources))
+        overrides = self._overrides(ctx)
+        top_k = coerce_top_k(pick(ctx, "top_k", input.get("top_k")))
+        try:
+            index_name = check_index_name(pick(ctx, "index_name", self.index_name))
+            query_text = check_query_text(input.get("query_text"))
+            store = await resolve_store(self.store, ctx, store_name=store_name, registry=self.stores)
+            if store is None:
+                log.error("Vector store not found: %r (tool %s)", store_name, self.id)
+                return degraded(f"vector store not found: {store_name!r}")
+            query_filter = store_filter(store, ctx, input, self.enable_filter)
+            request = StoreRequest(
+                ctx, index_name, query_text, top_k, store, query_filter, include_sources, overrides
+            )
+            found = await self._search(request)
+        except Exception as exc:
+            log.exception("%s %s failed", self.failure_label, self.id)
+            return degraded(f"{type(exc).__name__}: {exc}")
+        return await self._answer(request, found)
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class VectorQueryTool(StoreTool):
+    kind: ClassVar[str] = "VectorQuery"
+    failure_label: ClassVar[str] = "vector query tool"
+    default_description: ClassVar[str] = DEFAULT_DESCRIPTION
+    context_item_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+
+    include_vectors: bool = False
+    reranker: Any = None
+    database_config: Mapping[str, Any] | None = None
+    embedders: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.embedders = dict(self.embedders or {})
+        super().__post_init__()
+        self.reranker = as_reranker(self.reranker, self.embedder)  # an object, or Mastra's {model, options}
 
     def __repr__(self) -> str:
         return f"VectorQueryTool(id={self.id!r})"
@@ -276,51 +317,44 @@ class VectorQueryTool(Tool):
             raise ValueError(f"model {name!r} is not one of this tool's embedders {sorted(self.embedders)}")
         return self.embedders[name]
 
-    async def aexecute(
-        self, input: Mapping[str, Any], context: RequestContext | None = None
-    ) -> dict[str, Any]:
-        ctx: RequestContext = context or {}
-        input = tool_input(input)
-        index_name = pick(ctx, "index_name", self.index_name)
-        store_name = pick(ctx, "store_name", self.store_name)
-        include_vectors = bool(pick(ctx, "include_vectors", self.include_vectors))
-        include_sources = bool(pick(ctx, "include_sources", self.include_sources))
-        reranker = pick(ctx, "reranker", self.reranker)
-        database_config = pick(ctx, "database_config", self.database_config)
-        top_k = coerce_top_k(pick(ctx, "top_k", input.get("top_k")))
-        query_text = input.get("query_text")
-        try:
-            index_name = check_index_name(index_name)
-            if not isinstance(query_text, str) or not query_text.strip():
-                raise ValueError(f"query_text must be a non-empty string, got {query_text!r}")
-            store = await resolve_store(self.store, ctx, store_name=store_name, registry=self.stores)
-            if store is None:
-                log.error("Vector store not found: %r (tool %s)", store_name, self.id)
-                return degraded(f"vector store not found: {store_name!r}")
-            query_filter = store_filter(store, ctx, input, self.enable_filter)
-            embedder = self._embedder(ctx)
-            reranker = as_reranker(reranker, embedder)
-            vector = (await asyncio.to_thread(embedder.embed, [query_text]))[0]
-            params = store_query_params(store.store_type, database_config)
-            results: list[QueryResult] = await asyncio.to_thread(
-                lambda: store.query(
-                    index_name,
-                    vector,
-                    top_k,
-                    filter=query_filter,
-                    include_vector=include_vectors,
-                    query_text=query_text,
-                    **params,
-                )
+    def _overrides(self, context: RequestContext) -> dict[str, Any]:
+        return {
+            "include_vectors": bool(pick(context, "include_vectors", self.include_vectors)),
+            "reranker": pick(context, "reranker", self.reranker),
+            "database_config": pick(context, "database_config", self.database_config),
+        }
+
+    async def _search(self, request: StoreRequest) -> tuple[list[QueryResult], Any]:
+        embedder = self._embedder(request.context)
+        reranker = as_reranker(request.overrides["reranker"], embedder)
+        vector = (await asyncio.to_thread(embedder.embed, [request.query_text]))[0]
+        store = request.store
+        params = store_query_params(store.store_type, request.overrides["database_config"])
+        results: list[QueryResult] = await asyncio.to_thread(
+            lambda: store.query(
+                request.index_name,
+                vector,
+                request.top_k,
+                filter=request.filter,
+                include_vector=request.overrides["include_vectors"],
+                query_text=request.query_text,
+                **params,
             )
-        except Exception as exc:
-            log.exception("vector query tool %s failed", self.id)
-            return degraded(f"{type(exc).__name__}: {exc}")
+        )
+        return results, reranker
+
+    async def _answer(self, request: StoreRequest, found: tuple[list[QueryResult], Any]) -> dict[str, Any]:
+        results, reranker = found
         warnings: list[str] = []
         if reranker is not None and results:
             try:
                 results = await reranker.rerank(
-                    query_text, results, top_k, store=store, index_name=index_name, filter=query_filter
+                    request.query_text,
+                    results,
+                    request.top_k,
+                    store=request.store,
+                    index_name=request.index_name,
+                    filter=request.filter,
                 )
             except Exception as exc:
                 message = f"reranker failed ({type(exc).__name__}: {exc}); returning un-reranked results"
@@ -328,50 +362,22 @@ class VectorQueryTool(Tool):
                 warnings.append(message)
         out: dict[str, Any] = {
             "relevant_context": [r.metadata for r in results],
-            "sources": [r.source() for r in results] if include_sources else [],
+            "sources": [r.source() for r in results] if request.include_sources else [],
         }
         if warnings:
             out["warnings"] = warnings
         return out
 
 
-def create_vector_query_tool(
-    index_name: str,
-    embedder: Any,
-    *,
-    store: Any = None,
-    store_name: str | None = None,
-    stores: Mapping[str, VectorStore] | None = None,
-    include_vectors: bool = False,
-    include_sources: bool = True,
-    enable_filter: bool = False,
-    reranker: Any = None,
-    database_config: Mapping[str, Any] | None = None,
-    id: str | None = None,
-    description: str | None = None,
-    embedders: Mapping[str, Any] | None = None,
-) -> VectorQueryTool:
-    """A vector query tool over ``index_name``.
+def create_vector_query_tool(index_name: str, embedder: Any, **options: Any) -> VectorQueryTool:
+    """A vector query tool over ``index_name``; ``options`` are ``VectorQueryTool``'s (keywords only).
 
     ``store`` is a vector store (``pipeline.vector_tool.stores``) or a resolver ``(context) -> store``
     (sync or async) called per request; otherwise ``store_name`` is looked up in ``stores``.
     ``database_config`` is keyed by store type (``lancedb``, ``pgvector``, ``chroma``; others pass
     through flat). ``reranker`` is any object with ``async rerank(...)`` or Mastra's
     ``{model, options: {weights, topK}}`` (see ``rerank.py``). ``embedders`` names the models a request may
-    pick with its context's ``model``.
+    pick with its context's ``model``. The others: ``include_vectors``, ``include_sources``,
+    ``enable_filter``, ``id``, ``description``.
     """
-    return VectorQueryTool(
-        index_name=index_name,
-        embedder=embedder,
-        store=store,
-        store_name=store_name,
-        stores=stores,
-        include_vectors=include_vectors,
-        include_sources=include_sources,
-        enable_filter=enable_filter,
-        reranker=reranker,
-        database_config=database_config,
-        id=id,
-        description=description,
-        embedders=embedders,
-    )
+    return VectorQueryTool(index_name=index_name, embedder=embedder, **options)

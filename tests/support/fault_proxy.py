@@ -13,6 +13,16 @@ Each request takes the next fault from a scripted schedule ("ok" once the schedu
     wrap_content  forward, then wrap the model's message in a code fence and chatter
     length        forward, then cut the model's message in half with `finish_reason: "length"`, as a
                   model stopped at max_tokens answers (the HTTP body itself is whole)
+    stall         a streamed request: send the stream's headers and one token, then nothing until the
+                  client closes the connection (a server stuck mid-reply); `stalls_closed` counts the
+                  closes. An unstreamed request gets a hang
+    plain         answer a streamed request with the whole JSON completion (a server that cannot stream)
+
+A request that asks for a stream (`"stream": true`) gets server-sent events (tests/support/sse.py): an
+"ok" one forwarded is relayed chunk by chunk as the upstream server sends them (`relayed` records each
+relay: chunks and timestamps); for the faults that rewrite a reply the proxy asks upstream for a whole
+one, rewrites it and streams the result. `events` lists, in order, each request received and each
+stalled stream the client closed, so a test can show that nothing was sent again before the close.
 
 `fault_when(match, fault)` gives `fault` to every request that `match` accepts instead of the schedule's
 (which such a request does not consume): e.g. cut off every reply about one text unit.
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import select
 import threading
 import time
 from collections import deque
@@ -42,7 +53,33 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-FAULTS = ("ok", "429", "500", "401", "hang", "drop", "garble", "bad_content", "wrap_content", "length")
+from tests.support.sse import event, to_events, unstreamed, wants_stream
+
+FAULTS = (
+    "ok",
+    "429",
+    "500",
+    "401",
+    "hang",
+    "drop",
+    "garble",
+    "bad_content",
+    "wrap_content",
+    "length",
+    "stall",
+    "plain",
+)
+
+
+@dataclass
+class Relay:
+    """One streamed reply relayed from upstream: its request number, chunks and when they went out."""
+
+    number: int
+    chunks: int = 0
+    started: float = 0.0  # time.monotonic() when the request arrived
+    last_chunk: float = 0.0
+    client_closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,7 +207,7 @@ class FaultProxy:
         hang_s: float = 30.0,
         canned_content: str = '{"summary": "canned"}',
         embedding_dim: int = 8,
-        responder: Callable[[dict[str, Any]], str] | None = None,
+        responder: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
     ) -> None:
         self.upstream = urlsplit(upstream) if upstream else None
         self.latency_s = latency_s
@@ -185,6 +222,9 @@ class FaultProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         self.served: list[tuple[str, str]] = []  # (path, fault) per request, in arrival order
+        self.events: list[str] = []  # "received N", "stall N closed" in the order they happened
+        self.relayed: list[Relay] = []
+        self.stalls_closed = 0
         self.authorizations: set[str] = set()
         self._schedule: deque[str] = deque()
         self._holds: list[Hold] = []
@@ -291,6 +331,7 @@ class FaultProxy:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.served.append((path, fault))
+            self.events.append(f"received {self.received}")
             if authorization:
                 self.authorizations.add(authorization)
             return fault, self.received
@@ -312,6 +353,19 @@ class FaultProxy:
         with self._lock:
             self.forwarded += 1
 
+    def _outgoing(self, body: bytes) -> bytes:
+        """The body sent upstream for a request's body (a subclass may rewrite requests)."""
+        return body
+
+    def _intercepts(self, body: bytes) -> bool:
+        """Whether a request is answered with the canned completion instead of going upstream."""
+        return False
+
+    def _note_stall_closed(self, number: int) -> None:
+        with self._lock:
+            self.stalls_closed += 1
+            self.events.append(f"stall {number} closed")
+
     def _forward(
         self, method: str, path: str, body: bytes, headers: dict[str, str]
     ) -> tuple[int, bytes, str]:
@@ -320,11 +374,18 @@ class FaultProxy:
         self._count_forward()
         conn = HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=600)
         try:
-            conn.request(method, path, body=body, headers=headers)
+            conn.request(method, path, body=self._outgoing(body), headers=headers)
             response = conn.getresponse()
             return response.status, response.read(), response.getheader("Content-Type", "application/json")
         finally:
             conn.close()
+
+    def _message(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The canned assistant message; a responder may answer a dict of message fields instead of the
+        content (e.g. `reasoning_content` beside it, as thinking models' servers send)."""
+        answer = self.responder(request) if self.responder else self.canned_content
+        fields = answer if isinstance(answer, dict) else {"content": answer}
+        return {"role": "assistant", **fields}
 
     def _canned(self, path: str, body: bytes) -> bytes:
         request: dict[str, Any] = json.loads(body or b"{}")
@@ -343,16 +404,7 @@ class FaultProxy:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.get("model", "canned"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {
-                            "role": "assistant",
-                            "content": self.responder(request) if self.responder else self.canned_content,
-                        },
-                    }
-                ],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": self._message(request)}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
             }
         ).encode()
@@ -411,11 +463,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             hold = owner._hold_for(self._request(number, body))
             if hold is None:
-                self._serve(fault, body)
+                self._serve(fault, body, number)
                 return
             hold._wait_release()
             try:
-                self._serve(fault, body)
+                self._serve(fault, body, number)
             finally:
                 hold._note_answered()
         finally:
@@ -428,10 +480,17 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = None
         return ProxyRequest(number, self.path, parsed, self.client_address[1])
 
-    def _serve(self, fault: str, body: bytes) -> None:
+    def _serve(self, fault: str, body: bytes, number: int) -> None:
         owner = self.owner
         if owner.latency_s:
             time.sleep(owner.latency_s)
+        request = self._request(number, body).body
+        streamed = wants_stream(request) and self.path.endswith("/chat/completions")
+        if fault == "stall" and streamed:
+            self._stall(number)
+            return
+        if fault == "stall":
+            fault = "hang"
         if fault == "drop":
             self.close_connection = True
             self.connection.close()
@@ -453,16 +512,76 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {
             k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization", "accept")
         }
-        status, payload, content_type = owner._forward(self.command, self.path, body, headers)
-        if fault == "garble" and status == 200:
-            payload = payload[: len(payload) // 2]
-        elif fault == "bad_content" and status == 200:
+        intercepted = owner.upstream is not None and owner._intercepts(body)
+        if streamed and fault == "ok" and owner.upstream is not None and not intercepted:
+            self._relay(body, headers, number)
+            return
+        sent = unstreamed(request) if streamed else body
+        if intercepted:
+            status, payload, content_type = 200, owner._canned(self.path, sent), "application/json"
+        else:
+            status, payload, content_type = owner._forward(self.command, self.path, sent, headers)
+        if fault == "bad_content" and status == 200:
             payload = _rewrite_content(payload, lambda _c: "Sorry, I would rather answer in prose today.")
         elif fault == "length" and status == 200:
             payload = _cut_off(payload)
         elif fault == "wrap_content" and status == 200:
             payload = _rewrite_content(payload, lambda c: f"Here you go:\n```json\n{c}\n```\nAnything else?")
+        if streamed and status == 200 and fault != "plain":
+            payload, content_type = to_events(payload, request), "text/event-stream"
+        if fault == "garble" and status == 200:
+            payload = payload[: len(payload) // 2]
         self._send(status, payload, content_type)
+
+    def _start_stream(self) -> None:
+        """Headers of a streamed reply: its body runs until the connection closes."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def _stall(self, number: int) -> None:
+        owner = self.owner
+        try:
+            self._start_stream()
+            first = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "{"}}]}
+            self.wfile.write(event({"object": "chat.completion.chunk", "model": "stalled", **first}))
+        except (BrokenPipeError, ConnectionResetError):
+            owner._note_stall_closed(number)
+            return
+        while not owner._stopping.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable and not self.connection.recv(1):  # EOF: the client closed the stream
+                owner._note_stall_closed(number)
+                return
+
+    def _relay(self, body: bytes, headers: dict[str, str], number: int) -> None:
+        """Forward a streamed request and pass each chunk on as it arrives; a client that goes away
+        closes the upstream connection too, as a client connected to the server itself would."""
+        owner = self.owner
+        assert owner.upstream is not None
+        owner._count_forward()
+        relay = Relay(number, started=time.monotonic())
+        with owner._lock:
+            owner.relayed.append(relay)
+        conn = HTTPConnection(owner.upstream.hostname, owner.upstream.port, timeout=600)
+        try:
+            conn.request(self.command, self.path, body=owner._outgoing(body), headers=headers)
+            response = conn.getresponse()
+            if response.status != 200:
+                payload = response.read()
+                self._send(response.status, payload, response.getheader("Content-Type", "application/json"))
+                return
+            self._start_stream()
+            while chunk := response.read1(65536):
+                self.wfile.write(chunk)
+                relay.chunks += 1
+                relay.last_chunk = time.monotonic()
+        except (BrokenPipeError, ConnectionResetError):
+            relay.client_closed = True
+        finally:
+            conn.close()
 
     def _send(
         self, status: int, payload: bytes, content_type: str, extra: dict[str, str] | None = None

@@ -51,6 +51,9 @@ class LlamaServer:
 
     One thread by default: llama.cpp's worker threads spin while they wait, and on a busy 2-core machine
     two of them ran several times slower than one (5 against 25 tokens/s beside other test runs).
+
+    `--interrupt_requests false`: by default llama-cpp-python's server ends a streamed reply early (a
+    bare `[DONE]`, no finish_reason) as soon as another request waits for the model; requests queue instead.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class LlamaServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
             "--embedding", "true" if self.embedding else "false",
+            "--interrupt_requests", "false",
         ]  # fmt: skip
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

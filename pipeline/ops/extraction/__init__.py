@@ -2,11 +2,9 @@
 
 - `models.py`: the task's request and options, the LLM's JSON, the raw records both extractors emit.
 - `offline.py`: the rule-based extractor (the offline engine's); `llm.py`: the LLM extractor.
-- `run.py`: `extract_graph(text_units, settings, engine)`, every unit through `engine.extract_unit`.
+- `task.py`: the `EXTRACT` task (both forms, their identities) that the engine runs.
+- `run.py`: `extract_graph(text_units, options, engine)`, every unit through `EXTRACT`.
 - `table.py`: the `extracted_graph` and `failed_extractions` tables.
-
-This package file never imports `run.py`: the engine's contract imports `models`, and `run.py` imports
-the contract, so importing it here would make a cycle.
 """
 
 from __future__ import annotations

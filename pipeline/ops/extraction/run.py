@@ -1,8 +1,8 @@
 """Extraction of a namespace's text units by the engine, one `UnitExtraction` per unit plus the failures.
 
-The engine decides how a unit is extracted (`Engine.extract_units`: the NLP extractor in `offline.py` or
-the LLM in `llm.py` and `packed.py`); this module groups the units into packs (`packed.plan_packs`) and
-runs them over the table, in table order. It lives outside the
+The engine decides how a pack of units is extracted (the `EXTRACT_PACK` task in `task.py`: the NLP
+extractor in `offline.py` or the LLM in `llm.py` and `packed.py`); this module groups the units into packs
+(`packed.plan_packs`) and runs them over the table, in table order. It lives outside the
 package's `__init__` because it names the engine's contract, which itself imports `models`.
 """
 
@@ -23,6 +23,7 @@ from pipeline.ops.extraction.models import (
     UnitExtraction,
 )
 from pipeline.ops.extraction.packed import plan_packs
+from pipeline.ops.extraction.task import EXTRACT, EXTRACT_PACK
 
 PROGRESS_EVERY = 100  # units between progress reports
 
@@ -56,7 +57,7 @@ def extract_graph(
 ) -> ExtractionRun:
     """One UnitExtraction per text unit, in table order, by `engine` (from `pipeline.runtime.make_engine`)."""
     started = time.monotonic()
-    identity = engine.extraction_identity(options)
+    identity = engine.identity(EXTRACT, options)
     rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
     requests = [
         ExtractionRequest(row["text"], row["id"], row["document_id"], row["start_char"] or 0, options)
@@ -67,7 +68,7 @@ def extract_graph(
 
     async def one(pack: list[int]) -> list[tuple[UnitExtraction, ExtractionFailure | None]]:
         nonlocal done
-        outcomes = await engine.extract_units([requests[i] for i in pack])
+        outcomes = await engine.run(EXTRACT_PACK, tuple(requests[i] for i in pack))
         before, done = done, done + len(pack)
         if progress and done // PROGRESS_EVERY > before // PROGRESS_EVERY:
             progress(done, len(rows))

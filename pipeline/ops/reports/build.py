@@ -24,13 +24,14 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema, tables
-from pipeline.engine.base import Engine
+from pipeline.engine.base import Engine, runner
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
+from pipeline.ops.reports.task import REPORT
 
 ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
 _CONTENT = ("title", "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json")
@@ -103,7 +104,7 @@ def build_reports(
     `min_claims` (0: every community): a community without children that has fewer entities and fewer
     claims gets the extractive report, `method` "extractive", with no engine call."""
     started = time.monotonic()
-    method, model, version = engine.report_identity  # they enter every fingerprint
+    method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     graph = GraphData(entities, relationships, covariates, encoding)
     claims_of: dict[str, int] = defaultdict(int)
     if covariates is not None and "subject_entity_id" in covariates.column_names:
@@ -187,7 +188,7 @@ def build_reports(
         outcomes = dict(
             zip(
                 (t[0]["community"] for t in asked),
-                engine.run_batch([t[2] for t in asked], engine.community_report),
+                engine.run_batch([t[2] for t in asked], runner(engine, REPORT)),
                 strict=True,
             )
         )

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from pipeline.core.tokens import count_tokens
+from pipeline.ops.claims import known
 from pipeline.ops.reports.citations import strip_citations
 from pipeline.ops.reports.models import (
     ContextClaim,
@@ -131,11 +132,11 @@ class GraphData:
                         ContextClaim(
                             id=r["id"],
                             subject=r["subject_id"] or "",
-                            object=r["object_id"],
+                            object=known(r["object_id"]),  # "NONE" or null: the same context row
                             type=r["type"] or "",
                             status=r["status"] or "",
-                            start_date=r["start_date"],
-                            end_date=r["end_date"],
+                            start_date=known(r["start_date"]),
+                            end_date=known(r["end_date"]),
                             description=r["description"] or "",
                         )
                     )

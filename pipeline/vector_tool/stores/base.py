@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -114,3 +114,45 @@ def own_params(store_type: str, params: Mapping[str, Any], known: set[str]) -> d
     if extra:
         log.debug("%s store: ignoring query options %s", store_type, extra)
     return {k: v for k, v in params.items() if k in known}
+
+
+@dataclass(frozen=True)
+class StoreQuery:
+    """One ``VectorStore.query`` call as a store here answers it: the tool's arguments, and of its
+    ``params`` only the options this store applies."""
+
+    index_name: str
+    vector: Sequence[float]
+    top_k: int
+    filter: Mapping[str, Any] | None
+    include_vector: bool
+    query_text: str | None
+    options: dict[str, Any]
+
+
+class StoreBase:
+    """``VectorStore.query`` as the stores here share it: the call's options are narrowed to the store's
+    own (``known_options``, see ``own_params``) in this one place, then ``_query`` searches."""
+
+    store_type: str
+    known_options: ClassVar[set[str]]
+
+    def query(
+        self,
+        index_name: str,
+        query_vector: Sequence[float],
+        top_k: int,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        include_vector: bool = False,
+        query_text: str | None = None,
+        **params: Any,
+    ) -> list[QueryResult]:
+        """Nearest rows, best first; ``score`` is higher for closer rows."""
+        options = own_params(self.store_type, params, self.known_options)
+        return self._query(
+            StoreQuery(index_name, query_vector, top_k, filter, include_vector, query_text, options)
+        )
+
+    def _query(self, q: StoreQuery) -> list[QueryResult]:
+        raise NotImplementedError

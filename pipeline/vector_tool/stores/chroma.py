@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.vector_tool.filters import to_chroma_where
-from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, own_params
+from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreBase, StoreError, StoreQuery
 
 OPTIONS = {"where", "where_document"}
 
@@ -30,8 +30,9 @@ def _scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class ChromaStore:
+class ChromaStore(StoreBase):
     store_type = "chroma"
+    known_options = OPTIONS
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -61,10 +62,14 @@ class ChromaStore:
         except Exception as exc:  # chromadb raises NotFoundError / ValueError depending on version
             raise StoreError(f"chroma: no collection {index_name!r} under {self.path}: {exc}") from exc
 
-    def create_index(self, index_name: str, dimension: int | None = None) -> None:
-        self.client().get_or_create_collection(
+    def _open(self, index_name: str) -> Any:
+        """The index's collection, created in cosine space if it is missing."""
+        return self.client().get_or_create_collection(
             index_name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
+
+    def create_index(self, index_name: str, dimension: int | None = None) -> None:
+        self._open(index_name)
 
     def upsert(
         self,
@@ -75,9 +80,7 @@ class ChromaStore:
         documents: Sequence[str | None] | None = None,
         batch: int = 1000,
     ) -> int:
-        collection = self.client().get_or_create_collection(
-            index_name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-        )
+        collection = self._open(index_name)
         matrix = np.asarray(vectors, dtype=np.float32)
         for start in range(0, len(ids), batch):
             end = start + batch
@@ -98,36 +101,26 @@ class ChromaStore:
             collection.delete(ids=stale)
         return len(stale)
 
-    def query(
-        self,
-        index_name: str,
-        query_vector: Sequence[float],
-        top_k: int,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        include_vector: bool = False,
-        query_text: str | None = None,
-        **params: Any,
-    ) -> list[QueryResult]:
-        p = own_params(self.store_type, params, OPTIONS)
-        wheres = [w for w in (p.get("where"), to_chroma_where(filter) if filter else None) if w]
+    def _query(self, q: StoreQuery) -> list[QueryResult]:
+        p = q.options
+        wheres = [w for w in (p.get("where"), to_chroma_where(q.filter) if q.filter else None) if w]
         where = wheres[0] if len(wheres) == 1 else ({"$and": wheres} if wheres else None)
-        include = ["documents", "metadatas", "distances"] + (["embeddings"] if include_vector else [])
-        collection = self._collection(index_name)
+        include = ["documents", "metadatas", "distances"] + (["embeddings"] if q.include_vector else [])
+        collection = self._collection(q.index_name)
         try:
             found = collection.query(
-                query_embeddings=[np.asarray(query_vector, dtype=np.float32)],
-                n_results=int(top_k),
+                query_embeddings=[np.asarray(q.vector, dtype=np.float32)],
+                n_results=int(q.top_k),
                 where=where,
                 where_document=p.get("where_document") or None,
                 include=include,
             )
         except Exception as exc:
-            raise StoreError(f"chroma: query on {index_name!r} failed: {exc}") from exc
+            raise StoreError(f"chroma: query on {q.index_name!r} failed: {exc}") from exc
         embeddings = found.get("embeddings")
         out = []
         for n, rid in enumerate(found["ids"][0]):
-            vector = embeddings[0][n] if include_vector and embeddings is not None else None
+            vector = embeddings[0][n] if q.include_vector and embeddings is not None else None
             out.append(
                 QueryResult(
                     id=rid,

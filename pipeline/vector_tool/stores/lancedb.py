@@ -10,7 +10,7 @@ and score a unit by its best piece, default on, cosine only).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,14 @@ import numpy as np
 from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
 from pipeline.io.store import NamespaceStore
 from pipeline.vector_tool.filters import compile_filter
-from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, fuse_rrf, own_params
+from pipeline.vector_tool.stores.base import (
+    IndexRows,
+    QueryResult,
+    StoreBase,
+    StoreError,
+    StoreQuery,
+    fuse_rrf,
+)
 
 OPTIONS = {"nprobes", "refine_factor", "distance", "where", "hybrid", "fts_column", "match_pieces"}
 DISTANCES = ("cosine", "l2", "dot")
@@ -62,8 +69,9 @@ def _score(distance: float, metric: str) -> float:
     return 1.0 / (1.0 + distance) if metric == "l2" else 1.0 - distance
 
 
-class LanceDBStore:
+class LanceDBStore(StoreBase):
     store_type = "lancedb"
+    known_options = OPTIONS
 
     def __init__(self, store: NamespaceStore) -> None:
         self.store = store
@@ -94,32 +102,22 @@ class LanceDBStore:
             document=row.get("text"),
         )
 
-    def query(
-        self,
-        index_name: str,
-        query_vector: Sequence[float],
-        top_k: int,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        include_vector: bool = False,
-        query_text: str | None = None,
-        **params: Any,
-    ) -> list[QueryResult]:
-        p = own_params(self.store_type, params, OPTIONS)
+    def _query(self, q: StoreQuery) -> list[QueryResult]:
+        p = q.options
         metric = p.get("distance") or "cosine"
         if metric not in DISTANCES:
             raise StoreError(f"lancedb: distance must be one of {DISTANCES}, got {metric!r}")
-        wheres = [w for w in (p.get("where"), filter_sql(filter)) if w]
+        wheres = [w for w in (p.get("where"), filter_sql(q.filter)) if w]
         where = _join("AND", wheres) if wheres else None
-        vector = np.asarray(query_vector, dtype=np.float32)
+        vector = np.asarray(q.vector, dtype=np.float32)
         if p.get("hybrid"):
-            if not query_text:
+            if not q.query_text:
                 raise StoreError("lancedb: hybrid search needs the query text")
-            dense = self._vector(index_name, vector, top_k, where, include_vector, metric, p)
+            dense = self._vector(q.index_name, vector, q.top_k, where, q.include_vector, metric, p)
             column = p.get("fts_column") or "text"
-            sparse = self._text(index_name, query_text, top_k, where, column, include_vector)
-            return fuse_rrf([dense, sparse], top_k)
-        return self._vector(index_name, vector, top_k, where, include_vector, metric, p)
+            sparse = self._text(q.index_name, q.query_text, q.top_k, where, column, q.include_vector)
+            return fuse_rrf([dense, sparse], q.top_k)
+        return self._vector(q.index_name, vector, q.top_k, where, q.include_vector, metric, p)
 
     def _search(self, table: Any, vector: np.ndarray, metric: str, limit: int, p: Mapping[str, Any]) -> Any:
         search = table.search(vector, vector_column_name="vector").distance_type(metric).limit(limit)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pipeline.vector_tool.filters import compile_filter
-from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, own_params
+from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreBase, StoreError, StoreQuery
 
 OPTIONS = {"min_score", "ef", "probes"}
 _NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,62}$")  # a namespace name fits (quoted)
@@ -36,8 +36,9 @@ def _vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-class PgVectorStore:
+class PgVectorStore(StoreBase):
     store_type = "pgvector"
+    known_options = OPTIONS
 
     def __init__(self, dsn: str, schema: str = "public") -> None:
         self.dsn = dsn
@@ -211,22 +212,12 @@ class PgVectorStore:
             document=document,
         )
 
-    def query(
-        self,
-        index_name: str,
-        query_vector: Sequence[float],
-        top_k: int,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        include_vector: bool = False,
-        query_text: str | None = None,
-        **params: Any,
-    ) -> list[QueryResult]:
+    def _query(self, q: StoreQuery) -> list[QueryResult]:
         from psycopg import sql
 
-        p = own_params(self.store_type, params, OPTIONS)
-        vector = _vector_text(query_vector)
-        embedding = sql.SQL("embedding::text" if include_vector else "NULL")
+        p = q.options
+        vector = _vector_text(q.vector)
+        embedding = sql.SQL("embedding::text" if q.include_vector else "NULL")
 
         def work(conn: Any) -> list[QueryResult]:
             if p.get("ef") is not None:
@@ -238,9 +229,9 @@ class PgVectorStore:
                 "SELECT * FROM (SELECT id, document, metadata, 1 - (embedding <=> %(q)s::vector) AS score, "
                 "{emb} FROM {table} WHERE {where} ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s) hits "
                 "WHERE %(min)s::float8 IS NULL OR score >= %(min)s::float8 ORDER BY score DESC"
-            ).format(emb=embedding, table=self._table(index_name), where=self._where(conn, filter))
-            args = {"q": vector, "k": int(top_k), "min": p.get("min_score")}
-            return [self._result(r, include_vector) for r in conn.execute(query, args).fetchall()]
+            ).format(emb=embedding, table=self._table(q.index_name), where=self._where(conn, q.filter))
+            args = {"q": vector, "k": int(q.top_k), "min": p.get("min_score")}
+            return [self._result(r, q.include_vector) for r in conn.execute(query, args).fetchall()]
 
         return self._run(work)
 

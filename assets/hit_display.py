@@ -1,0 +1,39 @@
+"""How `pipeline query vector|chunks` show a hit: the passage's place, then the piece that matched.
+
+The matching sentence (`pipeline.query.matched_piece`) is found in the passage with its front matter
+blanked, and shown with its own document offsets and the query's words marked; `--json` adds it to
+each hit as `match` and keeps the passage's `text` as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.core import schema
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.boilerplate import mask_rows
+from pipeline.query.matched_piece import matching_pieces
+
+
+def add_matches(hits: list[dict[str, Any]], query: str, store: NamespaceStore, embedder: Any) -> None:
+    """Set each hit's `match` ({text, start_char, end_char, score, marked} or None), in place."""
+    passages = [
+        {"text": h.get("text") or "", "document_id": h.get("document_id"), "start_char": h.get("start_char")}
+        for h in hits
+    ]
+    if store.has_table(schema.DOCUMENTS):
+        passages = mask_rows(passages, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
+    for hit, match in zip(hits, matching_pieces(query, passages, embedder), strict=True):
+        hit["match"] = match.to_dict() if match else None
+
+
+def print_hits(hits: list[dict[str, Any]], score_format: str = ".3f") -> None:
+    for rank, hit in enumerate(hits, start=1):
+        print(
+            f"{rank}. score={hit['score']:{score_format}}  {hit.get('document_title')} "
+            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={str(hit['id'])[:12]}"
+        )
+        match = hit.get("match")
+        if match:
+            print(f"   [{match['start_char']}:{match['end_char']}] {match['marked']}")
+        else:
+            print("   " + " ".join(str(hit.get("text", "")).split())[:200])

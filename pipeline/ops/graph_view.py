@@ -1,0 +1,118 @@
+"""The graph as one self-contained HTML page a person opens in a browser, offline.
+
+Rules:
+1. Nodes are entities, coloured by their top-level (level 0) community; an entity outside every
+   community is grey.
+2. A node's size is its community's report rank when reports exist (what the index found central),
+   else its community's size; its degree breaks ties within a community.
+3. Edges are relationships, thicker with weight.
+4. A search box finds an entity by title or alias (case-insensitive, substring) and focuses it.
+5. Nothing is loaded from the network: vis-network's script and stylesheet are inlined from the pyvis
+   wheel's package data (the package is found, never imported: its module imports IPython).
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+VIS_VERSION = "vis-9.1.2"
+PALETTE = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#2ca02c",
+]  # fmt: skip
+GREY = "#cccccc"
+
+
+def vis_network_files() -> tuple[str, str]:
+    """vis-network's minified script and its stylesheet, from the installed pyvis package."""
+    spec = importlib.util.find_spec("pyvis")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("pyvis is not installed: it ships the vis-network script the page inlines")
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib" / VIS_VERSION
+    return (lib / "vis-network.min.js").read_text("utf-8"), (lib / "vis-network.css").read_text("utf-8")
+
+
+def _script_safe(text: str) -> str:
+    """Only "</script" ends a script element early; other "</" may be code (the regex `/</`)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
+
+
+def graph_data(
+    entities: pa.Table,
+    relationships: pa.Table,
+    communities: pa.Table,
+    ranks: Mapping[int, float] | None = None,
+) -> dict[str, Any]:
+    """The nodes and edges of the page (rules 1-3), as vis-network's DataSet rows."""
+    top = [c for c in communities.to_pylist() if c["level"] == 0]
+    order = sorted(top, key=lambda c: (-(ranks or {}).get(c["community"], 0.0), -c["size"], c["community"]))
+    colour = {c["community"]: PALETTE[i % len(PALETTE)] for i, c in enumerate(order)}
+    of_entity = {e: c["community"] for c in top for e in c["entity_ids"] or []}
+    weight = {c["community"]: (ranks or {}).get(c["community"], float(c["size"])) for c in top}
+    nodes = []
+    for e in entities.select(["id", "title", "type", "degree", "aliases"]).to_pylist():
+        community = of_entity.get(e["id"])
+        nodes.append(
+            {
+                "id": e["id"],
+                "label": e["title"],
+                "aliases": e["aliases"] or [],
+                "title": f"{e['title']} ({e['type']}), community {community if community is not None else '-'}",
+                "color": colour.get(community, GREY),
+                "value": weight.get(community, 0.0) * 10 + int(e["degree"] or 0) / 100,
+                "community": community,
+            }
+        )
+    edges = [
+        {"from": r["source_id"], "to": r["target_id"], "value": float(r["weight"] or 1.0)}
+        for r in relationships.select(["source_id", "target_id", "weight"]).to_pylist()
+    ]
+    return {"nodes": nodes, "edges": edges}
+
+
+def graph_html(data: Mapping[str, Any], title: str) -> str:
+    """The whole page (module docstring) for `graph_data`'s nodes and edges."""
+    script, style = vis_network_files()
+    return _PAGE.format(
+        title=html.escape(title),
+        style=style,
+        script=_script_safe(script),
+        data=_script_safe(json.dumps(data)),
+        nodes=len(data["nodes"]),
+        edges=len(data["edges"]),
+    )
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{style}</style>
+<style>body{{font-family:sans-serif;margin:0}} #bar{{padding:8px;border-bottom:1px solid #ddd}}
+#graph{{width:100%;height:calc(100vh - 50px)}} #found{{margin-left:12px;font-weight:bold}}</style>
+</head><body>
+<div id="bar"><strong>{title}</strong> &middot; {nodes} entities, {edges} relationships &middot;
+<input id="search" placeholder="find an entity" size="30"> <span id="found"></span></div>
+<div id="graph"></div>
+<script>{script}</script>
+<script>
+const data = {data};
+const nodes = new vis.DataSet(data.nodes);
+const network = new vis.Network(document.getElementById("graph"),
+  {{nodes: nodes, edges: new vis.DataSet(data.edges)}},
+  {{nodes: {{shape: "dot", scaling: {{min: 6, max: 40}}}}, edges: {{color: {{opacity: 0.3}}}},
+    physics: {{stabilization: {{iterations: 150}}}}}});
+document.getElementById("search").addEventListener("input", (event) => {{
+  const q = event.target.value.trim().toLowerCase();
+  const hit = q ? data.nodes.find((n) => [n.label, ...n.aliases].some((s) => s.toLowerCase().includes(q))) : null;
+  document.getElementById("found").textContent = hit ? hit.label + " (community " + hit.community + ")" : (q ? "not found" : "");
+  if (hit) {{ network.selectNodes([hit.id]); network.focus(hit.id, {{scale: 1.5}}); }}
+}});
+</script></body></html>
+"""

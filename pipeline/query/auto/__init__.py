@@ -1,0 +1,1 @@
+"""Automatic routing: one entry point that picks the query mode per question."""

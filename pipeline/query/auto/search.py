@@ -1,0 +1,159 @@
+"""Auto search: one entry point that routes each question to basic, local, global, DRIFT or lazy search.
+
+Rules, in order:
+1. A route given by the caller is taken as it is (`router: "given"`).
+2. Otherwise the engine runs the `ROUTE` task (`auto.route`): with a model, one classification call
+   (cached by the client); offline, rules and prototype similarity. A failed call (anything but
+   cancellation or the deadline) falls back to the offline rules (`router: "offline"`, the error in
+   `reason`).
+3. A mode whose tables the namespace lacks is replaced by lazy search, which needs only text units and
+   the graph: global needs community reports, DRIFT their vectors, local the entities.
+4. The chosen mode runs with its configured defaults; its whole result is `result`, its status and
+   answer are repeated at the top, with `route` and `reason`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipeline.core import schema
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
+from pipeline.io.store import NamespaceStore
+from pipeline.llm.batch import CancelSignal
+from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.query.auto.route import ROUTE, RouteChoice, RouteRequest, offline_route
+from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
+
+# What a mode reads beyond the text units and graph that lazy search needs (rule 3).
+NEEDS: dict[str, tuple[str, str]] = {
+    "global": ("parquet", schema.COMMUNITY_REPORTS),
+    "drift": ("lance", schema.LANCE_COMMUNITY_REPORTS),
+    "local": ("parquet", schema.ENTITIES),
+}
+
+
+@dataclass(frozen=True)
+class AutoSearchConfig:
+    route: str | None = None
+    basic: BasicSearchConfig = field(default_factory=BasicSearchConfig)
+    local: LocalSearchConfig = field(default_factory=LocalSearchConfig)
+    global_: GlobalSearchConfig = field(default_factory=GlobalSearchConfig)
+    drift: DriftSearchConfig = field(default_factory=DriftSearchConfig)
+    lazy: LazySearchConfig = field(default_factory=LazySearchConfig)
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> AutoSearchConfig:
+        return cls(
+            route=overrides.get("route"),
+            basic=BasicSearchConfig.from_settings(settings),
+            local=LocalSearchConfig.from_settings(settings),
+            global_=GlobalSearchConfig.from_settings(settings),
+            drift=DriftSearchConfig.from_settings(settings),
+            lazy=LazySearchConfig.from_settings(settings),
+        )
+
+
+@dataclass
+class AutoSearchResult:
+    question: str
+    route: str
+    reason: str
+    router: str  # given | llm | offline
+    status: str = ""
+    answer: str = ""
+    result: dict[str, Any] = field(default_factory=dict)  # the routed mode's result
+    usage: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _available(store: NamespaceStore, route: str) -> bool:
+    need = NEEDS.get(route)
+    if need is None:
+        return True
+    kind, name = need
+    return store.has_table(name) if kind == "parquet" else store.has_lance_table(name)
+
+
+async def choose_route(
+    store: NamespaceStore,
+    question: str,
+    engine: Engine,
+    embedder: Embedder,
+    config: AutoSearchConfig,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> tuple[RouteChoice, str]:
+    """The route and why (rules 1-3), and who chose it."""
+    if config.route is not None:
+        choice, router = RouteChoice(route=config.route, reason="route given by the caller"), "given"
+    else:
+        try:
+            request = RouteRequest(question)
+            choice = await engine.run(ROUTE, request, embedder=embedder, deadline=deadline, cancel=cancel)
+            router = engine.kind  # llm | offline: who classified, for the result (never branched on)
+        except (LLMCancelledError, LLMTimeoutError):
+            raise
+        except LLMError as exc:
+            choice = offline_route(question, embedder)
+            choice = RouteChoice(
+                route=choice.route, reason=f"{choice.reason} (classification failed: {exc})"[:400]
+            )
+            router = "offline"
+    if not _available(store, choice.route):
+        reason = f"{choice.reason}; the namespace has no {NEEDS[choice.route][1]}, so lazy search"[:400]
+        choice = RouteChoice(route="lazy", reason=reason)
+    return choice, router
+
+
+async def auto_search_async(
+    store: NamespaceStore,
+    question: str,
+    engine: Engine,
+    embedder: Embedder,
+    config: AutoSearchConfig = AutoSearchConfig(),
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> AutoSearchResult:
+    started = time.monotonic()
+    if not question or not question.strip():
+        raise ValueError("question must not be empty")
+    try:
+        choice, router = await choose_route(store, question, engine, embedder, config, deadline, cancel)
+    except (LLMCancelledError, LLMTimeoutError) as exc:
+        out = AutoSearchResult(question, "", str(exc), engine.kind, status="cancelled")
+        out.usage = dict(engine.usage.counters())
+        return out
+    route = choice.route
+    if route == "global":
+        tasks = GlobalTasks(engine, embedder)
+        res: Any = await global_search_async(store, question, tasks, config.global_, deadline, cancel)
+    elif route == "local":
+        res = await local_search_async(store, question, engine, embedder, config.local, deadline, cancel)
+    elif route == "drift":
+        res = await drift_search_async(store, question, engine, embedder, config.drift, deadline, cancel)
+    elif route == "basic":
+        res = await basic_search_async(store, question, engine, embedder, config.basic, deadline, cancel)
+    else:
+        res = await lazy_search_async(store, question, engine, embedder, config.lazy, deadline, cancel)
+    inner = res.to_dict()
+    return AutoSearchResult(
+        question,
+        route,
+        choice.reason,
+        router,
+        status=inner.get("status", ""),
+        answer=inner.get("answer", ""),
+        result=inner,
+        usage=dict(engine.usage.counters()),
+        duration_s=round(time.monotonic() - started, 3),
+    )

@@ -1,0 +1,254 @@
+"""Global search's map phase and what it runs on: the search's settings (`GlobalSearchConfig`), its
+calls counted per phase (`GlobalTasks`), one call per batch with one retry (`run_map`), and the best
+points of every batch that fit the reduce budget (`select_for_reduce`). The rules are in
+`pipeline.query.global_.search`'s docstring."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
+from pipeline.llm.batch import CancelSignal, stopped
+from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.batcher import Batch, pack, prompt_budget
+from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
+from pipeline.query.global_.tasks import (
+    DEFAULT_RESPONSE_TYPE,
+    MAP,
+    REDUCE,
+    MapAnswer,
+    MapPoint,
+    MapRequest,
+    ReduceAnswer,
+    ReducePoint,
+    ReduceRequest,
+    batch_points,
+    reduce_block,
+    reduce_messages,
+    skeleton_text,
+)
+
+SELECTIONS = ("auto", "dynamic", "static")
+PHASES = ("rate", "map", "reduce")
+_PHASE_COUNTERS = ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures")
+
+
+@dataclass(frozen=True)
+class GlobalSearchConfig:
+    level: int | str | None = (
+        None  # None: leaf communities; "auto": the deepest level that fits max_map_batches
+    )
+    map_budget: int = 8000
+    map_reserve: int = 512
+    reduce_budget: int = 8000
+    reduce_reserve: int = 1024
+    map_concurrency: int = 4
+    map_attempts: int = 2  # a failed batch is retried once
+    seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
+    encoding: str = "o200k_base"
+    response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
+    # Which reports are mapped (`pipeline.query.global_.selection`): "dynamic" rates them top-down,
+    # "static" maps one level, "auto" is dynamic when the namespace has more than
+    # `dynamic_min_communities` communities and no level was asked for.
+    selection: str = "auto"
+    dynamic_min_communities: int = 300
+    rate_threshold: float = 2.0  # 0-10: a report rated this or more is kept (GraphRAG: 1 of 0-5)
+    rate_batch_size: int = 8  # reports per rating call
+    max_rated: int = 160  # reports rated per question: at most ceil(160 / 8) = 20 rating calls
+    # 8 map calls: a broad question on MuSiQue-100 (3,202 communities) maps in 4 s offline on 2 cores.
+    max_map_batches: int = 8  # map calls per question, dynamic or level="auto"
+    keep_parent: bool = False  # a relevant child replaces its parent (GraphRAG's default)
+
+    def __post_init__(self) -> None:
+        if self.selection not in SELECTIONS:
+            raise GlobalContextError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+        level = self.level
+        if (
+            level is not None
+            and level != "auto"
+            and (isinstance(level, bool) or not isinstance(level, int) or level < 0)
+        ):
+            raise GlobalContextError(
+                f"community level must be a non-negative integer or 'auto', got {level!r}"
+            )
+        for name in ("rate_batch_size", "max_rated", "max_map_batches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise GlobalContextError(f"{name} must be a positive integer, got {value!r}")
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> GlobalSearchConfig:
+        """The reserves are the map and reduce answers' output limits (`llm_map_max_tokens`,
+        `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take.
+        An override of None keeps the default, as in the other modes' configs."""
+        values = {
+            "map_reserve": settings.llm_map_max_tokens,
+            "reduce_reserve": settings.llm_reduce_max_tokens,
+            "encoding": settings.encoding,
+            "selection": settings.global_selection,
+            "dynamic_min_communities": settings.global_dynamic_min_communities,
+            "max_rated": settings.global_max_rated,
+            "max_map_batches": settings.global_max_map_batches,
+            "rate_threshold": settings.global_rate_threshold,
+        }
+        return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
+
+
+@dataclass
+class MapResult:
+    batch: int
+    community_ids: list[int]
+    status: str  # ok | failed | cancelled
+    points: list[MapPoint] = field(default_factory=list)  # scored above 0, citing this batch
+    attempts: int = 0
+    error: str | None = None
+    dropped_points: int = 0  # points of the reply that failed validation
+
+    @property
+    def top_score(self) -> float:
+        return max((p.score for p in self.points), default=0.0)
+
+
+class GlobalTasks:
+    """Map and reduce asked of the engine (which scores with the embedder offline), with call counts."""
+
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.map_calls = 0
+        self.reduce_calls = 0
+        self.rate_calls = 0
+        self.phases: dict[str, dict[str, Any]] = {}
+        self._phase: tuple[str, dict[str, Any]] | None = None
+
+    def begin(self, phase: str) -> None:
+        """Counters from here to the next `begin` (or `end`) are `phase`'s: the phases run one after
+        another, so the difference of the engine's counters is what each spent."""
+        self.end()
+        self._phase = (phase, self.engine.usage.counters())
+
+    def end(self) -> None:
+        if self._phase is None:
+            return
+        phase, before = self._phase
+        now = self.engine.usage.counters()
+        spent = self.phases.setdefault(phase, {k: 0 for k in _PHASE_COUNTERS})
+        for k in _PHASE_COUNTERS:
+            spent[k] += now[k] - before[k]
+        self._phase = None
+
+    async def rate(
+        self, request: RateRequest, deadline: float | None, cancel: CancelSignal | None
+    ) -> RateAnswer:
+        self.rate_calls += 1
+        return await self.engine.run(RATE, request, embedder=self.embedder, deadline=deadline, cancel=cancel)
+
+    async def map(
+        self, request: MapRequest, deadline: float | None, cancel: CancelSignal | None
+    ) -> MapAnswer:
+        self.map_calls += 1
+        return await self.engine.run(MAP, request, embedder=self.embedder, deadline=deadline, cancel=cancel)
+
+    async def reduce(
+        self, request: ReduceRequest, deadline: float | None, cancel: CancelSignal | None
+    ) -> ReduceAnswer:
+        self.reduce_calls += 1
+        return await self.engine.run(REDUCE, request, deadline=deadline, cancel=cancel)
+
+
+async def run_map(
+    tasks: GlobalTasks,
+    question: str,
+    batches: list[Batch],
+    config: GlobalSearchConfig,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> list[MapResult]:
+    """One map call per batch, `map_concurrency` at a time, each retried once; never raises."""
+    gate = asyncio.Semaphore(max(1, config.map_concurrency))
+
+    async def one(batch: Batch) -> MapResult:
+        result = MapResult(batch.index, batch.community_ids, "failed")
+        async with gate:
+            for _ in range(config.map_attempts):
+                if why := stopped(cancel, deadline):
+                    result.status = "cancelled"
+                    result.error = "cancelled before the batch started" if why == "cancelled" else why
+                    return result
+                result.attempts += 1
+                try:
+                    answer = await tasks.map(
+                        MapRequest(
+                            question=question,
+                            context=batch.content,
+                            community_ids=batch.community_ids,
+                            max_tokens=config.map_reserve,
+                            ranks=batch.ranks,
+                        ),
+                        deadline,
+                        cancel,
+                    )
+                    points = batch_points(answer, batch.community_ids)
+                    dropped = int(answer.dropped)
+                except (LLMCancelledError, LLMTimeoutError) as exc:
+                    result.status, result.error = "cancelled", str(exc)
+                    return result
+                except Exception as exc:  # noqa: BLE001 - any failure of one call is one failed batch
+                    result.error = f"{type(exc).__name__}: {exc}"
+                    continue
+                result.status, result.points, result.error = "ok", points, None
+                result.dropped_points = dropped
+                return result
+        return result
+
+    return list(await asyncio.gather(*(one(b) for b in batches)))
+
+
+def ranked_points(results: list[MapResult]) -> list[ReducePoint]:
+    """Every point of the successful batches, best first; an identical description only once."""
+    ranked = sorted(
+        (
+            (-p.score, r.batch, i, p)
+            for r in results
+            if r.status == "ok"
+            for i, p in enumerate(r.points)
+            if p.score > 0
+        ),
+        key=lambda t: t[:3],
+    )
+    out, seen = [], set()
+    for _, batch, _, p in ranked:
+        key = " ".join(p.description.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(
+                ReducePoint(
+                    description=p.description, score=p.score, community_ids=p.communities, batch=batch
+                )
+            )
+    return out
+
+
+def select_for_reduce(
+    results: list[MapResult], question: str, config: GlobalSearchConfig
+) -> tuple[list[ReducePoint], str]:
+    """The best points that fit the reduce budget together; one that does not fit is skipped, not fatal."""
+    limit = prompt_budget(config.reduce_budget, config.reduce_reserve)
+    skeleton = skeleton_text(reduce_messages(question, "", config.response_type))
+    points = ranked_points(results)
+    blocks = [reduce_block(p) for p in points]
+    kept = pack(blocks, skeleton + "\n", limit, config.encoding)
+    return [points[i] for i in kept], "\n\n".join(blocks[i] for i in kept)
+
+
+def point_row(p: ReducePoint) -> dict[str, Any]:
+    return {
+        "batch": p.batch,
+        "description": p.description,
+        "score": p.score,
+        "community_ids": p.community_ids,
+    }

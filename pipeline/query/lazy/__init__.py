@@ -1,0 +1,1 @@
+"""Lazy search: LazyGraphRAG-style relevance tests over text units and their communities."""

@@ -1,0 +1,69 @@
+"""Saved lazy and auto questions answered into tables, for the `lazy_answers` and `auto_answers` assets
+(the other modes' writers are in `pipeline.query.saved_questions`)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from pipeline.core import schema, tables
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
+from pipeline.io.store import NamespaceStore
+from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
+from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
+from pipeline.query.saved_questions import AnswersTable
+
+
+def write_lazy_answers(
+    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LazySearchConfig
+) -> AnswersTable:
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(lazy_search_async(store, question, engine, embedder, config))
+        u = res.usage
+        rows.append(
+            {
+                "question": question,
+                "status": res.status,
+                "answer": res.answer,
+                "reason": res.reason,
+                "units_tested": res.units_tested,
+                "units_relevant": res.units_relevant,
+                "model_calls": u["expand_calls"] + u["rate_calls"] + u["answer_calls"],
+                "tests_json": json.dumps(res.tests),
+                "citations_json": json.dumps(res.citations, default=str),
+            }
+        )
+        md.append(
+            f"### {question}\n\n**{res.status}** ({res.units_tested} units tested, {res.units_relevant} "
+            f"relevant)\n\n{res.answer}\n"
+        )
+    table = tables.to_table(rows, schema.QUERY_LAZY_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_LAZY_ANSWERS, table)
+    return AnswersTable(table, "\n".join(md) or "No lazy questions configured.")
+
+
+def write_auto_answers(
+    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: AutoSearchConfig
+) -> tuple[AnswersTable, dict[str, int]]:
+    """The answers and how many questions took each route."""
+    rows, md = [], []
+    for question in questions:
+        res = engine.run_sync(auto_search_async(store, question, engine, embedder, config))
+        rows.append(
+            {
+                "question": question,
+                "route": res.route,
+                "reason": res.reason,
+                "router": res.router,
+                "status": res.status,
+                "answer": res.answer,
+                "result_json": json.dumps(res.result, default=str),
+            }
+        )
+        md.append(f"### {question}\n\n**{res.route}** ({res.reason}) — {res.status}\n\n{res.answer}\n")
+    table = tables.to_table(rows, schema.QUERY_AUTO_ANSWERS_SCHEMA)
+    store.write_table(schema.QUERY_AUTO_ANSWERS, table)
+    routes = Counter(r["route"] for r in rows)
+    return AnswersTable(table, "\n".join(md) or "No auto questions configured."), dict(sorted(routes.items()))

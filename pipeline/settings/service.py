@@ -1,0 +1,38 @@
+"""The query service's settings (pipeline/service): keys, deadlines, per-key limits and output bounds.
+
+A section of `Settings` (which reads them as `PIPELINE_SERVICE_*` and `PIPELINE_API_KEYS_FILE`, like
+every other field); the service can be handed this section alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr
+
+
+class ServiceSettings(BaseModel):
+    api_keys_file: Path | None = Field(
+        default=None, description="YAML/JSON: tenant -> {key_sha256, namespaces} (env PIPELINE_API_KEYS_FILE)"
+    )
+    service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
+    service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
+    service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
+    service_key_rate: int | None = Field(
+        default=None,
+        ge=1,
+        description="Queries per key in any window of service_key_rate_window_s (429 "
+        "past it); unset = no rate limit",
+    )
+    service_key_rate_window_s: float = Field(
+        default=60.0, gt=0, description="The rate limit's sliding window"
+    )
+    service_limits_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL: the per-key limit counted across every service process on that "
+        "server (the cluster's PostgreSQL); unset = each process counts its own",
+    )
+    service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
+    service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
+    service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
+    service_max_text_chars: int = Field(default=2000, ge=50, description="Each evidence text is cut here")

@@ -1,0 +1,41 @@
+"""`pipeline graph`: the entity graph of the sample book as one HTML page, opened from a file URL in
+headless Chromium (no server, nothing loaded from the network), searched for an entity."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.conftest import REPO_ROOT
+from tests.test_dagster_ui import _screenshot, browser  # noqa: F401 - the headless Chromium fixture
+
+
+def test_graph_page_opens_from_a_file_and_finds_an_entity_by_search(sample_book, browser, tmp_path):  # noqa: F811
+    page = tmp_path / "graph.html"
+    out = subprocess.run(
+        [sys.executable, "-m", "assets", "graph", "--namespace", "demo", "--out", str(page)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIPELINE_STORAGE_ROOT": str(sample_book)},
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = page.read_text("utf-8")
+    assert not re.search(r"<script[^>]+src=|<link[^>]+href=", text)  # everything inlined
+    browser.get(page.as_uri())
+    WebDriverWait(browser, 60, poll_frequency=1).until(
+        lambda d: d.execute_script("return typeof vis !== 'undefined' && typeof network !== 'undefined'")
+    )
+    browser.find_element(By.ID, "search").send_keys("scrooge")
+    WebDriverWait(browser, 30, poll_frequency=1).until(
+        lambda d: "Ebenezer Scrooge" in d.find_element(By.ID, "found").text
+    )
+    selected = browser.execute_script("return network.getSelectedNodes()")
+    assert len(selected) == 1
+    _screenshot(browser, "i34_graph_view.png")
