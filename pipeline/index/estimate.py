@@ -41,7 +41,7 @@ from pipeline.llm.dry_run import (
     CallLedger,
     Tally,
 )
-from pipeline.llm.transport import endpoint_label
+from pipeline.llm.transport import default_concurrency, endpoint_label
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
 from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.chunking import chunk_documents_table
@@ -234,7 +234,7 @@ def estimate_index(
         endpoint=endpoint_label(settings.llm_base_url),
         engine=settings.llm_provider,
         method=index_method(settings),
-        concurrency=settings.llm_concurrency,
+        concurrency=settings.llm_concurrency or default_concurrency(settings.llm_base_url),
         text_units=units.num_rows,
         text_units_source=source,
         prices=tuple(prices[settings.llm_model]) if settings.llm_model in prices else None,
