@@ -1,7 +1,7 @@
 """A namespace indexed on a dask.distributed cluster (dagster-dask): the same assets as
 `index_namespace`, as three runs so that the LLM- and model-bound middle fans out over document shards.
 
-1. `index_prepare` (namespace): documents, text units.
+1. `index_prepare` (namespace): input documents, base text units.
 2. `index_shards` once per shard (namespace x shard), all at once: each run's steps go to whichever
    worker is free, so the shards' embedding and extraction spread over the cluster.
 3. `index_finish` (namespace): the merging assets take the shards' parts, then graph, communities,

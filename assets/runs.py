@@ -71,7 +71,7 @@ def _failure_message(data: Any) -> str:
 def documents_run_config(input_dir: str | None) -> dict[str, Any]:
     if not input_dir:
         return {}
-    return {"ops": {"documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
+    return {"ops": {"input_documents": {"config": {"input_dir": str(Path(input_dir).resolve())}}}}
 
 
 def last_run_spend(instance: Any, namespace: str, asset: str = "community_reports") -> dict[str, Any] | None:

@@ -34,12 +34,14 @@ from pipeline.core import schema  # noqa: E402
 from pipeline.core.names import normalize_name  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
 from pipeline.index import (  # noqa: E402
+    base_text_units,
     claims,
     communities,
     community_reports,
     documents,
     entities_and_relationships,
     extracted_graph,
+    input_documents,
     text_units,
 )
 from pipeline.index.context import IndexContext  # noqa: E402
@@ -76,11 +78,13 @@ def build(input_dir: Path, work: Path, name: str) -> tuple[NamespaceStore, Setti
     ctx = IndexContext.build(name, settings, engine=OfflineEngine())
     seconds: dict[str, float] = {}
     for stage, run in (
-        ("documents", lambda: documents.run(ctx, input_dir)),
-        ("text_units", lambda: text_units.run(ctx)),
+        ("input_documents", lambda: input_documents.run(ctx, input_dir)),
+        ("base_text_units", lambda: base_text_units.run(ctx)),
+        ("documents", lambda: documents.run(ctx)),
         ("extraction", lambda: extracted_graph.run(ctx)),
         ("entities", lambda: entities_and_relationships.run(ctx)),
         ("claims", lambda: claims.run(ctx)),
+        ("text_units", lambda: text_units.run(ctx)),
         ("communities", lambda: communities.run(ctx)),
         ("reports", lambda: community_reports.run(ctx)),
     ):

@@ -116,8 +116,8 @@ def test_a_failing_stage_is_named_on_stderr(cli_env):
     base, env = cli_env
     out = run_cli(env, "index", "--namespace", "broken", "--input", str(base / "no-such-folder"))
     assert out.returncode == 1
-    assert "✘ documents" in out.stdout and "FAILED" in out.stdout
-    assert "error: stage documents: FileNotFoundError" in out.stderr, out.stderr
+    assert "✘ input_documents" in out.stdout and "FAILED" in out.stdout
+    assert "error: stage input_documents: FileNotFoundError" in out.stderr, out.stderr
 
 
 def test_summary_table_shows_only_counters_that_are_not_zero():

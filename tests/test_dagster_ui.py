@@ -30,13 +30,15 @@ from tests.conftest import REPO_ROOT, make_dagster_home
 LOCATION = "graphrag"  # workspace.yaml
 NAMESPACE = "uitest"
 CHAIN = [
+    "input_documents",
+    "base_text_units",
     "documents",
-    "text_units",
     "text_unit_embeddings",
     "extracted_graph",
     "entities",
     "relationships",
     "claims",
+    "text_units",
     "communities",
     "community_reports",
     "report_embeddings",
@@ -197,7 +199,7 @@ def test_materializing_one_namespace_succeeds(dagster_dev, browser) -> None:
     params = {
         "selector": {**repo, "jobName": "index_namespace"},
         "runConfigData": {
-            "ops": {"documents": {"config": {"input_dir": str(dagster_dev["docs"])}}},
+            "ops": {"input_documents": {"config": {"input_dir": str(dagster_dev["docs"])}}},
             "execution": {"config": {"in_process": {}}},  # one process: MiniLM loads once on 2 cores
         },
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": NAMESPACE}]},

@@ -16,6 +16,8 @@ import pytest
 from tests.conftest import REPO_ROOT, make_dagster_home
 
 STAGES = [
+    "input_documents",
+    "base_text_units",
     "documents",
     "text_units",
     "extracted_graph",

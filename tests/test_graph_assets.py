@@ -45,7 +45,7 @@ def _run(instance):
 
     add_namespace(instance, NAMESPACE)
     job = defs.resolve_job_def("index_namespace")
-    config = {"ops": {"documents": {"config": {"input_dir": str(shared_data("christmas_carol"))}}}}
+    config = {"ops": {"input_documents": {"config": {"input_dir": str(shared_data("christmas_carol"))}}}}
     return job.execute_in_process(
         partition_key=NAMESPACE, instance=instance, run_config=config, raise_on_error=False
     )
@@ -276,7 +276,7 @@ def llm_runs(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
     from assets.definitions import defs
 
     job = defs.resolve_job_def("index_namespace")
-    config = {"ops": {"documents": {"config": {"input_dir": str(input_dir)}}}}
+    config = {"ops": {"input_documents": {"config": {"input_dir": str(input_dir)}}}}
     with ScriptedServer() as server:
         os.environ.update(env, PIPELINE_LLM_BASE_URL=server.base_url)
         try:

@@ -130,7 +130,7 @@ def cycle(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
 )
 def test_each_step_redoes_only_the_changed_work(cycle, step, docs, delta, units, embedded, reused):
     result = cycle["steps"][step]
-    d = _meta(result, "documents")
+    d = _meta(result, "input_documents")
     assert (d["rows"], d["documents"]) == (docs, docs)
     assert (
         d["documents_added"],
@@ -138,7 +138,7 @@ def test_each_step_redoes_only_the_changed_work(cycle, step, docs, delta, units,
         d["documents_removed"],
         d["documents_unchanged"],
     ) == delta
-    t = _meta(result, "text_units")
+    t = _meta(result, "base_text_units")
     assert (t["text_units_new"], t["text_units_removed"], t["text_units_unchanged"]) == units
     assert t["rows"] == docs  # one text unit per short document
     e = _meta(result, "text_unit_embeddings")

@@ -78,13 +78,15 @@ def test_index_folder_runs_every_stage_without_loading_dagster(plain):
     _, result = plain
     assert result["dagster_loaded"] is False
     assert result["stages"] == [
+        "input_documents",
+        "base_text_units",
         "documents",
-        "text_units",
         "text_unit_embeddings",
         "extracted_graph",
         "entities",
         "relationships",
         "claims",
+        "text_units",
         "communities",
         "community_reports",
         "report_embeddings",

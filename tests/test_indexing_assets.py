@@ -63,10 +63,15 @@ def _step(result, asset: str) -> dict:
     return next(s.metadata for s in result.steps if s.asset == asset)
 
 
-def test_both_namespaces_materialize_all_three_assets(indexed):
+def test_both_namespaces_materialize_the_indexing_assets(indexed):
     for result in indexed["results"].values():
         assert result.success, result.failures
-        assert {s.asset for s in result.steps} >= {"documents", "text_units", "text_unit_embeddings"}
+        assert {s.asset for s in result.steps} >= {
+            "input_documents",
+            "base_text_units",
+            "documents",
+            "text_unit_embeddings",
+        }
 
 
 def test_the_ebook_licence_is_kept_in_documents_but_reaches_no_text_unit(indexed):
@@ -75,7 +80,7 @@ def test_the_ebook_licence_is_kept_in_documents_but_reaches_no_text_unit(indexed
     assert "Project Gutenberg Literary Archive Foundation" in doc["text"]  # the document is intact
     units = [u for u in store.read_table(schema.TEXT_UNITS).to_pylist() if u["document_id"] == doc["id"]]
     assert units and not any("Project Gutenberg" in u["text"] for u in units)
-    meta = _step(indexed["results"]["carol"], "text_units")
+    meta = _step(indexed["results"]["carol"], "base_text_units")
     outside = len(doc["text"]) - (max(u["end_char"] for u in units) - min(u["start_char"] for u in units))
     inside = sum(r.end - r.start for r in content_span(doc["text"]).regions)  # front matter, chunked
     assert meta["boilerplate_chars_by_document"][doc["id"]] == outside + inside
@@ -91,7 +96,7 @@ def test_bad_files_are_reported_with_reasons_and_good_ones_indexed(indexed):
     assert errors["empty.txt"]["error_type"] == "empty"
     docs = store.read_table(schema.DOCUMENTS).to_pylist()
     assert [d["title"] for d in docs] == ["good.txt"]
-    meta = _step(indexed["results"]["mixed"], "documents")
+    meta = _step(indexed["results"]["mixed"], "input_documents")
     assert meta["documents"] == 1 and meta["errors"] == 3
     assert "latin1.txt" in meta["ingest_errors"]
 

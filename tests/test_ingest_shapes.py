@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.core import schema
-from pipeline.index import documents
+from pipeline.index import input_documents
 from pipeline.index.context import IndexContext
-from pipeline.index.documents import NoDocumentsError
+from pipeline.index.input_documents import NoDocumentsError
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.ingest import read_documents
 from pipeline.settings import Settings
@@ -47,18 +47,18 @@ def test_a_folder_whose_every_item_is_rejected_fails_the_run_with_the_errors(tmp
     (folder / "empty.txt").write_text("", encoding="utf-8")
     ctx = _ctx(tmp_path)
     with pytest.raises(NoDocumentsError) as err:
-        documents.run(ctx, folder)
+        input_documents.run(ctx, folder)
     message = str(err.value)
     assert "3 input item(s) and none became a document" in message
     assert "rows.json row 0: missing_text" in message and "empty.txt: empty" in message
     assert ctx.store.read_table(schema.INGEST_ERRORS).num_rows == 3  # kept for inspection
-    assert not ctx.store.has_table(schema.DOCUMENTS)
+    assert not ctx.store.has_table(schema.INPUT_DOCUMENTS)
 
 
 def test_an_empty_folder_indexes_nothing_without_failing(tmp_path: Path):
     folder = tmp_path / "input"
     folder.mkdir()
-    report = documents.run(_ctx(tmp_path), folder)
+    report = input_documents.run(_ctx(tmp_path), folder)
     assert report.rows == 0
 
 

@@ -55,8 +55,8 @@ ALLOWED = {
     "caches": {"core", "io"},
     "llm": {"core", "io", "caches"},
     "prompts": set(),
-    "ops": {"core", "llm", "prompts"},
-    "engine": {"core", "llm", "caches", "prompts"},
+    "ops": {"core", "llm", "prompts", "settings"},  # settings: each op's options from its own section
+    "engine": {"core", "llm", "caches", "prompts", "settings"},
     "embeddings": {"core", "llm", "caches"},
 }
 QUERY_TIME = {"query", "vector_tool", "service"}
@@ -296,3 +296,62 @@ def test_operations_take_option_objects_not_the_settings():
                 if "settings" in params:
                     offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
     assert offenders == []
+
+
+# Writes a whole namespace at once in place of the index job (`pipeline import graphrag`): the one module
+# allowed to write tables the index job's runners own.
+WHOLE_INDEX_WRITERS = {"pipeline.index.graphrag_import"}
+
+
+def _sources() -> dict[str, str]:
+    return {n: p.read_text(encoding="utf-8") for n, p in _modules().items() if n.startswith("pipeline.")}
+
+
+def _table_writes(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Registered table name -> the modules among `sources` that write it (`write_table(schema.X, ..)`,
+    also through `shard_table(schema.X, ..)` or a name imported from the schema module)."""
+    from pipeline.core import schema
+
+    writers: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        if name in WHOLE_INDEX_WRITERS:
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "write_table"):
+                continue
+            target = node.args[0] if node.args else None
+            if isinstance(target, ast.Call) and target.args:  # shard_table(schema.X, shard, shards)
+                target = target.args[0]
+            constant = getattr(target, "attr", None) or getattr(target, "id", None)
+            table = getattr(schema, constant, None) if isinstance(constant, str) else None
+            if isinstance(table, str):
+                writers.setdefault(table, set()).add(name)
+    return writers
+
+
+def _shared_tables(writers: dict[str, set[str]]) -> dict[str, list[str]]:
+    return {t: sorted(m) for t, m in writers.items() if len(m) > 1}
+
+
+def test_each_registered_table_has_exactly_one_writing_runner():
+    from pipeline.core.tables import TABLE_SCHEMAS
+
+    writers = _table_writes(_sources())
+    assert not _shared_tables(writers), f"tables written by more than one module: {_shared_tables(writers)}"
+    index_tables = {t for t, m in writers.items() if any(x.startswith("pipeline.index.") for x in m)}
+    # every table the index job writes is registered (so the store checks its columns)
+    assert index_tables <= set(TABLE_SCHEMAS), sorted(index_tables - set(TABLE_SCHEMAS))
+    for table in ("documents", "text_units", "input_documents", "base_text_units"):
+        assert writers.get(table) == {f"pipeline.index.{table}"}, (table, writers.get(table))
+
+
+def test_the_writer_check_sees_a_second_writer():
+    """The check above can fail: a stage that rewrites text_units (as resolution once did to add the
+    entity ids) is reported with the table's own writer."""
+    sources = _sources()
+    sources["pipeline.index.entities_and_relationships"] += (
+        "\n\ndef _relink(store, units):\n    store.write_table(schema.TEXT_UNITS, units)\n"
+    )
+    assert _shared_tables(_table_writes(sources)) == {
+        "text_units": ["pipeline.index.entities_and_relationships", "pipeline.index.text_units"]
+    }

@@ -119,6 +119,18 @@ def test_lazy_search_answers_from_tested_units_with_citations_to_their_offsets(t
     assert any("Cratchit" in s["text"] for s in result.sources)
 
 
+def test_the_budget_the_relevant_units_leave_goes_to_untested_units_never_to_irrelevant_ones(tiny, embedder):
+    question = "How is Scrooge related to Bob Cratchit?"
+    alone = lazy(tiny, embedder, question, budget=2, fill_context=False)
+    filled = lazy(tiny, embedder, question, budget=2)
+    rated = [s for s in filled.sources if s["rating"] is not None]
+    assert rated == alone.sources and all(s["rating"] is not None for s in alone.sources)
+    fill = filled.sources[len(rated) :]
+    assert fill and all(s["rating"] is None for s in fill)  # the fill comes after every relevant unit
+    assert filled.ratings and set(filled.ratings).isdisjoint(s["text_unit_id"] for s in fill)
+    assert len(filled.context_rows) == len(filled.sources) > len(alone.context_rows)
+
+
 def test_lazy_search_finds_nothing_for_an_unrelated_question(tiny, embedder):
     result = lazy(tiny, embedder, "What is the orbital period of Neptune's moons?", budget=6)
     assert result.status == "no_results" and result.units_relevant == 0 and result.citations == []

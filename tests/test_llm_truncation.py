@@ -27,7 +27,7 @@ import pytest
 
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.core import schema
-from pipeline.index import documents, extracted_graph, text_units
+from pipeline.index import base_text_units, extracted_graph, input_documents
 from pipeline.index.context import IndexContext
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient, LLMTruncatedError
@@ -340,11 +340,11 @@ def book_with_cut_replies(tmp_path_factory: pytest.TempPathFactory) -> dict[str,
             engine=make_engine(settings),
             embedder=None,  # type: ignore[arg-type] - these stages embed nothing
         )
-        documents.run(ctx, folder)
-        text_units.run(ctx)
+        input_documents.run(ctx, folder)
+        base_text_units.run(ctx)
         # extraction is sent each text with its front matter blanked: the texts the model reads
         sent = mask_text_units(
-            ctx.store.read_table(schema.TEXT_UNITS), ctx.store.read_table(schema.DOCUMENTS)
+            ctx.store.read_table(schema.BASE_TEXT_UNITS), ctx.store.read_table(schema.INPUT_DOCUMENTS)
         )
         units = sent.select(["id", "text"]).to_pylist()
         cut_texts.update(u["text"] for u in units[2::3])

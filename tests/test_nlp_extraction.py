@@ -109,7 +109,7 @@ def test_stage_engines_share_one_model_engine_and_one_offline_engine(monkeypatch
 def test_every_table_and_stage_report_names_the_method(tmp_path):
     import pyarrow.parquet as pq
 
-    from pipeline.index import documents, text_units
+    from pipeline.index import base_text_units, documents, input_documents
     from pipeline.index.context import IndexContext
 
     folder = tmp_path / "in"
@@ -119,9 +119,10 @@ def test_every_table_and_stage_report_names_the_method(tmp_path):
         storage_root=tmp_path / "storage", index_method="fast", llm_base_url="http://127.0.0.1:9/v1"
     )
     ctx = IndexContext.build("methods", settings)
-    documents.run(ctx, folder)
-    text_units.run(ctx)
-    for table in ("documents", "text_units"):
+    input_documents.run(ctx, folder)
+    base_text_units.run(ctx)
+    documents.run(ctx)
+    for table in ("input_documents", "base_text_units", "documents"):
         meta = pq.read_schema(tmp_path / "storage" / "methods" / f"{table}.parquet").metadata
         assert meta[b"index_method"] == b"fast"
         assert b"reports=model" in meta[b"index_stage_methods"]

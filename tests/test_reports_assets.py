@@ -56,6 +56,8 @@ DOCS = {
 EDIT = " Marie Curie visited Warsaw with Bronislawa Dluska.\n"
 ALL_ASSETS = [*indexing_assets, *graph_assets, *report_assets]
 UPSTREAM = [
+    "input_documents",
+    "base_text_units",
     "documents",
     "text_units",
     "extracted_graph",
@@ -101,7 +103,7 @@ def _llm_env(base_url: str) -> dict[str, str]:
 
 
 def _materialize(instance, selection: list[str], folder: Path | None = None) -> dict[str, dict]:
-    run_config = {"ops": {"documents": {"config": {"input_dir": str(folder)}}}} if folder else None
+    run_config = {"ops": {"input_documents": {"config": {"input_dir": str(folder)}}}} if folder else None
     result = materialize(
         ALL_ASSETS,
         selection=selection,

@@ -1,4 +1,5 @@
-"""Indexing assets: documents -> text units -> text-unit embeddings (LanceDB), per namespace.
+"""Indexing assets: input documents -> base text units -> text-unit embeddings (LanceDB), and the final
+`documents` (with their text unit ids), per namespace. Each table has one asset that writes it.
 
 Each body builds the runner's context from the resources, calls its `pipeline.index` runner and turns
 the report into a materialization."""
@@ -18,9 +19,10 @@ from dagster import (
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
+from pipeline.index import base_text_units as base_text_units_runner
 from pipeline.index import documents as documents_runner
+from pipeline.index import input_documents as input_documents_runner
 from pipeline.index import text_unit_embeddings as text_unit_embeddings_runner
-from pipeline.index import text_units as text_units_runner
 
 GROUP = "indexing"
 # A namespace-level asset reads every shard of its own namespace. The mapping is marked beta; its
@@ -41,31 +43,45 @@ class DocumentsConfig(Config):
     description="Documents read from the namespace's input folder; id = sha256 of the text. Bad files go to ingest_errors.",
     kinds={"parquet"},
 )
-def documents(
+def input_documents(
     context: AssetExecutionContext, config: DocumentsConfig, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
-    return materialize(documents_runner.run(ctx, config.input_dir), ctx=ctx)
+    return materialize(input_documents_runner.run(ctx, config.input_dir), ctx=ctx)
 
 
 @asset(
     partitions_def=namespace_partitions,
     group_name=GROUP,
-    deps=[documents],
-    description="Token-window chunks of each document with exact character offsets (GraphRAG text_units).",
+    deps=[input_documents],
+    description="Token-window chunks of each document with exact character offsets (GraphRAG's base text units).",
     kinds={"parquet"},
 )
-def text_units(
+def base_text_units(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
-    return materialize(text_units_runner.run(ctx), ctx=ctx)
+    return materialize(base_text_units_runner.run(ctx), ctx=ctx)
 
 
 @asset(
     partitions_def=namespace_partitions,
     group_name=GROUP,
-    deps=[text_units, AssetDep("text_unit_embeddings_shard", partition_mapping=BY_NAMESPACE)],
+    deps=[input_documents, base_text_units],
+    description="GraphRAG's final documents: the input documents with the ids of their text units.",
+    kinds={"parquet"},
+)
+def documents(
+    context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
+) -> MaterializeResult:
+    ctx = index_context(context, pipeline_settings)
+    return materialize(documents_runner.run(ctx), ctx=ctx)
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[base_text_units, AssetDep("text_unit_embeddings_shard", partition_mapping=BY_NAMESPACE)],
     description="LanceDB table `text_units`: text, document id, offsets and vector, with a full-text index.",
     kinds={"lancedb"},
     check_specs=[
@@ -80,4 +96,4 @@ def text_unit_embeddings(
     return materialize(text_unit_embeddings_runner.run(ctx), ctx=ctx)
 
 
-indexing_assets = [documents, text_units, text_unit_embeddings]
+indexing_assets = [input_documents, base_text_units, documents, text_unit_embeddings]

@@ -1,4 +1,5 @@
-"""Graph assets: text units -> extracted graph -> entities / relationships -> claims, communities."""
+"""Graph assets: base text units -> extracted graph -> entities / relationships -> claims, communities;
+and the final `text_units` with the ids of what was found in each."""
 
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ from dagster import (
     multi_asset,
 )
 
-from assets.indexing.assets import BY_NAMESPACE, GROUP, text_units
+from assets.indexing.assets import BY_NAMESPACE, GROUP, base_text_units
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, PipelineSettingsResource
@@ -21,6 +22,7 @@ from pipeline.index import claims as claims_runner
 from pipeline.index import communities as communities_runner
 from pipeline.index import entities_and_relationships as entities_runner
 from pipeline.index import extracted_graph as extracted_graph_runner
+from pipeline.index import text_units as text_units_runner
 
 ENTITIES = AssetKey("entities")
 RELATIONSHIPS = AssetKey("relationships")
@@ -29,7 +31,7 @@ RELATIONSHIPS = AssetKey("relationships")
 @asset(
     partitions_def=namespace_partitions,
     group_name=GROUP,
-    deps=[text_units, AssetDep("extracted_graph_shard", partition_mapping=BY_NAMESPACE)],
+    deps=[base_text_units, AssetDep("extracted_graph_shard", partition_mapping=BY_NAMESPACE)],
     description=(
         "Raw entities, relationships and claims per text unit, every gleaning round kept (offline rules "
         "by default, the LLM when configured). Text units whose extraction failed go to failed_extractions."
@@ -52,14 +54,14 @@ def extracted_graph(
             deps=[extracted_graph],
             group_name=GROUP,
             kinds={"parquet"},
-            description="Resolved entities (GraphRAG columns + aliases, document_ids); text_units gain entity_ids.",
+            description="Resolved entities (GraphRAG columns + aliases, document_ids).",
         ),
         AssetSpec(
             RELATIONSHIPS,
             deps=[extracted_graph],
             group_name=GROUP,
             kinds={"parquet"},
-            description="Resolved relationships, weights summed over mentions; text_units gain relationship_ids.",
+            description="Resolved relationships, weights summed over mentions.",
         ),
     ],
     partitions_def=namespace_partitions,
@@ -83,12 +85,26 @@ def entities_and_relationships(
     partitions_def=namespace_partitions,
     group_name=GROUP,
     deps=[extracted_graph, ENTITIES],
-    description="Claims (GraphRAG's `covariates` table) with subjects/objects resolved to entities; text_units gain covariate_ids.",
+    description="Claims (GraphRAG's `covariates` table) with subjects/objects resolved to entities.",
     kinds={"parquet"},
 )
 def claims(context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
     return materialize(claims_runner.run(ctx), ctx=ctx)
+
+
+@asset(
+    partitions_def=namespace_partitions,
+    group_name=GROUP,
+    deps=[base_text_units, ENTITIES, RELATIONSHIPS, claims],
+    description="GraphRAG's final text units: the base text units with the ids of their entities, "
+    "relationships and claims.",
+    kinds={"parquet"},
+)
+def text_units(
+    context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
+) -> MaterializeResult:
+    return materialize(text_units_runner.run(index_context(context, pipeline_settings)))
 
 
 @asset(
@@ -113,4 +129,4 @@ def communities(
     return materialize(communities_runner.run(ctx), ctx=ctx)
 
 
-graph_assets = [extracted_graph, entities_and_relationships, claims, communities]
+graph_assets = [extracted_graph, entities_and_relationships, claims, text_units, communities]

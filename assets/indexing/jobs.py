@@ -8,12 +8,12 @@ whose merging assets take the shards' work as done."""
 
 from dagster import AssetSelection, define_asset_job
 
-from assets.indexing.assets import documents, text_units
+from assets.indexing.assets import base_text_units, input_documents
 from assets.indexing.shards import SHARD_GROUP
 from assets.partitions import namespace_partitions, namespace_shard_partitions
 
 INDEXING = AssetSelection.groups("indexing")
-PREPARE = AssetSelection.assets(documents, text_units)
+PREPARE = AssetSelection.assets(input_documents, base_text_units)
 
 # Every indexing asset of one namespace partition, in dependency order.
 index_job = define_asset_job(
@@ -26,7 +26,7 @@ index_prepare_job = define_asset_job(
     name="index_prepare",
     selection=PREPARE,
     partitions_def=namespace_partitions,
-    description="Distributed index, step 1: documents and text units of one namespace.",
+    description="Distributed index, step 1: input documents and base text units of one namespace.",
 )
 index_shards_job = define_asset_job(
     name="index_shards",

@@ -92,6 +92,8 @@ def _value(value: Any) -> Any:
 # What each asset writes, as its schema in `pipeline.core.schema` (LanceDB ones for the vector dimension
 # the step reports): the UI shows it as the asset's columns, with `dagster/row_count`.
 ASSET_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
+    "input_documents": lambda _: schema.DOCUMENTS_SCHEMA,
+    "base_text_units": lambda _: schema.TEXT_UNITS_SCHEMA,
     "documents": lambda _: schema.DOCUMENTS_SCHEMA,
     "text_units": lambda _: schema.TEXT_UNITS_SCHEMA,
     "text_unit_embeddings": schema.lance_text_units_schema,

@@ -4,7 +4,7 @@ runs of several shards spread over the workers of a distributed executor. The na
 
 from dagster import AssetExecutionContext, MaterializeResult, MultiPartitionKey, asset
 
-from assets.indexing.assets import text_units
+from assets.indexing.assets import base_text_units
 from assets.indexing.observe import index_context, materialize
 from assets.partitions import SHARD_COUNT, namespace_shard_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
@@ -24,7 +24,7 @@ def _keys(context: AssetExecutionContext) -> tuple[str, int]:
 @asset(
     partitions_def=namespace_shard_partitions,
     group_name=SHARD_GROUP,
-    deps=[text_units],
+    deps=[base_text_units],
     description="One shard's text-unit vectors computed into the embedding cache (no table is written).",
     kinds={"python"},
 )
@@ -39,7 +39,7 @@ def text_unit_embeddings_shard(
 @asset(
     partitions_def=namespace_shard_partitions,
     group_name=SHARD_GROUP,
-    deps=[text_units],
+    deps=[base_text_units],
     description="One shard's part of extracted_graph / failed_extractions (under shards/ in the namespace).",
     kinds={"parquet"},
     pool=LLM_POOL,

@@ -9,9 +9,14 @@ import numpy as np
 import pyarrow as pa
 
 # --- table names (Parquet files `<name>.parquet`, LanceDB tables) ---
-DOCUMENTS = "documents"
+# Each table has one writing runner (tests/test_layout.py). The stages that run before the graph read
+# the input tables; the final `documents` and `text_units` (GraphRAG's create_final_*) add the back-links
+# once the tables they point to exist, so a table's last materialization is the step that changed it.
+INPUT_DOCUMENTS = "input_documents"  # DOCUMENTS_SCHEMA, text_unit_ids empty (pipeline.index.input_documents)
+BASE_TEXT_UNITS = "base_text_units"  # TEXT_UNITS_SCHEMA, id lists empty (pipeline.index.base_text_units)
+DOCUMENTS = "documents"  # + text_unit_ids (pipeline.index.documents)
 INGEST_ERRORS = "ingest_errors"
-TEXT_UNITS = "text_units"
+TEXT_UNITS = "text_units"  # + entity_ids, relationship_ids, covariate_ids (pipeline.index.text_units)
 COMMUNITY_REPORTS = "community_reports"  # GraphRAG columns + fingerprint (pipeline.ops.reports)
 # query-time tables (assets/query): saved questions answered after every re-index
 

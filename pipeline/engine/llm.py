@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 from pipeline.engine.base import Engine
 from pipeline.engine.task import Task, TaskContext
 from pipeline.llm.client import LLMClient
+from pipeline.settings.models import OutputLimitSettings
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,7 +35,7 @@ class OutputLimits:
     local_answer: int = 2000
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OutputLimits:
+    def from_settings(cls, settings: OutputLimitSettings) -> OutputLimits:
         return cls(
             extraction=settings.llm_extraction_max_tokens,
             report=settings.llm_report_max_tokens,

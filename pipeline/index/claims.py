@@ -1,5 +1,5 @@
-"""claims: GraphRAG's `covariates` table, subjects and objects resolved to entities; text_units gain
-covariate_ids (`pipeline.ops.claims`)."""
+"""claims: GraphRAG's `covariates` table, subjects and objects resolved to entities (`pipeline.ops.claims`);
+the final `text_units` take their covariate ids from it (`pipeline.index.text_units`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pipeline.index.report import Json, StageReport
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.claims import ClaimStats, build_covariates
 from pipeline.ops.extraction import from_table
-from pipeline.ops.resolution import link_text_units
 
 
 @dataclass
@@ -24,15 +23,11 @@ class ClaimsSummary:
 
 
 def index_claims(store: NamespaceStore) -> ClaimsSummary:
-    """extracted_graph + entities -> covariates; text_units gain covariate_ids."""
+    """extracted_graph + entities -> covariates."""
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
     covariates, stats = build_covariates(units, store.read_table(schema.ENTITIES))
     store.write_table(schema.COVARIATES, covariates)
-    text_units = link_text_units(
-        store.read_table(schema.TEXT_UNITS), "covariate_ids", covariates, "text_unit_id"
-    )
-    store.write_table(schema.TEXT_UNITS, text_units)
     return ClaimsSummary(
         stats,
         dict(Counter(covariates.column("type").to_pylist()).most_common()),

@@ -1,87 +1,49 @@
-"""documents: read the namespace's input folder; id = sha256 of the text; bad files go to ingest_errors.
+"""documents: GraphRAG's final documents table, the input documents with the ids of their text units
+(create_final_documents).
 
-Rules, in order:
-1. The folder is `input_dir` when given, else `<input_root>/<namespace>/`.
-2. Every readable document becomes a row; every bad file or row (binary, non-UTF-8, empty, huge, no
-   text column) becomes an `ingest_errors` row naming the file (and row) and why, and never stops
-   the rest.
-3. The delta against the previous `documents` table (added / changed / removed / unchanged) is
-   reported, so a re-index says what it will redo.
-4. A folder whose every file or row was rejected fails the run with the errors listed (an empty folder
-   is not an error: it indexes nothing).
+Rules:
+1. Every row of `input_documents`, in its order, with `text_unit_ids` = its units in `base_text_units`
+   in chunk order; a document whose content chunked to nothing keeps an empty list.
+2. This stage is the table's one writer: the ingest and chunking stages write their own tables, so the
+   last materialization of `documents` is the step that last changed it.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections import defaultdict
+
+import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Markdown, StageReport, Stopwatch, md_table
-from pipeline.ops.incremental import diff_documents
-from pipeline.ops.ingest import IngestOptions, documents_table, errors_table, read_documents
-
-MAX_ERRORS_LISTED = 20
+from pipeline.index.report import StageReport, Stopwatch
 
 
-class NoDocumentsError(ValueError):
-    """The input folder is not empty but yielded no document: every file or row was rejected."""
+def final_documents(documents: pa.Table, units: pa.Table) -> pa.Table:
+    """Rule 1: `documents` with `text_unit_ids` filled from `units` (id, document_id, chunk_index)."""
+    by_doc: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for unit in units.select(["id", "document_id", "chunk_index"]).to_pylist():
+        by_doc[unit["document_id"]].append((unit["chunk_index"], unit["id"]))
+    ids = [[u for _, u in sorted(by_doc.get(d, []))] for d in documents.column("id").to_pylist()]
+    col = documents.schema.get_field_index("text_unit_ids")
+    return documents.set_column(col, "text_unit_ids", pa.array(ids, type=pa.list_(pa.string())))
 
 
-def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settings.Settings
-    return IngestOptions(
-        max_document_bytes=settings.max_document_bytes,
-        fallback_encodings=tuple(settings.fallback_encodings),
-        id_column=settings.id_column,
-        title_column=settings.title_column,
-        text_column=settings.text_column,
-    )
-
-
-def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
+def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
-    folder = Path(input_dir) if input_dir else ctx.settings.input_root / ctx.namespace
-    ctx.log(f"reading documents for namespace {ctx.namespace!r} from {folder}")
-    result = read_documents(folder, ingest_options(ctx.settings))
-    for err in result.errors:
-        where = err.source_path + (f" row {err.row}" if err.row is not None else "")
-        ctx.log(f"skipped {where}: {err.error_type}: {err.reason}")
-    if not result.documents and result.errors:
-        # rule 4: files were there and none gave a document; an empty index would look like success
-        lines = [
-            f"{e.source_path}{f' row {e.row}' if e.row is not None else ''}: {e.error_type}: {e.reason}"
-            for e in result.errors[:MAX_ERRORS_LISTED]
-        ]
-        more = len(result.errors) - len(lines)
-        ctx.store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))  # for inspection
-        raise NoDocumentsError(
-            f"{folder} holds {len(result.errors)} input item(s) and none became a document:\n  "
-            + "\n  ".join(lines)
-            + (f"\n  ... and {more} more" if more > 0 else "")
-        )
     store = ctx.store
-    docs = documents_table(result.documents)
-    previous = (
-        store.read_table(schema.DOCUMENTS, ["id", "source_path", "title"])
-        if store.has_table(schema.DOCUMENTS)
-        else None
+    docs = final_documents(
+        store.read_table(schema.INPUT_DOCUMENTS),
+        store.read_table(schema.BASE_TEXT_UNITS, ["id", "document_id", "chunk_index"]),
     )
-    delta = diff_documents(previous, docs)
     store.write_table(schema.DOCUMENTS, docs)
-    store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))
-    errors = [e.__dict__ for e in result.errors]
+    unit_ids = docs.column("text_unit_ids").to_pylist()
     return StageReport(
-        rows=len(result.documents),
+        rows=docs.num_rows,
         metadata={
-            **delta.as_metadata(),
-            "documents": len(result.documents),
-            "errors": len(result.errors),
-            "duplicates_skipped": result.duplicates,
-            "bytes": sum(d.n_bytes for d in result.documents),
-            "input_dir": str(folder),
-            "ingest_errors": Markdown(
-                md_table(errors, ["source_path", "row", "error_type", "reason"]) if errors else "No errors."
-            ),
+            "documents": docs.num_rows,
+            "text_units": sum(len(ids) for ids in unit_ids),
+            "documents_without_text_units": sum(1 for ids in unit_ids if not ids),
         },
         duration_s=clock.seconds(),
     )

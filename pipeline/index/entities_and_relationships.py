@@ -1,5 +1,6 @@
 """entities and relationships (one Dagster multi-asset): the extracted graph resolved into entities and
-relationships (`pipeline.ops.resolution`); text_units gain entity_ids and relationship_ids.
+relationships (`pipeline.ops.resolution`); the final `text_units` take their entity and relationship
+ids from these tables (`pipeline.index.text_units`).
 
 Returns one report per asset: `entities` carries the resolution step's LLM usage (descriptions),
 `relationships` none, so a sum over the run counts it once.
@@ -22,7 +23,6 @@ from pipeline.ops.graph_export import degree_summary
 from pipeline.ops.resolution import (
     ResolutionOptions,
     ResolutionStats,
-    link_text_units,
     lowercase_words,
     resolve_graph,
 )
@@ -39,19 +39,19 @@ class EntitiesSummary:
 
 
 def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> EntitiesSummary:
-    """extracted_graph -> entities + relationships; text_units gain entity_ids and relationship_ids."""
+    """extracted_graph -> entities + relationships."""
     started = time.monotonic()
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH))
-    text_units = store.read_table(schema.TEXT_UNITS)
     options = ResolutionOptions.from_settings(settings)
     # the corpus's lower-case words: read only for the opt-in common-word rule
-    lowercase = lowercase_words(text_units.column("text").to_pylist()) if options.drop_common_words else None
+    lowercase = (
+        lowercase_words(store.read_table(schema.BASE_TEXT_UNITS, ["text"]).column("text").to_pylist())
+        if options.drop_common_words
+        else None
+    )
     graph = resolve_graph(units, options, engine, lowercase)
     store.write_table(schema.ENTITIES, graph.entities)
     store.write_table(schema.RELATIONSHIPS, graph.relationships)
-    text_units = link_text_units(text_units, "entity_ids", graph.entities)
-    text_units = link_text_units(text_units, "relationship_ids", graph.relationships)
-    store.write_table(schema.TEXT_UNITS, text_units)
 
     ids = graph.entities.column("id").to_pylist()
     known = set(ids)

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema
-from pipeline.index.documents import ingest_options
+from pipeline.index.input_documents import ingest_options
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.dry_run import (
     COMPLETION_FRACTION,
@@ -198,10 +198,10 @@ def _text_units(
         units = mask_text_units(units, docs)  # what extraction is sent (extracted_graph rule 0)
         n = docs.num_rows
         return units, f"{n} document{'' if n == 1 else 's'} in {folder}, chunked as the run will"
-    if store.has_table(schema.TEXT_UNITS):
-        units = store.read_table(schema.TEXT_UNITS)
-        if store.has_table(schema.DOCUMENTS):
-            units = mask_text_units(units, store.read_table(schema.DOCUMENTS, ["id", "text"]))
+    if stored := store.first_table(schema.BASE_TEXT_UNITS, schema.TEXT_UNITS):
+        units = store.read_table(stored)
+        if docs_table := store.first_table(schema.INPUT_DOCUMENTS, schema.DOCUMENTS):
+            units = mask_text_units(units, store.read_table(docs_table, ["id", "text"]))
         return units, f"the namespace's stored text_units ({folder} is missing)"
     raise FileNotFoundError(f"no input folder {folder} and no stored text_units for {store.namespace!r}")
 

@@ -109,7 +109,7 @@ def _extract(
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
     identity = _identity(settings, engine, claims_engine)
     # Front matter (headings, captions, credits) is blank to the extractor (rule 0).
-    units = mask_text_units(units, store.read_table(schema.DOCUMENTS, ["id", "text"]))
+    units = mask_text_units(units, store.read_table(schema.INPUT_DOCUMENTS, ["id", "text"]))
     if not identity.reusable:
         run = _run(units, settings, engine, claims_engine, progress)
         table = to_table(run.units)
@@ -141,7 +141,7 @@ def index_extraction_shard(
     """One document shard's text units -> that shard's part of extracted_graph and failed_extractions
     (a worker's share of a namespace; `index_extracted_graph` merges the parts). The part is tagged
     with the engine's extraction config: a part made under another is not taken."""
-    units = shard_units(store.read_table(schema.TEXT_UNITS), shard, shards)
+    units = shard_units(store.read_table(schema.BASE_TEXT_UNITS), shard, shards)
     table, failures, summary = _extract(store, units, settings, engine, progress)
     config = _identity(settings, engine).config.encode()
     store.write_table(shard_table(schema.FAILED_EXTRACTIONS, shard, shards), failures)
@@ -183,7 +183,7 @@ def index_extracted_graph(
     the text units and configuration; every other unit is extracted here. Rows come out in text-unit
     order, so the tables are the same whatever the shard count and whoever extracted them."""
     started = time.monotonic()
-    units = store.read_table(schema.TEXT_UNITS)
+    units = store.read_table(schema.BASE_TEXT_UNITS)
     shards = int(getattr(settings, "shards", 1))
     identity = _identity(settings, engine, claims_engine)
     config = identity.config.encode()

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipeline.core import schema
 from pipeline.index import chunk_graph
 from pipeline.index.communities import graphml_path
@@ -76,6 +78,13 @@ def _warm_cache(ctx: IndexContext, converted: Converted) -> None:
     )
 
 
+def _unlinked(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    empty = pa.array([[]] * table.num_rows, type=pa.list_(pa.string()))
+    for column in columns:
+        table = table.set_column(table.schema.get_field_index(column), column, empty)
+    return table
+
+
 def import_graphrag(ctx: IndexContext, source: str | Path) -> ImportResult:
     """Rules 1-3."""
     settings, store = ctx.settings, ctx.store
@@ -91,9 +100,16 @@ def import_graphrag(ctx: IndexContext, source: str | Path) -> ImportResult:
     _warm_cache(ctx, converted)
     for name in WRITE_ORDER:
         store.write_table(name, converted.tables[name])
+    # what a later `pipeline index` of the namespace reads as the previous input (its delta) and as the
+    # units to extract; their back-links are the final tables'
+    t = converted.tables
+    store.write_table(schema.INPUT_DOCUMENTS, _unlinked(t[schema.DOCUMENTS], ("text_unit_ids",)))
+    store.write_table(
+        schema.BASE_TEXT_UNITS,
+        _unlinked(t[schema.TEXT_UNITS], ("entity_ids", "relationship_ids", "covariate_ids")),
+    )
     for name in STALE_TABLES:
         store.delete_file(f"{name}.parquet")
-    t = converted.tables
     index_text_units(store, t[schema.TEXT_UNITS], t[schema.DOCUMENTS], ctx.embedder)
     index_report_embeddings(
         store, ctx.embedder, entity_description_words=settings.entity_vector_description_words

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.index import (
+    base_text_units,
     chunk_graph,
     claims,
     communities,
@@ -21,6 +22,7 @@ from pipeline.index import (
     documents,
     entities_and_relationships,
     extracted_graph,
+    input_documents,
     report_embeddings,
     text_unit_embeddings,
     text_units,
@@ -58,13 +60,15 @@ def index_folder(
         if (lost := report.fatal_loss()) is not None:
             raise IndexRunError(lost)
 
-    record("documents", documents.run(ctx, input_dir))
-    record("text_units", text_units.run(ctx))
+    record("input_documents", input_documents.run(ctx, input_dir))
+    record("base_text_units", base_text_units.run(ctx))
+    record("documents", documents.run(ctx))
     record("text_unit_embeddings", text_unit_embeddings.run(ctx))
     record("extracted_graph", extracted_graph.run(ctx))
     for name, report in entities_and_relationships.run(ctx).items():
         record(name, report)
     record("claims", claims.run(ctx))
+    record("text_units", text_units.run(ctx))
     record("communities", communities.run(ctx))
     record("community_reports", community_reports.run(ctx))
     record("report_embeddings", report_embeddings.run(ctx))

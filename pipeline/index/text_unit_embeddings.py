@@ -144,8 +144,8 @@ def vector_ids(store: NamespaceStore, table: str = schema.LANCE_TEXT_UNITS) -> t
 def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
     store, cached = ctx.store, ctx.embedder
-    units = store.read_table(schema.TEXT_UNITS)
-    docs = store.read_table(schema.DOCUMENTS)
+    units = store.read_table(schema.BASE_TEXT_UNITS)
+    docs = store.read_table(schema.INPUT_DOCUMENTS)
     ctx.log(f"embedding {units.num_rows} text units with {cached.model_id}")
     stats = index_text_units(store, units, docs, cached, progress=ctx.progress("embedded new text units"))
     ids, bad_vectors = vector_ids(store)

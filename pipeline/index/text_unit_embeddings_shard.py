@@ -13,10 +13,10 @@ from pipeline.index.text_unit_embeddings import embed_text_units
 
 def run(ctx: IndexContext, shard: int, shards: int) -> StageReport:
     clock = Stopwatch()
-    units = shard_units(ctx.store.read_table(schema.TEXT_UNITS), shard, shards)
+    units = shard_units(ctx.store.read_table(schema.BASE_TEXT_UNITS), shard, shards)
     cached = ctx.embedder
     ctx.log(f"embedding {units.num_rows} text units of shard {shard}/{shards} of {ctx.namespace!r}")
-    docs = ctx.store.read_table(schema.DOCUMENTS, columns=["id", "title"])
+    docs = ctx.store.read_table(schema.INPUT_DOCUMENTS, columns=["id", "title"])
     stats = embed_text_units(units, docs, cached, progress=ctx.progress("embedded new text units"))
     return StageReport(
         rows=stats.rows,

@@ -1,52 +1,41 @@
-"""text_units: token-window chunks of each document with exact character offsets (GraphRAG text_units).
+"""text_units: GraphRAG's final text units table, the base text units with the ids of the entities,
+relationships and claims found in each (create_final_text_units).
 
-Rules, in order:
-0. Only a document's content is chunked: an e-book's header and licence (`pipeline.ops.boilerplate`)
-   stay in `documents` but reach no unit, hence no extraction, community or answer. Front matter inside
-   the content (title page, headings, contents, captions, credits, speaker tags) is chunked but blanked
-   for extraction. The run reports the characters each document lost to both.
-1. Each document is cut into windows of `chunk_size` tokens overlapping by `chunk_overlap`, counted
-   with the configured encoding; a unit keeps its document id and character offsets.
-2. A unit's id is a hash of (document id, offsets): an unchanged document keeps its unit ids, so
-   every later stage can reuse what it did for them.
-3. `documents` gains `text_unit_ids`.
+Rules:
+1. Every row of `base_text_units`, in its order, with `entity_ids`, `relationship_ids` and
+   `covariate_ids` filled by reverse map of those tables' text unit ids, each list sorted.
+2. This stage is the table's one writer: resolution and claims write their own tables, so the last
+   materialization of `text_units` is the step that last changed it.
 """
 
 from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.index.context import IndexContext
-from pipeline.index.report import Json, StageReport, Stopwatch
-from pipeline.ops.chunking import chunk_documents_table
-from pipeline.ops.incremental import unit_delta
+from pipeline.index.report import StageReport, Stopwatch
+from pipeline.ops.resolution import link_text_units
 
 
 def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
-    settings, store = ctx.settings, ctx.store
-    docs = store.read_table(schema.DOCUMENTS)
-    previous = store.read_table(schema.TEXT_UNITS, ["id"]) if store.has_table(schema.TEXT_UNITS) else None
-    units, docs, outside = chunk_documents_table(
-        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
+    store = ctx.store
+    units = store.read_table(schema.BASE_TEXT_UNITS)
+    links = (
+        ("entity_ids", schema.ENTITIES, "text_unit_ids"),
+        ("relationship_ids", schema.RELATIONSHIPS, "text_unit_ids"),
+        ("covariate_ids", schema.COVARIATES, "text_unit_id"),
     )
+    for column, table, unit_column in links:
+        units = link_text_units(units, column, store.read_table(table, ["id", unit_column]), unit_column)
     store.write_table(schema.TEXT_UNITS, units)
-    store.write_table(schema.DOCUMENTS, docs)  # documents gain text_unit_ids
-    n_tokens = units.column("n_tokens").to_pylist()
-    before = previous.column("id").to_pylist() if previous is not None else []
     return StageReport(
         rows=units.num_rows,
         metadata={
-            **unit_delta(before, units.column("id").to_pylist()),
             "text_units": units.num_rows,
-            "documents": docs.num_rows,
-            "tokens": sum(n_tokens),
-            "max_tokens": max(n_tokens, default=0),
-            "chunk_size": settings.chunk_size,
-            "chunk_overlap": settings.chunk_overlap,
-            "encoding": settings.encoding,
-            "boilerplate_chars": sum(outside.values()),
-            "documents_with_boilerplate": len(outside),
-            "boilerplate_chars_by_document": Json(outside),
+            **{
+                f"text_units_with_{column}": sum(1 for ids in units.column(column).to_pylist() if ids)
+                for column, _, _ in links
+            },
         },
         duration_s=clock.seconds(),
     )

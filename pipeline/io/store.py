@@ -141,6 +141,10 @@ class NamespaceStore:
     def has_table(self, table: str) -> bool:
         return self.has_file(f"{table}.parquet")
 
+    def first_table(self, *tables: str) -> str | None:
+        """The first of `tables` this namespace holds (a table, then the one an older index kept it in)."""
+        return next((t for t in tables if self.has_table(t)), None)
+
     def write_table(self, table: str, data: pa.Table) -> Location:
         """Write atomically: readers see the old file or the new one, never half of one.
 

@@ -28,6 +28,7 @@ from pipeline.engine.base import Engine, runner
 from pipeline.engine.summarize import Summary
 from pipeline.engine.task import Task, TaskContext
 from pipeline.ops.extraction.text import split_sentences
+from pipeline.settings.indexing import DescriptionSettings
 
 _INFORMATIVE_WORDS = (8, 50)
 
@@ -197,7 +198,7 @@ class DescriptionOptions:
     encoding: str = "o200k_base"
 
     @classmethod
-    def from_settings(cls, settings: Any) -> DescriptionOptions:
+    def from_settings(cls, settings: DescriptionSettings) -> DescriptionOptions:
         return cls(
             max_tokens=settings.description_max_tokens,
             max_input_tokens=settings.summarize_max_input_tokens,

@@ -56,6 +56,7 @@ from pipeline.ops.descriptions import (
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
 from pipeline.ops.relationships import merge_relationships, prune_relationships
+from pipeline.settings.indexing import ResolutionSettings
 
 log = logging.getLogger(__name__)
 _MARKERS = re.compile(r"\b(?:\d+|[ivxlc]+)\b")
@@ -113,7 +114,7 @@ class ResolutionOptions:
     descriptions: DescriptionOptions = DescriptionOptions()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ResolutionOptions:
+    def from_settings(cls, settings: ResolutionSettings) -> ResolutionOptions:
         return cls(
             fuzzy_threshold=settings.resolution_fuzzy_threshold,
             min_npmi=settings.offline_min_npmi,

@@ -1,8 +1,8 @@
-"""The indexing method's settings (`pipeline.runtime.stage_forms`): which stages ask the model, and the
-economies of the stages that do.
+"""The indexing method's settings (`pipeline.runtime.stage_forms`): which stages ask the model.
 
-A section of `Settings` (read as `PIPELINE_INDEX_METHOD`, `PIPELINE_INDEX_STAGE_METHODS`,
-`PIPELINE_EXTRACTION_PACK_TOKENS`, `PIPELINE_REPORT_MIN_ENTITIES`, like every other field).
+A section of `Settings` (read as `PIPELINE_INDEX_METHOD` and `PIPELINE_INDEX_STAGE_METHODS`, like every
+other field). The economies of the stages that ask it are in their own sections (`indexing.py`:
+`extraction_pack_tokens`, `report_min_entities`).
 """
 
 from __future__ import annotations
@@ -23,14 +23,4 @@ class IndexMethodSettings(BaseModel):
     index_stage_methods: dict[Literal["extraction", "claims", "descriptions", "reports"], IndexForm] = Field(
         default_factory=dict,
         description="Per-stage override of the method, e.g. {extraction: model, claims: nlp}",
-    )
-    extraction_pack_tokens: int = Field(
-        default=1200, ge=0, description="LLM extraction: text tokens packed into one request; 0 = one unit"
-    )
-    report_min_entities: int = Field(
-        default=10,
-        ge=0,
-        description="Model-written reports (standard, fast): a community without children and with fewer "
-        "entities and fewer claims than this (default: max_cluster_size's default, a leaf as large as "
-        "Leiden lets one grow) gets the extractive report (method 'extractive'); 0 = all",
     )

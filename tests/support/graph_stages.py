@@ -7,11 +7,13 @@ from pathlib import Path
 
 from pipeline.engine.offline import OfflineEngine
 from pipeline.index import (
+    base_text_units,
     claims,
     communities,
     documents,
     entities_and_relationships,
     extracted_graph,
+    input_documents,
     text_units,
 )
 from pipeline.index.context import IndexContext
@@ -20,11 +22,13 @@ from pipeline.settings import Settings
 
 def run_graph_stages(ctx: IndexContext, folder: Path) -> IndexContext:
     """Index `folder` into `ctx`'s namespace up to communities, with `ctx`'s engine (no embeddings)."""
-    documents.run(ctx, folder)
-    text_units.run(ctx)
+    input_documents.run(ctx, folder)
+    base_text_units.run(ctx)
+    documents.run(ctx)
     extracted_graph.run(ctx)
     entities_and_relationships.run(ctx)
     claims.run(ctx)
+    text_units.run(ctx)
     communities.run(ctx)
     return ctx
 

@@ -19,6 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from pipeline.settings.indexing import ExtractionSettings
+
 # The type of an entity whose type no rule or model could name. It means "unknown", not a type of its
 # own: resolution folds such mentions into the typed entity of the same name (see pipeline.ops.resolution).
 GENERIC_TYPE = "unknown"
@@ -83,7 +85,7 @@ class ExtractionOptions:
     pack_tokens: int = 1200  # text tokens packed into one request at most; 0: one unit per request
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ExtractionOptions:
+    def from_settings(cls, settings: ExtractionSettings) -> ExtractionOptions:
         return cls(
             entity_types=tuple(settings.entity_types),
             extract_claims=bool(settings.extract_claims),

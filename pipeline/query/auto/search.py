@@ -30,6 +30,7 @@ from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
+from pipeline.settings.query import QuerySettings
 
 # What a mode reads beyond the text units and graph that lazy search needs (rule 3).
 NEEDS: dict[str, tuple[str, str]] = {
@@ -49,7 +50,7 @@ class AutoSearchConfig:
     lazy: LazySearchConfig = field(default_factory=LazySearchConfig)
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> AutoSearchConfig:
+    def from_settings(cls, settings: QuerySettings, **overrides: Any) -> AutoSearchConfig:
         return cls(
             route=overrides.get("route"),
             basic=BasicSearchConfig.from_settings(settings),

@@ -32,6 +32,7 @@ from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.tasks import AnswerRequest, ContextRow, LocalContext
+from pipeline.settings.query import LocalSettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 HEADER = "-----Sources-----\nid|text"
@@ -56,7 +57,7 @@ class BasicSearchConfig:
             raise BasicSearchError(f"top_k must be a positive integer, got {self.top_k!r}")
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> BasicSearchConfig:
+    def from_settings(cls, settings: LocalSettings, **overrides: Any) -> BasicSearchConfig:
         configured = {"context_max_tokens": settings.local_context_max_tokens, "encoding": settings.encoding}
         return cls(**{**configured, **{k: v for k, v in overrides.items() if v is not None}})
 

@@ -34,6 +34,7 @@ from pipeline.query.local.context import prompt_tokens
 from pipeline.query.local.index import LocalIndex
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.query.local.tasks import ContextRow, LocalContext
+from pipeline.settings.query import DriftSettings
 
 CENTRAL_ENTITIES = 3  # per primer report: the follow-ups it can lead to
 
@@ -74,7 +75,7 @@ class DriftSearchConfig:
         return self.primer_folds + self.depth * self.breadth + 1
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> DriftSearchConfig:
+    def from_settings(cls, settings: DriftSettings, **overrides: Any) -> DriftSearchConfig:
         configured = {
             "primer_k": settings.drift_primer_k,
             "primer_folds": settings.drift_primer_folds,

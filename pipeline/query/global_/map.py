@@ -31,6 +31,7 @@ from pipeline.query.global_.tasks import (
     reduce_messages,
     skeleton_text,
 )
+from pipeline.settings.query import GlobalSettings
 
 SELECTIONS = ("auto", "dynamic", "static")
 PHASES = ("rate", "map", "reduce")
@@ -81,7 +82,7 @@ class GlobalSearchConfig:
                 raise GlobalContextError(f"{name} must be a positive integer, got {value!r}")
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> GlobalSearchConfig:
+    def from_settings(cls, settings: GlobalSettings, **overrides: Any) -> GlobalSearchConfig:
         """The reserves are the map and reduce answers' output limits (`llm_map_max_tokens`,
         `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take.
         An override of None keeps the default, as in the other modes' configs."""

@@ -10,7 +10,8 @@ relevance tests instead:
 4. from each relevant unit its sentences closest to the subquery that found it are extracted (the words
    they share with it, then their order: no model call, no embedding, so extraction costs nothing but
    CPU), the units ranked by their rating and then their rank, and packed within the answer budget as a
-   Sources table (`basic.search.build_basic_context`);
+   Sources table (`basic.search.build_basic_context`); what budget the relevant units leave is filled
+   with the best-ranked units no test reached (`fill_context`), never with one judged irrelevant;
 5. the answer is basic search's task over that table, citing `[Data: Sources (n)]`, which resolve to the
    units' documents and offsets.
 
@@ -42,6 +43,7 @@ from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.passage_index import load_passage_index
 from pipeline.query.local.tasks import AnswerRequest
+from pipeline.settings.query import LazySettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 _WORD = re.compile(r"[^\W_]+")
@@ -71,6 +73,10 @@ class LazySearchConfig:
     ranking_depth: int = 40
     context_max_tokens: int = 12_000  # the answer prompt, as basic and local search
     encoding: str = "o200k_base"
+    # The relevant units' sentences rarely fill the answer budget (offline about 33 units a question on
+    # MuSiQue-100, ~3k of 12k tokens); what is left goes to the best-ranked units no test got to, after
+    # every relevant one, marked untested. A unit a test judged irrelevant is never added.
+    fill_context: bool = True
 
     def __post_init__(self) -> None:
         for name in ("budget", "subqueries", "units_per_call", "max_irrelevant", "sentences_per_unit"):
@@ -79,6 +85,14 @@ class LazySearchConfig:
                 raise LazySearchError(f"{name} must be a positive integer, got {value!r}")
         if not 0 <= self.threshold <= 10:
             raise LazySearchError(f"threshold is 0-10, got {self.threshold!r}")
+
+    @property
+    def fill_depth(self) -> int:
+        """Units of the question's ranking the fill may take: enough to fill the answer budget with short
+        extracts (`sentences_per_unit` sentences of ~20 tokens). On MuSiQue-100 at 12,000 tokens (200
+        units) the contexts held 206 gold passages, as many as local search's; 191 with the fill taken
+        from the subqueries' 40 only, 188 without a fill."""
+        return max(self.ranking_depth, -(-self.context_max_tokens // (20 * self.sentences_per_unit)))
 
     @property
     def max_rate_calls(self) -> int:
@@ -90,7 +104,7 @@ class LazySearchConfig:
         return 1 + self.max_rate_calls + 1
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> LazySearchConfig:
+    def from_settings(cls, settings: LazySettings, **overrides: Any) -> LazySearchConfig:
         configured = {
             "budget": settings.lazy_budget,
             "subqueries": settings.lazy_subqueries,
@@ -112,7 +126,9 @@ class LazySearchResult:
     tests: list[dict[str, Any]] = field(default_factory=list)  # per subquery: tested, relevant, calls, ...
     units_tested: int = 0
     units_relevant: int = 0
-    sources: list[dict[str, Any]] = field(default_factory=list)  # the relevant units, best first
+    ratings: dict[str, float] = field(default_factory=dict)  # every unit tested -> its best rating
+    # the relevant units, best first, then the untested ones that filled the budget (rating None)
+    sources: list[dict[str, Any]] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
     unresolved_citations: list[str] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)
@@ -199,9 +215,19 @@ async def lazy_search_async(
             check,
         )
         _record_tests(result, probes, config)
+        for probe in probes:
+            for row, score in probe.tested.items():
+                unit_id = passages.unit_ids[row]
+                result.ratings[unit_id] = max(score, result.ratings.get(unit_id, score))
         chosen = _relevant_units(probes, rankings, config.threshold)
         if not chosen:
             return _finish(result, engine, started, calls, config, "no_results", _why_none(result))
+        if config.fill_context:
+            tested = {row for p in probes for row in p.tested}
+            # the question's own ranking, deeper than the tests went: the tests use most of the first 40
+            deeper = rank_units(store, passages, embedder, [question], config.fill_depth)
+            untested = _untested([*rankings, *deeper], tested)
+            chosen += [(row, (None, subquery, rank)) for row, (subquery, rank) in untested]
         sources = []
         for row, (score, subquery, rank) in chosen:
             unit = graph.text_units[passages.unit_ids[row]]
@@ -212,14 +238,15 @@ async def lazy_search_async(
                     "document_title": graph.document_titles.get(unit["document_id"]),
                     "start_char": unit["start_char"],
                     "end_char": unit["end_char"],
-                    "rating": round(score, 2),
+                    "rating": None if score is None else round(score, 2),  # None: untested, a fill
                     "subquery": subquery,
                     "rank": rank + 1,
                     "text": extract(unit["text"], subquery, config.sentences_per_unit),
                 }
             )
-        result.sources = sources
         context = build_basic_context(question, sources, config.context_max_tokens, config.encoding)
+        packed = {row.id - 1 for row in context.rows}
+        result.sources = [s for i, s in enumerate(sources) if s["rating"] is not None or i in packed]
         result.context, result.context_rows = describe_context(context)
         check()
         calls["answer_calls"] = 1
@@ -274,6 +301,18 @@ def _relevant_units(probes: list[Probe], rankings: list[Any], threshold: float) 
             if current is None or (-candidate[0], candidate[2]) < (-current[0], current[2]):
                 best[row] = candidate
     return sorted(best.items(), key=lambda kv: (-kv[1][0], kv[1][2], kv[0]))
+
+
+def _untested(rankings: list[Any], tested: set[int]) -> list[tuple[int, tuple[str, int]]]:
+    """The ranked units no test rated, each once: by their best rank over the subqueries, then the
+    subqueries' order (so the fill takes each subquery's next unit in turn)."""
+    best: dict[int, tuple[int, int, str]] = {}
+    for i, ranking in enumerate(rankings):
+        for row, rank in ranking.rank.items():
+            if row not in tested and (row not in best or (rank, i) < best[row][:2]):
+                best[row] = (rank, i, ranking.subquery)
+    order = sorted(best.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0]))
+    return [(row, (subquery, rank)) for row, (rank, _, subquery) in order]
 
 
 def _why_none(result: LazySearchResult) -> str:

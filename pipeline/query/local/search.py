@@ -47,6 +47,7 @@ from pipeline.query.local.tasks import (
     LocalContext,
     SelectRequest,
 )
+from pipeline.settings.query import LocalSettings
 
 
 class LocalSearchError(ValueError):
@@ -90,7 +91,7 @@ class LocalSearchConfig:
             raise LocalSearchError(f"community level must be a non-negative integer, got {level!r}")
 
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> LocalSearchConfig:
+    def from_settings(cls, settings: LocalSettings, **overrides: Any) -> LocalSearchConfig:
         """The configured budget and token encoding, with `overrides` (top_k, community_level, ...)."""
         configured = {
             "context_max_tokens": settings.local_context_max_tokens,

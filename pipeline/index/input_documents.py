@@ -1,0 +1,86 @@
+"""input_documents: read the namespace's input folder; id = sha256 of the text; bad files go to
+ingest_errors. The final `documents` table (with `text_unit_ids`) is `pipeline.index.documents`.
+
+Rules, in order:
+1. The folder is `input_dir` when given, else `<input_root>/<namespace>/`.
+2. Every readable document becomes a row; every bad file or row (binary, non-UTF-8, empty, huge, no
+   text column) becomes an `ingest_errors` row naming the file (and row) and why, and never stops
+   the rest.
+3. The delta against the previous `input_documents` table (`documents` for an index written before
+   the tables were split) (added / changed / removed / unchanged) is
+   reported, so a re-index says what it will redo.
+4. A folder whose every file or row was rejected fails the run with the errors listed (an empty folder
+   is not an error: it indexes nothing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.core import schema
+from pipeline.index.context import IndexContext
+from pipeline.index.report import Markdown, StageReport, Stopwatch, md_table
+from pipeline.ops.incremental import diff_documents
+from pipeline.ops.ingest import IngestOptions, documents_table, errors_table, read_documents
+
+MAX_ERRORS_LISTED = 20
+
+
+class NoDocumentsError(ValueError):
+    """The input folder is not empty but yielded no document: every file or row was rejected."""
+
+
+def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settings.Settings
+    return IngestOptions(
+        max_document_bytes=settings.max_document_bytes,
+        fallback_encodings=tuple(settings.fallback_encodings),
+        id_column=settings.id_column,
+        title_column=settings.title_column,
+        text_column=settings.text_column,
+    )
+
+
+def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
+    clock = Stopwatch()
+    folder = Path(input_dir) if input_dir else ctx.settings.input_root / ctx.namespace
+    ctx.log(f"reading documents for namespace {ctx.namespace!r} from {folder}")
+    result = read_documents(folder, ingest_options(ctx.settings))
+    for err in result.errors:
+        where = err.source_path + (f" row {err.row}" if err.row is not None else "")
+        ctx.log(f"skipped {where}: {err.error_type}: {err.reason}")
+    if not result.documents and result.errors:
+        # rule 4: files were there and none gave a document; an empty index would look like success
+        lines = [
+            f"{e.source_path}{f' row {e.row}' if e.row is not None else ''}: {e.error_type}: {e.reason}"
+            for e in result.errors[:MAX_ERRORS_LISTED]
+        ]
+        more = len(result.errors) - len(lines)
+        ctx.store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))  # for inspection
+        raise NoDocumentsError(
+            f"{folder} holds {len(result.errors)} input item(s) and none became a document:\n  "
+            + "\n  ".join(lines)
+            + (f"\n  ... and {more} more" if more > 0 else "")
+        )
+    store = ctx.store
+    docs = documents_table(result.documents)
+    before = store.first_table(schema.INPUT_DOCUMENTS, schema.DOCUMENTS)
+    previous = store.read_table(before, ["id", "source_path", "title"]) if before else None
+    delta = diff_documents(previous, docs)
+    store.write_table(schema.INPUT_DOCUMENTS, docs)
+    store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))
+    errors = [e.__dict__ for e in result.errors]
+    return StageReport(
+        rows=len(result.documents),
+        metadata={
+            **delta.as_metadata(),
+            "documents": len(result.documents),
+            "errors": len(result.errors),
+            "duplicates_skipped": result.duplicates,
+            "bytes": sum(d.n_bytes for d in result.documents),
+            "input_dir": str(folder),
+            "ingest_errors": Markdown(
+                md_table(errors, ["source_path", "row", "error_type", "reason"]) if errors else "No errors."
+            ),
+        },
+        duration_s=clock.seconds(),
+    )

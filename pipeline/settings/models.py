@@ -1,0 +1,108 @@
+"""The model sections of `Settings`: embeddings, the LLM client, and each task's output limit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class EmbeddingSettings(BaseModel):
+    """The embedder (pipeline.embeddings) and what the vector tables embed."""
+
+    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_model: str = Field(
+        default="all-MiniLM-L6-v2", description="Model name (openai provider) or label (local)"
+    )
+    embedding_base_url: str | None = None
+    embedding_api_key_env: str = "OPENAI_API_KEY"
+    embedding_batch_size: int = Field(default=64, ge=1)
+    embedding_device: str = "cpu"
+    entity_vector_description_words: int = Field(
+        default=0,
+        ge=0,
+        le=200,
+        description="Words of an entity's description embedded after its title (0: the title alone). "
+        "More lets entity vector search find an entity by what it is, at the cost of embedding longer "
+        "texts (on MuSiQue's 10,800 entities: 22 s as titles, 64 s with 12 words, 130 s with 40)",
+    )
+    graphrag_export: bool = Field(
+        default=False,
+        description="Also write LanceDB tables under Microsoft GraphRAG's default names "
+        "(entity_description, community_full_content, text_unit_text) with the texts it embeds, so its "
+        "query engine reads the index unchanged; costs embedding those texts once (cached)",
+    )
+    embedding_quantize: Literal["none", "int8"] = Field(
+        default="none",
+        description="local provider: 'int8' runs MiniLM's linear layers as int8 (torch dynamic "
+        "quantization, made at load from the shipped weights): faster on CPU, slightly different "
+        "vectors, its own cache entries",
+    )
+    # openai embedding provider: same shape as the llm_* knobs, plus token budgets (tiktoken counts)
+    embedding_concurrency: int = Field(default=4, ge=1)
+    embedding_timeout_s: float = Field(default=60.0, gt=0)
+    embedding_max_retries: int = Field(default=4, ge=0)
+    embedding_max_input_tokens: int = Field(default=8191, ge=16, description="Longer texts are split")
+    embedding_batch_tokens: int = Field(default=100_000, ge=16, description="Tokens per request at most")
+
+
+class LLMSettings(BaseModel):
+    """The LLM client (pipeline.llm): server, streaming, retries, JSON mode, prices, budget."""
+
+    llm_provider: Literal["offline", "openai"] = "offline"
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    # unset concurrency: 8 for OpenAI's API, 1 for any other base URL (a local server's capacity)
+    llm_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="A whole (unstreamed) reply, an embedding")
+    llm_stream: bool = Field(default=True, description="Stream chat replies (pipeline.llm.stream)")
+    llm_first_token_timeout_s: float = Field(
+        default=300.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
+    )
+    llm_idle_timeout_s: float = Field(default=30.0, gt=0, description="Streamed reply: longest gap in it")
+    llm_max_retries: int = Field(default=4, ge=0)
+    llm_temperature: float = 0.0
+    llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
+    llm_max_output_tokens: int = Field(
+        default=16_384, ge=1, description="The most a retry of a cut-off reply may ask for"
+    )
+    llm_json_mode: Literal["auto", "json_schema", "json_object"] = Field(
+        default="auto", description="auto: json_schema, falling back to json_object if the server rejects it"
+    )
+    llm_prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="USD per 1M tokens (prompt, completion) by model, merged over pipeline.llm.usage's table",
+    )
+    llm_max_failed_share: float = Field(
+        default=0.5,
+        ge=0,
+        lt=1,
+        description="An LLM stage (extraction, community reports) that loses more than this share of its "
+        "units, or all of them, fails its step after writing what it has; a smaller loss is a warning",
+    )
+    llm_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="A run stops sending LLM requests once its spend reaches this (pipeline.llm.budget); "
+        "cached answers stay free, so the next run resumes. Unset = no limit",
+    )
+
+
+class OutputLimitSettings(BaseModel):
+    """Each task's output limit (pipeline.engine.llm.OutputLimits)."""
+
+    # Output limits per task, sent as max_tokens. A reply cut off at its limit is asked again once with
+    # twice the limit (at most llm_max_output_tokens), then fails: it is never used or cached.
+    llm_extraction_max_tokens: int = Field(
+        default=4000, ge=1, description="Entities, relationships and claims of one text unit"
+    )
+    llm_report_max_tokens: int = Field(default=4000, ge=1, description="A community report")
+    llm_description_max_tokens: int = Field(default=1000, ge=1, description="A merged description")
+    llm_map_max_tokens: int = Field(
+        default=512, ge=1, description="A global map answer (also the map batches' output reserve)"
+    )
+    llm_reduce_max_tokens: int = Field(
+        default=1024, ge=1, description="The global reduce answer (also its output reserve)"
+    )
+    llm_local_answer_max_tokens: int = Field(default=2000, ge=1, description="A local search answer")
