@@ -56,7 +56,7 @@ demo: install dagster-home
 	@echo; echo "== global question (map-reduce over community reports) =="
 	@$(VENV)/bin/pipeline query global --namespace $(DEMO_NAMESPACE) "What are the main themes of the story?"
 	@echo; echo "== local question (entities, graph, evidence cited to document offsets) =="
-	@$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) --show-evidence 3 "How is Scrooge related to Bob Cratchit?"
+	@$(VENV)/bin/pipeline query local --namespace $(DEMO_NAMESPACE) --show-evidence 2 "How is Scrooge related to Bob Cratchit?"
 	@echo; echo "== DRIFT question (primer over reports, follow-up local searches, reduce) =="
 	@$(VENV)/bin/pipeline query drift --namespace $(DEMO_NAMESPACE) "What happens at Fezziwig's party?"
 	@echo; echo "== basic question (vector RAG baseline: nearest passages, cited) =="

@@ -50,17 +50,19 @@ def cmd_index_all(launch: ModuleType) -> int:
 
 def cmd_index_estimate(args: argparse.Namespace) -> int:
     """What the index run would send to the model, counted without sending it (no Dagster)."""
-    from pipeline.index.estimate import estimate_index
+    from pipeline.index.estimate import estimate_methods
 
     if args.all_namespaces:
         print("error: --estimate takes one --namespace", file=sys.stderr)
         return 2
-    estimate = estimate_index(args.namespace, load_settings(), args.input)
+    estimate = estimate_methods(args.namespace, load_settings(), args.input)
     print(json.dumps(estimate.to_dict(), indent=2) if args.json else estimate.render())
     return 0
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.method:  # the flag is the setting: every step of the run (and the estimate) reads it
+        os.environ["PIPELINE_INDEX_METHOD"] = args.method
     if args.estimate:
         return cmd_index_estimate(args)
     from assets import launch  # dagster loads only for this command
@@ -251,6 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the LLM calls, tokens and cost the run would have, per stage, without calling the "
         "model (cached calls cost nothing); nothing is indexed",
+    )
+    p.add_argument(
+        "--method",
+        choices=("standard", "fast", "nlp"),
+        help="standard: the model extracts, describes and reports; fast: the NLP graph and model "
+        "reports; nlp: no model (default: PIPELINE_INDEX_METHOD, else nlp, or standard with the "
+        "openai provider)",
     )
     p.add_argument(
         "--json",

@@ -28,6 +28,7 @@ class PipelineSettingsResource(ConfigurableResource):
     chunk_overlap: int | None = None
     encoding: str | None = None
     max_document_bytes: int | None = None
+    index_method: str | None = None  # standard | fast | nlp (pipeline.runtime.stage_forms)
 
     def get_settings(self) -> Settings:
         return load_settings(**self.model_dump())

@@ -149,6 +149,51 @@ def make_engine(
     return OfflineEngine(usage=usage)
 
 
+# ---- indexing methods: the engine of each stage ------------------------------------------------------
+INDEX_STAGES = ("extraction", "claims", "descriptions", "reports")
+# What each method asks the model for (every other stage is done by the NLP extractor / offline forms).
+# fast is Microsoft GraphRAG's `--method fast`: the graph without the model, reports written by it.
+METHOD_FORMS: dict[str, dict[str, str]] = {
+    "standard": dict.fromkeys(INDEX_STAGES, "model"),
+    "fast": {**dict.fromkeys(INDEX_STAGES, "nlp"), "reports": "model"},
+    "nlp": dict.fromkeys(INDEX_STAGES, "nlp"),
+}
+
+
+def index_method(settings: Settings) -> str:
+    """The configured method; unset, `standard` with the openai provider (the model was asked for), else nlp."""
+    if settings.index_method is not None:
+        return settings.index_method
+    return "standard" if settings.llm_provider == "openai" else "nlp"
+
+
+def stage_forms(settings: Settings) -> dict[str, str]:
+    """stage -> "model" | "nlp": the method's forms with `index_stage_methods` over them."""
+    return {**METHOD_FORMS[index_method(settings)], **settings.index_stage_methods}
+
+
+def make_stage_engines(
+    settings: Settings,
+    usage: Usage | None = None,
+    *,
+    spent_usd: float = 0.0,
+    dry_run: CallLedger | None = None,
+) -> dict[str, Engine]:
+    """stage -> its engine, the one place a stage's engine is chosen: the LLM engine where its form is
+    "model" (one client shared by those stages: one cache, budget and usage), else the offline engine
+    (the NLP extractor and the offline forms), sharing the usage counter."""
+    usage = usage if usage is not None else Usage()
+    forms = stage_forms(settings)
+    offline = OfflineEngine(usage=usage)
+    model: Engine | None = None
+    if "model" in forms.values():
+        client = make_llm_client(settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run)
+        model = LLMEngine(client, OutputLimits.from_settings(settings))
+    return {
+        stage: model if form == "model" and model is not None else offline for stage, form in forms.items()
+    }
+
+
 # ---- embedders -------------------------------------------------------------------------------------
 _models: dict[tuple[object, ...], Embedder] = {}
 _models_lock = threading.Lock()

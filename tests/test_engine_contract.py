@@ -51,6 +51,7 @@ def test_every_task_of_the_pipeline_has_both_forms_taking_request_and_context():
     assert set(tasks) >= {
         "summarize",
         "extract_unit",
+        "extract_units",
         "summarize_descriptions",
         "community_report",
         "map_answer",

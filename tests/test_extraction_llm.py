@@ -78,6 +78,7 @@ def _settings(tmp_path: Path, base_url: str, **overrides) -> Settings:
         llm_timeout_s=180,
         llm_first_token_timeout_s=600,  # a busy machine reads the extraction prompt slowly
         llm_json_mode="json_object",
+        extraction_pack_tokens=0,  # one unit per request (packing: test_extraction_packed)
         **overrides,
     )
 
@@ -277,7 +278,8 @@ def test_llm_summaries_only_for_two_or_more_descriptions_and_iterative_when_long
         _unit("u5", "Marley", "Dead as a door-nail."),  # same description twice: no call
     ]
     with FaultProxy(None, canned_content='{"summary": "canned summary"}') as proxy:
-        settings = _settings(tmp_path, proxy.base_url, summarize_max_input_tokens=300)
+        # 50 words asked: the three long descriptions together are longer, so they are summarized
+        settings = _settings(tmp_path, proxy.base_url, summarize_max_input_tokens=300, summarize_max_words=50)
         graph = resolve_graph(units, ResolutionOptions.from_settings(settings), make_engine(settings))
     rows = {e["title"]: e for e in graph.entities.to_pylist()}
     assert rows["Scrooge"]["description"] == "canned summary"
@@ -289,9 +291,11 @@ def test_llm_summaries_only_for_two_or_more_descriptions_and_iterative_when_long
 
 
 def test_a_failed_summary_falls_back_to_the_offline_one(tmp_path: Path):
-    units = [_unit("u1", "Fred", "Fred is the nephew."), _unit("u2", "Fred", "Fred laughs a lot.")]
+    laughs = "Fred laughs a lot, often and long."
+    units = [_unit("u1", "Fred", "Fred is the nephew."), _unit("u2", "Fred", laughs)]
     with FaultProxy(None, canned_content="no JSON here") as proxy:
-        settings = _settings(tmp_path, proxy.base_url)
+        # 11 words together: longer than the 10 asked for, so the model is asked (and fails)
+        settings = _settings(tmp_path, proxy.base_url, summarize_max_words=10)
         graph = resolve_graph(units, ResolutionOptions.from_settings(settings), make_engine(settings))
     assert graph.stats.summaries.llm_failures == 1
-    assert graph.entities.to_pylist()[0]["description"] == "Fred is the nephew. Fred laughs a lot."
+    assert graph.entities.to_pylist()[0]["description"] == f"Fred is the nephew. {laughs}"

@@ -266,6 +266,9 @@ def llm_runs(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
         "PIPELINE_CHUNK_SIZE": "24",
         "PIPELINE_CHUNK_OVERLAP": "0",
         "PIPELINE_LLM_PROVIDER": "openai",
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",
+        "PIPELINE_SUMMARIZE_MAX_WORDS": "10",  # shorter than Marie Curie's descriptions together: a call
         "PIPELINE_LLM_MODEL": "scripted",
         "PIPELINE_LLM_MAX_RETRIES": "0",
     }

@@ -64,6 +64,8 @@ def _llm_env(storage: Path, base_url: str, concurrency: int = 4) -> dict[str, st
         "PIPELINE_LLM_CONCURRENCY": str(concurrency),
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",  # ... each unit alone (packing: test_extraction_packed)
         # a request the proxy holds must not time out meanwhile, however slow the machine
         "PIPELINE_LLM_TIMEOUT_S": "600",
     }

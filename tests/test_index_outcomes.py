@@ -46,6 +46,7 @@ def _env(tmp_path: Path, base_url: str) -> dict[str, str]:
         PIPELINE_LLM_JSON_MODE="json_object",
         PIPELINE_LLM_MAX_RETRIES="0",
         PIPELINE_EXTRACTION_MAX_GLEANINGS="0",
+        PIPELINE_EXTRACTION_PACK_TOKENS="0",  # one request per unit: the counts below are per unit
     )
     return env
 

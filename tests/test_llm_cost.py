@@ -71,6 +71,8 @@ def _env(storage: Path, base_url: str, **more: str) -> dict[str, str]:
         "PIPELINE_LLM_JSON_MODE": "json_object",
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_LLM_TIMEOUT_S": "600",
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",  # one unit per request (packing: bench_index_methods)
         **more,
     }
 
@@ -109,7 +111,13 @@ def test_estimate_sends_nothing_and_the_cli_prints_it_as_json(estimated_run):
     assert estimated_run["cli_code"] == 0
     assert estimated_run["sent_by_estimate"] == 0
     before = estimated_run["before"].to_dict()
-    assert estimated_run["cli_json"] == before
+    printed = dict(estimated_run["cli_json"])
+    methods = printed.pop("methods")  # the three methods side by side, the configured one's in full
+    assert printed == before
+    assert set(methods) == {"standard", "fast", "nlp"}
+    assert methods["standard"]["calls"] == before["total"]["calls"]  # the provider's default: standard
+    assert methods["nlp"]["calls"] == 0
+    assert 0 < methods["fast"]["calls"] < methods["standard"]["calls"]
     assert set(before["stages"]) == {"extraction", "descriptions", "reports"}
     assert before["total"]["calls"] > 0 and before["total"]["cost_usd"] > 0
     assert before["stages"]["extraction"]["basis"] == "estimated"  # nothing cached: gleaning prompts guessed

@@ -97,6 +97,8 @@ def _llm_env(base_url: str) -> dict[str, str]:
         "PIPELINE_LLM_MODEL": "canned-reporter",
         "PIPELINE_LLM_JSON_MODE": "json_object",
         "PIPELINE_LLM_CONCURRENCY": "1",
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",  # one request per unit, a report for every community
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",
     }
 
 

@@ -78,6 +78,8 @@ def _llm_env(base_url: str) -> dict[str, str]:
         "PIPELINE_LLM_CONCURRENCY": str(LLM_CONCURRENCY),
         "PIPELINE_LLM_MAX_RETRIES": "0",
         "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",  # ... each unit alone (packing: test_extraction_packed)
         # a request the proxy holds must not time out meanwhile, however slow the machine
         "PIPELINE_LLM_TIMEOUT_S": "600",
         "HF_HUB_OFFLINE": "1",

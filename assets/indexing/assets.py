@@ -47,7 +47,7 @@ def input_documents(
     context: AssetExecutionContext, config: DocumentsConfig, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
-    return materialize(input_documents_runner.run(ctx, config.input_dir))
+    return materialize(input_documents_runner.run(ctx, config.input_dir), ctx=ctx)
 
 
 @asset(
@@ -60,7 +60,8 @@ def input_documents(
 def base_text_units(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(base_text_units_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(base_text_units_runner.run(ctx), ctx=ctx)
 
 
 @asset(
@@ -73,7 +74,8 @@ def base_text_units(
 def documents(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(documents_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(documents_runner.run(ctx), ctx=ctx)
 
 
 @asset(
@@ -91,7 +93,7 @@ def text_unit_embeddings(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource, embedder: EmbedderResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings, embedder)
-    return materialize(text_unit_embeddings_runner.run(ctx))
+    return materialize(text_unit_embeddings_runner.run(ctx), ctx=ctx)
 
 
 indexing_assets = [input_documents, base_text_units, documents, text_unit_embeddings]

@@ -50,4 +50,6 @@ def chunk_graph(
         nprobes=config.nprobes,
     )
     ctx = index_context(context, pipeline_settings, embedder)
-    return materialize(chunk_graph_runner.run(ctx, options, threshold=config.threshold, force=config.force))
+    return materialize(
+        chunk_graph_runner.run(ctx, options, threshold=config.threshold, force=config.force), ctx=ctx
+    )

@@ -43,7 +43,8 @@ RELATIONSHIPS = AssetKey("relationships")
 def extracted_graph(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(extracted_graph_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(extracted_graph_runner.run(ctx), ctx=ctx)
 
 
 @multi_asset(
@@ -74,9 +75,10 @@ def extracted_graph(
 def entities_and_relationships(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> Iterator[MaterializeResult]:
-    reports = entities_runner.run(index_context(context, pipeline_settings))
-    yield materialize(reports["entities"], ENTITIES)
-    yield materialize(reports["relationships"], RELATIONSHIPS)
+    ctx = index_context(context, pipeline_settings)
+    reports = entities_runner.run(ctx)
+    yield materialize(reports["entities"], ENTITIES, ctx=ctx)
+    yield materialize(reports["relationships"], RELATIONSHIPS, ctx=ctx)
 
 
 @asset(
@@ -87,7 +89,8 @@ def entities_and_relationships(
     kinds={"parquet"},
 )
 def claims(context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource) -> MaterializeResult:
-    return materialize(claims_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(claims_runner.run(ctx), ctx=ctx)
 
 
 @asset(
@@ -122,7 +125,8 @@ def text_units(
 def communities(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(communities_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(communities_runner.run(ctx), ctx=ctx)
 
 
 graph_assets = [extracted_graph, entities_and_relationships, claims, text_units, communities]

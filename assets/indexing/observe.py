@@ -52,7 +52,7 @@ def index_context(
     return IndexContext.build(
         namespace or context.partition_key,
         settings,
-        engine=step_engine(context, settings),
+        spent_usd=run_llm_spend(context) if settings.llm_budget_usd is not None else 0.0,
         embedder=embedder.get_embedder() if embedder is not None else None,
         log=context.log.info,
         on_progress=progress.stage_advanced,
@@ -127,18 +127,22 @@ def table_metadata(asset: str | None, report: StageReport) -> dict[str, Any]:
     return out
 
 
-def materialize(report: StageReport, asset_key: AssetKey | None = None) -> MaterializeResult:
+def materialize(
+    report: StageReport, asset_key: AssetKey | None = None, *, ctx: IndexContext | None = None
+) -> MaterializeResult:
+    """The step's materialization; a Failure (after the runner wrote its tables) when an LLM stage lost
+    all or too many of its units (`pipeline.index.report.Loss`). `ctx` adds the indexing method every
+    asset shows."""
     asset = asset_key.to_user_string() if asset_key else progress.current_stage()
     progress.asset_materialized(asset, report.all_metadata())
-    """The step's materialization; a Failure (after the runner wrote its tables) when an LLM stage lost
-    all or too many of its units (`pipeline.index.report.Loss`)."""
+    method = ctx.method_metadata() if ctx is not None else {}
     if (lost := report.fatal_loss()) is not None:
         metadata = {k: _value(v) for k, v in report.all_metadata().items()}
         raise Failure(description=lost, metadata=metadata, allow_retries=False)
     return MaterializeResult(
         asset_key=asset_key,
         metadata={
-            **{k: _value(v) for k, v in report.all_metadata().items()},
+            **{k: _value(v) for k, v in {**report.all_metadata(), **method}.items()},
             **table_metadata(asset, report),
         },
         check_results=[

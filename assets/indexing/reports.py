@@ -29,7 +29,8 @@ from pipeline.index import report_embeddings as report_embeddings_runner
 def community_reports(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
-    return materialize(community_reports_runner.run(index_context(context, pipeline_settings)))
+    ctx = index_context(context, pipeline_settings)
+    return materialize(community_reports_runner.run(ctx), ctx=ctx)
 
 
 @asset(
@@ -48,7 +49,7 @@ def report_embeddings(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource, embedder: EmbedderResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings, embedder)
-    return materialize(report_embeddings_runner.run(ctx))
+    return materialize(report_embeddings_runner.run(ctx), ctx=ctx)
 
 
 report_assets = [community_reports, report_embeddings]

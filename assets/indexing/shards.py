@@ -33,7 +33,7 @@ def text_unit_embeddings_shard(
 ) -> MaterializeResult:
     namespace, shard = _keys(context)
     ctx = index_context(context, pipeline_settings, embedder, namespace=namespace)
-    return materialize(text_unit_embeddings_shard_runner.run(ctx, shard, SHARD_COUNT))
+    return materialize(text_unit_embeddings_shard_runner.run(ctx, shard, SHARD_COUNT), ctx=ctx)
 
 
 @asset(
@@ -49,7 +49,7 @@ def extracted_graph_shard(
 ) -> MaterializeResult:
     namespace, shard = _keys(context)
     ctx = index_context(context, pipeline_settings, namespace=namespace)
-    return materialize(extracted_graph_shard_runner.run(ctx, shard, SHARD_COUNT))
+    return materialize(extracted_graph_shard_runner.run(ctx, shard, SHARD_COUNT), ctx=ctx)
 
 
 shard_assets = [text_unit_embeddings_shard, extracted_graph_shard]

@@ -18,10 +18,15 @@ from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, fa
 
 
 def index_community_reports(
-    store: NamespaceStore, settings: Any, engine: Engine, progress: ProgressFn | None = None
+    store: NamespaceStore,
+    settings: Any,
+    engine: Engine,
+    progress: ProgressFn | None = None,
+    min_entities: int = 0,
 ) -> ReportsRun:
     """communities + entities + relationships + covariates (+ the previous reports) -> community_reports
-    and failed_reports."""
+    and failed_reports. `min_entities`: see `build_reports` (the method's model reports pass
+    `report_min_entities`; the extractive reports of the nlp method need no threshold)."""
     previous = (
         store.read_table(schema.COMMUNITY_REPORTS) if store.has_table(schema.COMMUNITY_REPORTS) else None
     )
@@ -37,6 +42,8 @@ def index_community_reports(
         encoding=settings.encoding,
         previous=previous,
         progress=progress,
+        min_entities=min_entities,
+        min_claims=min_entities,  # the same bar: a community with as many claims has enough to report
     )
     store.write_table(schema.COMMUNITY_REPORTS, run.reports)
     store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
@@ -45,7 +52,7 @@ def index_community_reports(
 
 def run(ctx: IndexContext) -> StageReport:
     clock = Stopwatch()
-    settings, store, engine = ctx.settings, ctx.store, ctx.engine
+    settings, store, engine = ctx.settings, ctx.store, ctx.engine_for("reports")
 
     by_level: dict[int, Callable[[int, int], None]] = {}
 
@@ -54,7 +61,8 @@ def run(ctx: IndexContext) -> StageReport:
             by_level[level] = ctx.progress(f"level {level} reports written")
         by_level[level](done, total)
 
-    result = index_community_reports(store, settings, engine, progress=progress)
+    threshold = settings.report_min_entities if ctx.forms.get("reports") == "model" else 0
+    result = index_community_reports(store, settings, engine, progress=progress, min_entities=threshold)
     for f in result.failures[:20]:
         ctx.log(f"community {f.community} (level {f.level}): {f.error_type}: {f.reason}")
     reports = result.reports.select(["community", "level", "size", "rank", "title"]).to_pylist()
@@ -68,6 +76,7 @@ def run(ctx: IndexContext) -> StageReport:
         metadata={
             "reports": result.reports.num_rows,
             "generated": result.generated,
+            "extractive_small_communities": sum(s.get("extractive", 0) for s in result.per_level.values()),
             "reused": result.reused,
             "failed": len(result.failures),
             "from_sub_reports": result.substituted,

@@ -69,11 +69,11 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
 
 
 def run(ctx: IndexContext) -> dict[str, StageReport]:
-    summary = index_entities(ctx.store, ctx.settings, ctx.engine)
+    summary = index_entities(ctx.store, ctx.settings, ctx.engine_for("descriptions"))
     s = summary.stats
     entities = StageReport(
         rows=s.entities,
-        usage=ctx.engine.usage,
+        usage=ctx.engine_for("descriptions").usage,
         metadata={
             "entities": s.entities,
             "entity_mentions": s.entity_mentions,

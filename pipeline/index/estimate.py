@@ -41,7 +41,7 @@ from pipeline.llm.dry_run import (
     CallLedger,
     Tally,
 )
-from pipeline.llm.transport import endpoint_label
+from pipeline.llm.transport import default_concurrency, endpoint_label
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
 from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.chunking import chunk_documents_table
@@ -55,6 +55,16 @@ from pipeline.ops.resolution import ResolutionOptions, resolve_graph
 from pipeline.settings import Settings
 
 STAGES = ("extraction", "descriptions", "reports")
+METHODS = ("standard", "fast", "nlp")
+# Minutes: a call takes CALL_LATENCY_S before its first token and then writes OUTPUT_TOKENS_PER_S (about
+# what gpt-4o-mini's API gives; a local server is slower, a bigger model too), llm_concurrency at once.
+CALL_LATENCY_S = 0.8
+OUTPUT_TOKENS_PER_S = 70.0
+
+
+def minutes_at(t: Tally, concurrency: int) -> float:
+    seconds = t.calls * CALL_LATENCY_S + t.completion_tokens / OUTPUT_TOKENS_PER_S
+    return seconds / max(concurrency, 1) / 60
 
 
 @dataclass
@@ -70,7 +80,9 @@ class IndexEstimate:
     namespace: str
     model: str
     endpoint: str
-    engine: str  # the configured engine: "offline" sends nothing whatever this says
+    engine: str  # the configured provider
+    method: str  # the indexing method the figures are for (standard | fast | nlp)
+    concurrency: int  # llm_concurrency: calls in flight, for the minutes
     text_units: int
     text_units_source: str
     prices: tuple[float, float] | None  # USD per 1M (prompt, completion) tokens; None: not in the table
@@ -91,9 +103,14 @@ class IndexEstimate:
             estimate_cost(self.model, t.prompt_tokens, t.completion_tokens_max, prices),
         )
 
+    def minutes(self, t: Tally) -> float:
+        """Wall minutes of the calls at the configured concurrency (see CALL_SECONDS)."""
+        return minutes_at(t, self.concurrency)
+
     def _figures(self, t: Tally) -> dict[str, Any]:
         expected, upper = self.cost(t)
         return {
+            "minutes": round(self.minutes(t), 2),
             "calls": t.calls,
             "cached": t.cached,
             "calls_by_task": dict(sorted(t.by_task.items())),
@@ -111,6 +128,7 @@ class IndexEstimate:
             "model": self.model,
             "endpoint": self.endpoint,
             "engine": self.engine,
+            "method": self.method,
             "text_units": self.text_units,
             "text_units_source": self.text_units_source,
             "prices_usd_per_million_tokens": (
@@ -137,7 +155,8 @@ class IndexEstimate:
             else "no price configured (cost 0)"
         )
         lines = [
-            f"Estimate for namespace {self.namespace!r}: model {self.model} at {self.endpoint}, {price}",
+            f"Estimate for namespace {self.namespace!r}, method {self.method}: model {self.model} at "
+            f"{self.endpoint}, {price}",
             f"{self.text_units} text units ({self.text_units_source}); nothing was sent to the model",
             "",
             f"{'stage':<13}{'calls':>7}{'cached':>8}{'prompt tok':>12}{'completion tok':>20}"
@@ -187,14 +206,26 @@ def _text_units(
     raise FileNotFoundError(f"no input folder {folder} and no stored text_units for {store.namespace!r}")
 
 
-def estimate_index(namespace: str, settings: Settings, input_dir: str | Path | None = None) -> IndexEstimate:
+def estimate_index(
+    namespace: str,
+    settings: Settings,
+    input_dir: str | Path | None = None,
+    units: tuple[pa.Table, str] | None = None,
+) -> IndexEstimate:
     """What indexing `namespace` would ask of the model, by the rules in the module docstring."""
-    from pipeline.runtime import make_engine  # the composition root builds the engines
+    from pipeline.runtime import (  # the composition root
+        index_method,
+        make_engine,
+        make_stage_engines,
+        stage_forms,
+    )
 
     store = NamespaceStore.from_settings(settings, namespace)
-    units, source = _text_units(store, settings, input_dir)
+    units, source = _text_units(store, settings, input_dir) if units is None else units
     ledger = CallLedger(settings.encoding)
-    engine = make_engine(settings, dry_run=ledger)
+    # each stage on its method's engine: an NLP stage's engine sends nothing, so it counts no call
+    engines = make_stage_engines(settings, dry_run=ledger)
+    engine = engines["extraction"]
     options = ExtractionOptions.from_settings(settings)
     prices = {**DEFAULT_PRICES, **settings.llm_prices}
     out = IndexEstimate(
@@ -202,6 +233,8 @@ def estimate_index(namespace: str, settings: Settings, input_dir: str | Path | N
         model=settings.llm_model,
         endpoint=endpoint_label(settings.llm_base_url),
         engine=settings.llm_provider,
+        method=index_method(settings),
+        concurrency=settings.llm_concurrency or default_concurrency(settings.llm_base_url),
         text_units=units.num_rows,
         text_units_source=source,
         prices=tuple(prices[settings.llm_model]) if settings.llm_model in prices else None,
@@ -222,7 +255,7 @@ def estimate_index(namespace: str, settings: Settings, input_dir: str | Path | N
         stand_in = extract_graph(units, options, offline).units
         records = [dataclasses.replace(u, method="llm") for u in stand_in]
     with ledger.stage("descriptions") as descriptions:
-        graph = resolve_graph(records, ResolutionOptions.from_settings(settings), engine)
+        graph = resolve_graph(records, ResolutionOptions.from_settings(settings), engines["descriptions"])
     stand_in_note = "the offline rules' graph of these text units stands in for the model's"
     out.stages.append(
         StageEstimate(
@@ -252,17 +285,21 @@ def estimate_index(namespace: str, settings: Settings, input_dir: str | Path | N
     previous = None
     if descriptions_known and store.has_table(schema.COMMUNITY_REPORTS):
         previous = store.read_table(schema.COMMUNITY_REPORTS)
+    forms = stage_forms(settings)
+    threshold = settings.report_min_entities if forms["reports"] == "model" else 0
     with ledger.stage("reports") as reports:
         build_reports(
             communities,
             graph.entities,
             graph.relationships,
             covariates,
-            engine,
+            engines["reports"],
             budget=settings.report_max_input_tokens,
             max_words=settings.report_max_words,
             encoding=settings.encoding,
             previous=previous,
+            min_entities=threshold,
+            min_claims=threshold,
         )
     if descriptions_known:
         basis, note = (
@@ -282,11 +319,7 @@ def estimate_index(namespace: str, settings: Settings, input_dir: str | Path | N
     invalid = sum(s.tally.invalid_synthetic for s in out.stages)
     if invalid:
         out.notes.append(f"{invalid} synthetic replies did not validate: those stages' figures are off")
-    if settings.llm_provider != "openai":
-        out.notes.append(
-            "the configured engine is offline (PIPELINE_LLM_PROVIDER): this run would call no model; the "
-            "figures are for the LLM engine"
-        )
+
     if out.prices is None:
         out.notes.append(f"no price for {settings.llm_model!r}: set PIPELINE_LLM_PRICES to get a cost")
     return out
@@ -308,3 +341,48 @@ def _extraction_note(settings: Settings, t: Tally) -> str:
         "" if t.calls == 0 else "; gleaning prompts of uncached units hold a first answer of expected size"
     )
     return f"one call per text unit plus {rounds}; prompts are the run's own{cached}"
+
+
+@dataclass
+class MethodsEstimate:
+    """The three methods' estimates of one namespace, side by side (`pipeline index --estimate`)."""
+
+    configured: str
+    estimates: dict[str, IndexEstimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.estimates[self.configured].to_dict()
+        out["methods"] = {m: e._figures(e.total()) for m, e in self.estimates.items()}
+        return out
+
+    def render(self) -> str:
+        lines = [
+            f"{'method':<10}{'calls':>8}{'prompt tok':>13}{'completion tok':>16}{'USD':>10}{'minutes':>9}",
+        ]
+        for method, e in self.estimates.items():
+            t = e.total()
+            mark = "  (configured)" if method == self.configured else ""
+            lines.append(
+                f"{method:<10}{t.calls:>8,}{t.prompt_tokens:>13,}{t.completion_tokens:>16,}"
+                f"{e.cost(t)[0]:>10.4f}{e.minutes(t):>9.1f}{mark}"
+            )
+        concurrency = self.estimates[self.configured].concurrency
+        lines.append(
+            f"(completion tokens and USD expected; minutes at llm_concurrency {concurrency}, "
+            f"{CALL_LATENCY_S:g} s a call + {OUTPUT_TOKENS_PER_S:g} completion tokens/s)"
+        )
+        return "\n".join([*lines, "", self.estimates[self.configured].render()])
+
+
+def estimate_methods(
+    namespace: str, settings: Settings, input_dir: str | Path | None = None
+) -> MethodsEstimate:
+    """`estimate_index` under each method (the configured one's stage overrides kept), text units read once."""
+    from pipeline.runtime import index_method
+
+    store = NamespaceStore.from_settings(settings, namespace)
+    units = _text_units(store, settings, input_dir)
+    estimates = {
+        m: estimate_index(namespace, settings.with_overrides(index_method=m), units=units) for m in METHODS
+    }
+    return MethodsEstimate(index_method(settings), estimates)

@@ -10,13 +10,17 @@ Rules, in order:
    is reused (its id fixes its text); otherwise (LLM) it is asked again and the LLM cache answers every
    call made before, crash or not.
 3. Rows come out in text-unit order, so the tables are the same whatever the shard count.
+4. When the claims stage has another engine than extraction (`index_stage_methods`, e.g. model
+   extraction with NLP claims), the extraction engine is asked without claims and each unit's claims
+   come from the claims engine; both enter the configuration a stored unit must match.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -55,8 +59,43 @@ class ExtractionSummary:
     reused: int = 0  # reusable (offline) extraction: units taken from the previous extracted_graph
 
 
-def _identity(settings: Any, engine: Engine) -> ExtractorIdentity:
-    return engine.identity(EXTRACT, ExtractionOptions.from_settings(settings))
+def _options(settings: Any, engine: Engine, claims_engine: Engine | None) -> ExtractionOptions:
+    """The extraction engine's options: without claims when another engine extracts them (rule 4)."""
+    options = ExtractionOptions.from_settings(settings)
+    separate = claims_engine is not None and claims_engine is not engine and options.extract_claims
+    return replace(options, extract_claims=False) if separate else options
+
+
+def _identity(settings: Any, engine: Engine, claims_engine: Engine | None = None) -> ExtractorIdentity:
+    options = _options(settings, engine, claims_engine)
+    graph = engine.identity(EXTRACT, options)
+    if (
+        claims_engine is None
+        or options.extract_claims == ExtractionOptions.from_settings(settings).extract_claims
+    ):
+        return graph
+    claims = claims_engine.identity(EXTRACT, ExtractionOptions.from_settings(settings))
+    config = json.dumps({"graph": graph.config, "claims": claims.config}, sort_keys=True)
+    return ExtractorIdentity(graph.method, graph.version, config, graph.reusable and claims.reusable)
+
+
+def _run(
+    units: pa.Table,
+    settings: Any,
+    engine: Engine,
+    claims_engine: Engine | None,
+    progress: Callable[[int, int], None] | None,
+) -> ExtractionRun:
+    """extract_graph by the extraction engine, the claims taken from the claims engine's run when the
+    stages' engines differ (rule 4)."""
+    options = _options(settings, engine, claims_engine)
+    run = extract_graph(units, options, engine, progress=progress)
+    if claims_engine is not None and options.extract_claims != bool(settings.extract_claims):
+        claims_run = extract_graph(units, ExtractionOptions.from_settings(settings), claims_engine)
+        for unit, other in zip(run.units, claims_run.units, strict=True):
+            unit.claims = other.claims
+        run.failures += claims_run.failures
+    return run
 
 
 def _extract(
@@ -65,13 +104,14 @@ def _extract(
     settings: Any,
     engine: Engine,
     progress: Callable[[int, int], None] | None,
+    claims_engine: Engine | None = None,
 ) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
-    identity = _identity(settings, engine)
+    identity = _identity(settings, engine, claims_engine)
     # Front matter (headings, captions, credits) is blank to the extractor (rule 0).
     units = mask_text_units(units, store.read_table(schema.INPUT_DOCUMENTS, ["id", "text"]))
     if not identity.reusable:
-        run = extract_graph(units, ExtractionOptions.from_settings(settings), engine, progress=progress)
+        run = _run(units, settings, engine, claims_engine, progress)
         table = to_table(run.units)
         reused = {}
     else:
@@ -81,12 +121,7 @@ def _extract(
         ids = units.column("id").to_pylist()
         reused = reuse_extractions(previous, identity.config, ids)
         todo = [i for i, uid in enumerate(ids) if uid not in reused]
-        run = extract_graph(
-            units.take(pa.array(todo, pa.int64())),
-            ExtractionOptions.from_settings(settings),
-            engine,
-            progress=progress,
-        )
+        run = _run(units.take(pa.array(todo, pa.int64())), settings, engine, claims_engine, progress)
         fresh = {u.text_unit_id: u for u in run.units}
         run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
         table = tag_extraction_config(to_table(run.units), identity.config)
@@ -140,6 +175,7 @@ def index_extracted_graph(
     settings: Any,
     engine: Engine,
     progress: Callable[[int, int], None] | None = None,
+    claims_engine: Engine | None = None,
 ) -> ExtractionSummary:
     """text_units -> extracted_graph + failed_extractions.
 
@@ -149,7 +185,7 @@ def index_extracted_graph(
     started = time.monotonic()
     units = store.read_table(schema.BASE_TEXT_UNITS)
     shards = int(getattr(settings, "shards", 1))
-    identity = _identity(settings, engine)
+    identity = _identity(settings, engine, claims_engine)
     config = identity.config.encode()
     graphs: list[pa.Table] = []
     failures: list[pa.Table] = []
@@ -167,7 +203,9 @@ def index_extracted_graph(
             merged_shards += 1
     fresh = None
     if todo:
-        table, failed, fresh = _extract(store, pa.concat_tables(todo), settings, engine, progress)
+        table, failed, fresh = _extract(
+            store, pa.concat_tables(todo), settings, engine, progress, claims_engine
+        )
         graphs.append(table.replace_schema_metadata(schema.EXTRACTED_GRAPH_SCHEMA.metadata))
         failures.append(failed)
     order = units.column("id").to_pylist()
@@ -212,10 +250,14 @@ def extraction_loss(stage: str, summary: ExtractionSummary, settings: Any) -> Lo
 
 
 def run(ctx: IndexContext) -> StageReport:
-    settings, engine = ctx.settings, ctx.engine
+    settings, engine = ctx.settings, ctx.engine_for("extraction")
     ctx.log(f"extracting the graph of {ctx.namespace!r} with the {engine.kind} engine")
     summary = index_extracted_graph(
-        ctx.store, settings, engine, progress=ctx.progress("extracted text units")
+        ctx.store,
+        settings,
+        engine,
+        progress=ctx.progress("extracted text units"),
+        claims_engine=ctx.engine_for("claims"),
     )
     for f in summary.failures[:20]:
         ctx.log(f"text unit {f.text_unit_id[:12]} round {f.round}: {f.error_type}: {f.reason}")

@@ -11,11 +11,16 @@ from pipeline.index.report import StageReport
 def run(ctx: IndexContext, shard: int, shards: int) -> StageReport:
     ctx.log(f"extracting shard {shard}/{shards} of {ctx.namespace!r}")
     summary = index_extraction_shard(
-        ctx.store, ctx.settings, shard, shards, ctx.engine, progress=ctx.progress("extracted text units")
+        ctx.store,
+        ctx.settings,
+        shard,
+        shards,
+        ctx.engine_for("extraction"),
+        progress=ctx.progress("extracted text units"),
     )
     return StageReport(
         rows=summary.counts["text_units"],
-        usage=ctx.engine.usage,
+        usage=ctx.engine_for("extraction").usage,
         metadata={
             "shard": shard,
             "shards": shards,

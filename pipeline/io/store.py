@@ -65,6 +65,8 @@ class NamespaceStore:
         self.storage = storage_root if isinstance(storage_root, StorageRoot) else StorageRoot(storage_root)
         self.keep_versions = keep_versions
         self._db: Any = None
+        # Stamped into every Parquet table's schema metadata (the indexing method that wrote it)
+        self.table_metadata: dict[bytes, bytes] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, namespace: str) -> NamespaceStore:
@@ -149,6 +151,8 @@ class NamespaceStore:
         A table whose schema is registered (`pipeline.core.tables.TABLE_SCHEMAS`) must have exactly its
         columns and types: SchemaError otherwise, before anything is written."""
         check_stored_table(table, data)
+        if self.table_metadata:
+            data = data.replace_schema_metadata({**(data.schema.metadata or {}), **self.table_metadata})
         with self.open_output(f"{table}.parquet") as sink:
             pq.write_table(data, sink, compression="zstd")
         return self.parquet_path(table)

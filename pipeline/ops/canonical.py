@@ -3,9 +3,10 @@
 Exact keys (`pipeline.core.names.normalize_name`) already join 'Scrooge' and "Scrooge's". These rules then
 join the forms a text uses for one person, over the whole namespace, before entities are grouped:
 
-1. **Descriptor or honorific + name** -> the name: 'old marley' -> 'marley', 'mr scrooge' -> 'scrooge',
-   'uncle scrooge' -> 'scrooge', when the shorter key exists as a person (or untyped) entity. An
-   honorific of another person never merges ('mrs fezziwig' is not 'fezziwig').
+1. **Descriptor, honorific, rank or kinship word + name** -> the name: 'old marley' -> 'marley',
+   'mr scrooge' -> 'scrooge', 'uncle scrooge', 'cousin fred', 'captain smith' -> the name, when the
+   shorter key exists as a person (or untyped) entity. An honorific of another person never merges
+   ('mrs fezziwig' is not 'fezziwig': a married title names the wife of the bare surname).
 2. **Short form -> its unique long form**: a one-word key merges into the only plain personal name of two
    or three words (no connector such as 'of' or 'and', no honorific) that ends or starts with it:
    'scrooge' -> 'ebenezer scrooge', 'bob' -> 'bob cratchit'. When two long forms fit ('cratchit' ->
@@ -52,14 +53,19 @@ def canonical_keys(typed_keys: Iterable[tuple[str, str]]) -> list[Merge]:
     has_person = {k for k in person_like if types[k][PERSON] > 0}
 
     step: dict[str, Merge] = {}
-    for key in sorted(person_like):
+    for key in sorted(types):
         words = key.split()
         if len(words) < 2 or words[0] in OTHER_PERSON_HONORIFICS:
             continue
-        if words[0] in DESCRIPTORS or words[0] in HONORIFICS:
-            rest = " ".join(words[1:])
-            if rest in person_like:  # the honorific or descriptor is itself a sign of a person
-                step[key] = Merge(key, rest, "descriptor_or_honorific")
+        # An honorific, rank or kinship word is itself a sign of a person, whatever type a model gave
+        # the whole ('Captain Smith' tagged ORG); a descriptor is one only before a known person's name
+        # ('Old Marley', not 'Old Trafford').
+        rest = " ".join(words[1:])
+        signed = words[0] in HONORIFICS or (
+            words[0] in DESCRIPTORS and (key in person_like or rest in has_person)
+        )
+        if signed and rest in person_like:
+            step[key] = Merge(key, rest, "descriptor_or_honorific")
 
     long_forms: dict[str, set[str]] = {}
     for key in person_like:

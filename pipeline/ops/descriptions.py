@@ -5,7 +5,9 @@
 - Offline: representative sentences within `description_max_tokens`: sentences that open with one of
   the names (they say what the entity is) first, then informative-length sentences, each group in text
   order; duplicates dropped.
-- LLM: one distinct description is kept as it is, no call (GraphRAG does the same); two or more get one
+- LLM: one distinct description is kept as it is, no call (GraphRAG does the same); several that
+  together are no longer than the summary asked for (`summarize_max_words`) are joined as they are, no
+  call (a summary could not be shorter than its budget allows anyway); longer ones get one
   `summarize_descriptions` call; when they exceed `summarize_max_input_tokens` they are summarized
   iteratively (a batch that fits, then its summary plus the next batch, ...). A call that fails after
   its retries falls back to the offline summary and is counted; it never fails the run.
@@ -154,9 +156,13 @@ def offline_description(request: DescriptionRequest) -> DescriptionSummary:
 async def llm_description(
     client: Any, request: DescriptionRequest, *, max_tokens: int | None = None
 ) -> DescriptionSummary:
-    """The LLM engine's description: a single one kept as it is, else `llm_summary`; raises LLMError."""
+    """The LLM engine's description: a single one kept as it is, several that together are no longer
+    than the summary asked for (`max_words`) joined as they are, else `llm_summary`; raises LLMError."""
     if len(request.descriptions) == 1:
         return DescriptionSummary(summary=request.descriptions[0], kept=True)
+    joined = " ".join(d.strip() for d in request.descriptions)
+    if len(joined.split()) <= request.max_words:  # a summary could only be as long: nothing to gain
+        return DescriptionSummary(summary=joined, kept=True)
     summary, calls = await llm_summary(
         client,
         request.names,

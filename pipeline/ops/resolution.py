@@ -6,7 +6,8 @@ Rules, in order:
 2. The forms of one person's name share a key (`pipeline.ops.canonical`): 'Mr. Scrooge' and 'Scrooge'
    become 'Ebenezer Scrooge' when that is the only long form; each merge is logged and counted.
 3. Types are never merged: the same key with two types gives two rows (GraphRAG keeps the first and
-   drops the other). The one exception is GENERIC_TYPE, which means "type unknown": such mentions
+   drops the other). Offline types are votes, not judgements: within one document a key takes the type
+   most of its typed offline mentions there have (3a). The other exception is GENERIC_TYPE, which means "type unknown": such mentions
    join the typed entity of the same key with the most mentions (ties: type name order); a key that
    is never typed stays GENERIC_TYPE.
 4. Common words (only with `offline_drop_common_words`): an untyped one-word name from the offline rules
@@ -234,6 +235,15 @@ def _mentions(units: Sequence[UnitExtraction], stats: ResolutionStats) -> list[_
     stats.canonical_merges = [str(mg) for mg in merges]
     for mg in merges:
         log.info("entity names merged: %s", mg)
+    # rule 3a: an offline type is a vote of one unit's mentions: within a document, a key keeps the type
+    # most of its typed offline mentions there have (a character mis-tagged in one chapter stays one entity)
+    votes: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for m in out:
+        if m.offline and m.type != GENERIC_TYPE:
+            votes[(m.document, m.key)][m.type] += 1
+    for m in out:
+        if m.offline and (m.document, m.key) in votes:
+            m.type = majority_type(votes[(m.document, m.key)])
     # rule 3: an unknown type joins the most-mentioned typed entity of the same key
     typed: dict[str, Counter[str]] = defaultdict(Counter)
     for m in out:

@@ -26,6 +26,7 @@ from pipeline.settings.indexing import (
     ReportSettings,
     ResolutionSettings,
 )
+from pipeline.settings.methods import IndexMethodSettings
 from pipeline.settings.models import EmbeddingSettings, LLMSettings, OutputLimitSettings
 from pipeline.settings.query import QuerySettings
 from pipeline.settings.service import ServiceSettings
@@ -73,10 +74,11 @@ class Settings(
     QuerySettings,
     OutputLimitSettings,
     ServiceSettings,
+    IndexMethodSettings,
 ):
     """Every knob of the pipeline, with its default. Env var = `PIPELINE_` + upper-cased name.
 
-    Fields live in one section per stage (`indexing`, `models`, `query`, `service`); an op's options are
+    Fields live in one section per stage (`indexing`, `models`, `query`, `service`, `methods`); an op's options are
     built from its own section, and this class mixes every section in, so each field is still
     `settings.<name>` and `PIPELINE_<NAME>`. What stays here is where things live (storage, caches,
     shards) and the checks across sections."""

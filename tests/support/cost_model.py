@@ -26,7 +26,7 @@ from pipeline.llm.dry_run import chat_tokens
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractionRequest
 from pipeline.ops.extraction.offline import extract_request
 from tests.support.fault_proxy import FaultProxy
-from tests.support.graph_model import extraction_text
+from tests.support.graph_model import answer_packed, extraction_text, is_packed_glean, packed_texts
 
 
 def task_of(request: dict[str, Any]) -> str:
@@ -38,6 +38,8 @@ def task_of(request: dict[str, Any]) -> str:
     if "You merge descriptions" in system:
         return "summarize_descriptions"
     if "extract a knowledge graph" in system:
+        if packed_texts(request) is not None:
+            return "extract_graph_packed_glean" if is_packed_glean(request) else "extract_graph_packed"
         return "extract_graph" if extraction_text(request) is not None else "extract_graph_glean"
     return "other"
 
@@ -86,6 +88,8 @@ class ModelLikeModel:
     def __call__(self, request: dict[str, Any]) -> str:
         task = task_of(request)
         last = str(request["messages"][-1].get("content", ""))
+        if task.startswith("extract_graph_packed"):
+            return answer_packed(request, self._extraction) or "{}"
         if task == "extract_graph":
             return json.dumps(self._extraction(extraction_text(request) or ""))
         if task == "extract_graph_glean":

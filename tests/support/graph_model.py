@@ -28,6 +28,16 @@ class ScriptedGraphModel:
         messages = request["messages"]
         system = messages[0]["content"]
         last = messages[-1]["content"]
+        packed = packed_texts(request)
+        if packed is not None and is_packed_glean(request):
+            with self._lock:
+                self.calls["extract_graph_glean"] += 1
+            return answer_packed(request, _extraction) or "{}"
+        if packed is not None:
+            with self._lock:
+                self.calls["extract_graph"] += 1
+                self.extracted_texts.extend(packed.values())
+            return json.dumps({label: _extraction(t) for label, t in packed.items()})
         text = extraction_text(request)
         if text is not None:
             with self._lock:
@@ -62,6 +72,39 @@ class ScriptedGraphModel:
     def snapshot(self) -> Counter[str]:
         with self._lock:
             return Counter(self.calls)
+
+
+_LABEL = re.compile(r"^\[(u\d+)\]\n", re.MULTILINE)
+
+
+def packed_texts(request: Any) -> dict[str, str] | None:
+    """label -> text of a packed extraction request (`pipeline.ops.extraction.packed`); None otherwise."""
+    try:
+        messages = request["messages"]
+        system, last = messages[0]["content"], messages[-1]["content"]
+    except (TypeError, KeyError, IndexError):
+        return None
+    marker = "Text units (each opens with its label in brackets; extract from each unit on its own):\n"
+    if "extract a knowledge graph" not in system or marker not in last or len(messages) != 2:
+        return None
+    block = last.split(marker, 1)[1].rsplit("\n\nAnswer as one JSON object", 1)[0]
+    parts = _LABEL.split(block)[1:]
+    return {label: text.strip() for label, text in zip(parts[::2], parts[1::2], strict=True)}
+
+
+def answer_packed(request: Any, answer_unit: Any) -> str | None:
+    """A packed request answered unit by unit with `answer_unit(text) -> records`; None if not packed.
+    A gleaning round of a packed request is answered with empty lists for every unit it names."""
+    texts = packed_texts(request)
+    if texts is None:
+        return None
+    if is_packed_glean(request):
+        return json.dumps({label: {"entities": [], "relationships": [], "claims": []} for label in texts})
+    return json.dumps({label: answer_unit(text) for label, text in texts.items()})
+
+
+def is_packed_glean(request: Any) -> bool:
+    return "\n\nAlready extracted from these units" in str(request["messages"][-1].get("content", ""))
 
 
 def extraction_text(request: Any) -> str | None:

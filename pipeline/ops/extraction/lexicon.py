@@ -34,6 +34,8 @@ STOP_WORDS = _words(
     yeah yep yup yah nope okay ok um uh uhm umm er erm hmm mm mhm huh wow gosh please sorry thank thanks
     i’m i’ll i’ve i’d it’s let’s that’s there’s what’s we’re we’ve we’ll you’re you’ve you’ll they’re
     he’s she’s don’t didn’t can’t won’t isn’t wasn’t
+    he'll she'll they'll we'll you'll he'd she'd they'd we'd you'd couldn't wouldn't shouldn't don't
+    didn't can't won't isn't wasn't aren't weren't hasn't haven't hadn't mustn't
     """
 )
 # Capitalised words that are never a name on their own, though they may begin one ('New York',
@@ -61,7 +63,8 @@ HONORIFICS = _words(
     prince princess duke duchess earl count countess baron baroness marquess emperor empress tsar czar
     sultan pharaoh pope president vice senator governor mayor chancellor minister premier professor prof
     rev reverend bishop archbishop cardinal father sister brother general gen colonel col captain capt
-    lieutenant lt sergeant sgt major admiral commander judge justice sheriff uncle aunt
+    lieutenant lt sergeant sgt major admiral commander judge justice sheriff corporal
+    uncle aunt cousin grandfather grandmother grandpa grandma granny
     """
 )
 
@@ -172,10 +175,10 @@ KINSHIP = _words(
 )
 # Descriptive words before a name that do not make it another name ("Old Fezziwig", "Poor Bob").
 DESCRIPTORS = _words("old young little poor dear late good")
-# Honorifics that name a different person than the bare surname ('Mrs. Fezziwig' is not 'Fezziwig').
+# Honorifics that name a different person than the bare surname ('Mrs. Fezziwig' is not 'Fezziwig'):
+# married and noble titles. Kinship words ('Aunt', 'Cousin') name the same person as the bare name.
 OTHER_PERSON_HONORIFICS = _words(
-    "mrs ms miss madam madame mademoiselle lady dame duchess countess baroness empress princess queen "
-    "sister aunt"
+    "mrs ms miss madam madame mademoiselle lady dame duchess countess baroness empress princess queen"
 )
 
 # Prepositions that put a following name in a place.

@@ -2,7 +2,8 @@
 
 - Every round's output is kept, tagged with its round (GraphRAG pays for claim gleanings and then
   returns only the first round's claims).
-- Gleaning stops early when a round adds nothing new (instead of GraphRAG's extra Y/N call).
+- Gleaning is asked only of a unit whose first pass found an entity, and stops early when a round adds
+  nothing new (instead of GraphRAG's extra Y/N call).
 - Endpoint rule: a relationship whose source or target is not among the unit's extracted entities (any
   round) keeps its edge; the missing endpoint is added as an entity of GENERIC_TYPE with `inferred=True`
   and an empty description. Resolution then folds it into the typed entity of the same name, if any.
@@ -79,18 +80,22 @@ def llm_identity(model: str, options: ExtractionOptions) -> ExtractorIdentity:
     return ExtractorIdentity("llm", LLMExtractionConfig.from_options(options).version, config, reusable=False)
 
 
-def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str]]:
+def prompt_values(config: LLMExtractionConfig) -> dict[str, str]:
+    """What EXTRACT_GRAPH (and its packed form) fills in besides the text."""
     claim_instruction = (
         prompts.EXTRACT_GRAPH_CLAIMS.format(claim_description=config.claim_description)
         if config.extract_claims
         else prompts.EXTRACT_GRAPH_NO_CLAIMS
     )
-    return prompts.EXTRACT_GRAPH.messages(
-        entity_types=", ".join(config.entity_types),
-        claim_instruction=claim_instruction,
-        example=prompts.extraction_example(claims=config.extract_claims),
-        input_text=text,
-    )
+    return {
+        "entity_types": ", ".join(config.entity_types),
+        "claim_instruction": claim_instruction,
+        "example": prompts.extraction_example(claims=config.extract_claims),
+    }
+
+
+def first_messages(text: str, config: LLMExtractionConfig) -> list[dict[str, str]]:
+    return prompts.EXTRACT_GRAPH.messages(**prompt_values(config), input_text=text)
 
 
 async def extract_unit_llm(
@@ -128,14 +133,14 @@ async def extract_unit_llm(
             result.status = "failed" if round_no == 0 else "partial"
             break
         result.rounds = round_no + 1
-        added = _add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
+        added = add_round(result, out, round_no, text, start_char, seen, tuple(config.entity_types))
         if not config.extract_claims:
             result.claims = []
-        if round_no > 0 and not added:
-            break
+        if (round_no > 0 and not added) or not result.entities:
+            break  # gleaning only adds to a unit whose first pass found something
         answer = out.model_dump_json(exclude={"dropped"})
         messages = [*messages, {"role": "assistant", "content": answer}]
-    _apply_endpoint_rule(result)
+    apply_endpoint_rule(result)
     return result, failure
 
 
@@ -154,7 +159,7 @@ async def extract_request_llm(
     )
 
 
-def _add_round(
+def add_round(
     result: UnitExtraction,
     out: ExtractionOut,
     round_no: int,
@@ -219,7 +224,7 @@ def _locate(text: str, quote: str, start_char: int) -> tuple[int | None, int | N
     return start_char + at, start_char + at + len(quote)
 
 
-def _apply_endpoint_rule(result: UnitExtraction) -> None:
+def apply_endpoint_rule(result: UnitExtraction) -> None:
     known = {normalize_name(e.name) for e in result.entities}
     for r in result.relationships:
         for name in (r.source, r.target):

@@ -80,6 +80,9 @@ class ExtractionOptions:
     max_gleanings: int = 1  # LLM: extra rounds asking for what the first missed
     claim_description: str = "Any claims or facts that could be relevant to information discovery."  # LLM
     window: int = 1  # offline: co-occurrence window in sentences
+    ner: bool = True  # offline: spaCy's NER types and adds names (the nlp method); False: the rules alone
+    encoding: str = "o200k_base"  # counts the text units packed into one request (`packed.plan_packs`)
+    pack_tokens: int = 1200  # text tokens packed into one request at most; 0: one unit per request
 
     @classmethod
     def from_settings(cls, settings: ExtractionSettings) -> ExtractionOptions:
@@ -89,6 +92,8 @@ class ExtractionOptions:
             max_gleanings=settings.extraction_max_gleanings,
             claim_description=settings.claim_description,
             window=settings.offline_cooccurrence_window,
+            encoding=settings.encoding,
+            pack_tokens=settings.extraction_pack_tokens,
         )
 
 

@@ -5,7 +5,9 @@ The idea behind GraphRAG's "fast" method, without its downloaded NLTK/spaCy mode
   titles, cleaned with a stop list; a name seen only at a sentence start and written in lower case
   elsewhere in the unit ('Person-centred therapy ... a person') is a common word, not a name;
 - types come from head words ('... University' -> organization, 'Battle of ...' -> event), honorifics,
-  a gazetteer of countries and large places, acronyms and context ('X said', 'in X'); else GENERIC_TYPE;
+  a gazetteer of countries and large places, acronyms and context ('X said', 'in X'), and with `ner`
+  (the NLP method's extractor) from spaCy's NER labels (`nlp.py`), which also add the names the rules
+  missed; else GENERIC_TYPE;
 - relationships are co-occurrences within a window of sentences (default: the same sentence), counted
   once per sentence; significance (NPMI) and pruning happen over the whole graph in resolution;
 - claims are sentences whose subject is an entity followed by a verb; the object is the next entity;
@@ -20,6 +22,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from pipeline.core.ner import NER_MODEL, NerSpan, entity_spans
 from pipeline.ops.extraction import lexicon as lx
 from pipeline.ops.extraction.models import (
     ExtractionOptions,
@@ -30,6 +33,7 @@ from pipeline.ops.extraction.models import (
     RawRelationship,
     UnitExtraction,
 )
+from pipeline.ops.extraction.nlp import CONCEPT_TYPES, apply_ner
 from pipeline.ops.extraction.spotting import (
     CALENDAR,
     OPENERS,
@@ -45,6 +49,7 @@ from pipeline.ops.extraction.spotting import (
 from pipeline.ops.extraction.text import TOKEN, Sentence, find_dates, split_sentences
 
 OFFLINE_VERSION = "offline-2"
+NLP_VERSION = f"offline-3+{NER_MODEL}"  # the rules with spaCy's NER on top
 DESCRIPTION_SENTENCES = 5  # per entity per text unit
 RELATIONSHIP_SENTENCES = 3
 
@@ -53,29 +58,41 @@ _LOWER_WORD = re.compile(r"\b[a-z][a-z'’]*\b")
 
 def offline_identity(options: ExtractionOptions) -> ExtractorIdentity:
     """The rules are deterministic, so a unit extracted before under the same options is reused as is."""
+    version = NLP_VERSION if options.ner else OFFLINE_VERSION
     config = json.dumps(
         {
-            "version": OFFLINE_VERSION,
+            "version": version,
             "entity_types": list(options.entity_types),
             "window": options.window,
             "claims": bool(options.extract_claims),
         },
         sort_keys=True,
     )
-    return ExtractorIdentity("offline", OFFLINE_VERSION, config, reusable=True)
+    return ExtractorIdentity("offline", version, config, reusable=True)
 
 
 def extract_request(request: ExtractionRequest) -> UnitExtraction:
-    """`extract_unit` for an engine's extraction request."""
-    return extract_unit(
-        request.text,
-        text_unit_id=request.text_unit_id,
-        document_id=request.document_id,
-        start_char=request.start_char,
-        entity_types=request.options.entity_types,
-        window=request.options.window,
-        claims=request.options.extract_claims,
-    )
+    """`extract_unit` for an engine's extraction request, with NER when its options ask for it."""
+    return extract_requests([request])[0]
+
+
+def extract_requests(requests: Sequence[ExtractionRequest]) -> list[UnitExtraction]:
+    """`extract_request` for several units, spaCy running over their texts in one `nlp.pipe` batch."""
+    with_ner = [r for r in requests if r.options.ner]
+    spans = iter(entity_spans([r.text for r in with_ner])) if with_ner else iter(())
+    return [
+        extract_unit(
+            r.text,
+            text_unit_id=r.text_unit_id,
+            document_id=r.document_id,
+            start_char=r.start_char,
+            entity_types=r.options.entity_types,
+            window=r.options.window,
+            claims=r.options.extract_claims,
+            ner=next(spans) if r.options.ner else None,
+        )
+        for r in requests
+    ]
 
 
 def extract_unit(
@@ -87,8 +104,10 @@ def extract_unit(
     entity_types: Sequence[str] = ("organization", "person", "geo", "event"),
     window: int = 1,
     claims: bool = True,
+    ner: list[NerSpan] | None = None,
 ) -> UnitExtraction:
-    """Entities, relationships and claims of one text unit; `start_char` places it in its document."""
+    """Entities, relationships and claims of one text unit; `start_char` places it in its document.
+    `ner`: the unit's NER spans (`pipeline.core.ner.entity_spans`) to type and add names; None: rules only."""
     sentences = split_sentences(text)
     lower_vocab = set(_LOWER_WORD.findall(text))
     allowed = {t.lower() for t in entity_types}
@@ -100,6 +119,9 @@ def extract_unit(
     for i, (sentence, tokens) in enumerate(zip(sentences, tokens_by_sentence, strict=True)):
         mentions.extend(spot(sentence, i, tokens, lower_vocab, capitalised))
     mentions = keep_initial(mentions)
+    if ner is not None:
+        mentions = apply_ner(mentions, sentences, tokens_by_sentence, ner, lower_vocab, allowed)
+        allowed = allowed | set(CONCEPT_TYPES.values())
 
     by_key: dict[str, list[Mention]] = defaultdict(list)
     for m in mentions:
@@ -107,7 +129,8 @@ def extract_unit(
     types = {key: decide_type(ms, allowed) for key, ms in by_key.items()}
     surfaces = {key: most_common([m.surface for m in ms]) for key, ms in by_key.items()}
 
-    result = UnitExtraction(text_unit_id, document_id, "offline", OFFLINE_VERSION, n_sentences=len(sentences))
+    version = OFFLINE_VERSION if ner is None else NLP_VERSION
+    result = UnitExtraction(text_unit_id, document_id, "offline", version, n_sentences=len(sentences))
     subjects = _claim_subjects(mentions, tokens_by_sentence, sentences)
     for key, ms in by_key.items():
         sent_ids = sorted({m.sentence for m in ms})

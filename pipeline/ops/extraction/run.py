@@ -1,7 +1,8 @@
 """Extraction of a namespace's text units by the engine, one `UnitExtraction` per unit plus the failures.
 
-The engine decides how a unit is extracted (the `EXTRACT` task in `task.py`: the offline rules in `offline.py` or
-the LLM in `llm.py`); this module only runs them over the table, in table order. It lives outside the
+The engine decides how a pack of units is extracted (the `EXTRACT_PACK` task in `task.py`: the NLP
+extractor in `offline.py` or the LLM in `llm.py` and `packed.py`); this module groups the units into packs
+(`packed.plan_packs`) and runs them over the table, in table order. It lives outside the
 package's `__init__` because it names the engine's contract, which itself imports `models`.
 """
 
@@ -21,7 +22,8 @@ from pipeline.ops.extraction.models import (
     ExtractionRequest,
     UnitExtraction,
 )
-from pipeline.ops.extraction.task import EXTRACT
+from pipeline.ops.extraction.packed import plan_packs
+from pipeline.ops.extraction.task import EXTRACT, EXTRACT_PACK
 
 PROGRESS_EVERY = 100  # units between progress reports
 
@@ -57,20 +59,26 @@ def extract_graph(
     started = time.monotonic()
     identity = engine.identity(EXTRACT, options)
     rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
+    requests = [
+        ExtractionRequest(row["text"], row["id"], row["document_id"], row["start_char"] or 0, options)
+        for row in rows
+    ]
+    packs = plan_packs(requests, options.encoding, options.pack_tokens)
     done = 0
 
-    async def one(row: dict[str, Any]) -> tuple[UnitExtraction, ExtractionFailure | None]:
+    async def one(pack: list[int]) -> list[tuple[UnitExtraction, ExtractionFailure | None]]:
         nonlocal done
-        request = ExtractionRequest(
-            row["text"], row["id"], row["document_id"], row["start_char"] or 0, options
-        )
-        outcome = await engine.run(EXTRACT, request)
-        done += 1
-        if progress and done % PROGRESS_EVERY == 0:
+        outcomes = await engine.run(EXTRACT_PACK, tuple(requests[i] for i in pack))
+        before, done = done, done + len(pack)
+        if progress and done // PROGRESS_EVERY > before // PROGRESS_EVERY:
             progress(done, len(rows))
-        return outcome
+        return outcomes
 
-    outcomes = engine.run_batch(rows, one)
+    by_pack = engine.run_batch(packs, one)
+    outcomes: list[Any] = [None] * len(rows)
+    for pack, outcome in zip(packs, by_pack, strict=True):
+        for k, i in enumerate(pack):
+            outcomes[i] = outcome if isinstance(outcome, Exception) else outcome[k]
     units, failures = [], []
     for row, outcome in zip(rows, outcomes, strict=True):
         if isinstance(outcome, Exception):  # cancelled or past the deadline before it could finish

@@ -131,7 +131,7 @@ def spot(
 
     mentions = []
     for first, last in spans:
-        span = _trim(tokens, first, last, lower_vocab)
+        span = trim_span(tokens, first, last, lower_vocab)
         if span is None:
             continue
         first, last = span
@@ -148,13 +148,13 @@ def spot(
         if len({tokens[k].word for k in range(first, last + 1)}) == 1:
             last = first  # 'Scrooge Scrooge': one name said twice
         words = [tokens[k].text for k in range(first, last + 1)]
-        surface = _surface(sentence.text[tokens[first].start : tokens[last].end])
+        surface = surface_form(sentence.text[tokens[first].start : tokens[last].end])
         key = normalize_name(surface)
-        if not key or not _acceptable(words, key, shouting):
+        if not key or not acceptable_name(words, key, shouting):
             continue
         votes = _type_votes(tokens, first, last, key, shouting)
         first, last = _adjust_edges(tokens, first, last)
-        surface = _surface(sentence.text[tokens[first].start : tokens[last].end])
+        surface = surface_form(sentence.text[tokens[first].start : tokens[last].end])
         key = normalize_name(surface)
         mention = Mention(key, surface, index, first, last, votes)
         if first == last and _is_initial(tokens, first):
@@ -250,7 +250,7 @@ def _is_connector(tokens: list[Tok], k: int) -> bool:
     return word in lx.ARTICLE_AFTER_OF and k > 0 and tokens[k - 1].text.lower() == "of"
 
 
-def _trim(tokens: list[Tok], first: int, last: int, lower_vocab: set[str]) -> tuple[int, int] | None:
+def trim_span(tokens: list[Tok], first: int, last: int, lower_vocab: set[str]) -> tuple[int, int] | None:
     """Drop leading/trailing stop words and connectors, and a common word that only opens the sentence."""
     while first <= last:
         word = tokens[first].word
@@ -269,7 +269,7 @@ def _trim(tokens: list[Tok], first: int, last: int, lower_vocab: set[str]) -> tu
     return (first, last) if first <= last else None
 
 
-def _surface(text: str) -> str:
+def surface_form(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     m = _POSSESSIVE_TOKEN.match(text)
     if m:
@@ -280,7 +280,7 @@ def _surface(text: str) -> str:
     return text
 
 
-def _acceptable(words: list[str], key: str, shouting: bool) -> bool:
+def acceptable_name(words: list[str], key: str, shouting: bool) -> bool:
     if len(words) > MAX_NAME_TOKENS:
         return False
     significant = [w for w in words if w.rstrip(".").lower() not in lx.HONORIFICS]

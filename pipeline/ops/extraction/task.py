@@ -1,7 +1,8 @@
-"""The extraction task: one text unit's entities, relationships and claims, by the rules (`offline.py`)
-or by the model (`llm.py`). A unit's failure is returned with its partial records, never raised, so
-one unit does not fail a run; the batch (`engine.run_batch`) enforces the deadline and cancellation,
-so a unit is either finished or a failure row."""
+"""The extraction tasks: one text unit's entities, relationships and claims (`EXTRACT`), or a pack's
+(`EXTRACT_PACK`, `packed.plan_packs`), by the rules (`offline.py`, NER batched over the pack) or by the
+model (`llm.py`; `packed.py`: one request for the pack). A unit's failure is returned with its partial
+records, never raised, so one unit does not fail a run; the batch (`engine.run_batch`) enforces the
+deadline and cancellation, so a unit is either finished or a failure row."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 from pipeline.engine.task import Task, TaskContext
 from pipeline.ops.extraction.llm import extract_request_llm, llm_identity
 from pipeline.ops.extraction.models import ExtractionFailure, ExtractionRequest, UnitExtraction
-from pipeline.ops.extraction.offline import extract_request, offline_identity
+from pipeline.ops.extraction.offline import extract_request, extract_requests, offline_identity
+from pipeline.ops.extraction.packed import extract_pack_llm
 
 Outcome = tuple[UnitExtraction, ExtractionFailure | None]
+Pack = tuple[ExtractionRequest, ...]
 
 
 async def _offline(request: ExtractionRequest, ctx: TaskContext) -> Outcome:
@@ -31,6 +34,25 @@ EXTRACT: Task[ExtractionRequest, Outcome] = Task(
     "extract_unit",
     offline=_offline,
     model=_model,
+    limit="extraction",
+    offline_identity=offline_identity,
+    model_identity=_model_identity,
+)
+
+
+async def _offline_pack(requests: Pack, ctx: TaskContext) -> list[Outcome]:
+    return [(unit, None) for unit in extract_requests(requests)]
+
+
+async def _model_pack(requests: Pack, ctx: TaskContext) -> list[Outcome]:
+    return await extract_pack_llm(ctx.llm, requests, max_tokens=ctx.max_tokens)
+
+
+# The same extraction as EXTRACT, unit by unit in order, so both share one identity.
+EXTRACT_PACK: Task[Pack, list[Outcome]] = Task(
+    "extract_units",
+    offline=_offline_pack,
+    model=_model_pack,
     limit="extraction",
     offline_identity=offline_identity,
     model_identity=_model_identity,

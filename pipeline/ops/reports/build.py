@@ -30,6 +30,7 @@ from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
+from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
 from pipeline.ops.reports.task import REPORT
 
 ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
@@ -58,6 +59,10 @@ class ReportsRun:
     citations_stripped: int = 0  # cited ids of generated reports that named no row of their context
     per_level: dict[int, dict[str, int]] = field(default_factory=dict)
     duration_s: float = 0.0
+
+
+# The method (and model) of a report written extractively because its community is small (`min_entities`)
+EXTRACTIVE = "extractive"
 
 
 def full_content(report: CommunityReportResponse) -> str:
@@ -92,11 +97,26 @@ def build_reports(
     encoding: str = "o200k_base",
     previous: pa.Table | None = None,
     progress: ProgressFn | None = None,
+    min_entities: int = 0,
+    min_claims: int = 0,
 ) -> ReportsRun:
-    """One report per community (or a failure row), following the module docstring."""
+    """One report per community (or a failure row), following the module docstring. `min_entities` /
+    `min_claims` (0: every community): a community without children that has fewer entities and fewer
+    claims gets the extractive report, `method` "extractive", with no engine call."""
     started = time.monotonic()
     method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     graph = GraphData(entities, relationships, covariates, encoding)
+    claims_of: dict[str, int] = defaultdict(int)
+    if covariates is not None and "subject_entity_id" in covariates.column_names:
+        for eid in covariates.column("subject_entity_id").to_pylist():
+            claims_of[eid or ""] += 1
+
+    def extractive(c: dict[str, Any]) -> bool:
+        if min_entities <= 0 or c["children"]:
+            return False
+        members = c["entity_ids"] or []
+        return len(members) < min_entities and sum(claims_of[e] for e in members) < min_claims
+
     digests = RowDigests(graph)
     rows = {c["community"]: c for c in communities.to_pylist()}
     prev_rows = (
@@ -117,11 +137,12 @@ def build_reports(
         for c in at_level:
             n = c["community"]
             kids = [k for k in c["children"] or [] if k in fingerprint_of]
+            small = extractive(c)
             fp = report_fingerprint(
                 digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
                 [(fingerprint_of[k], k in report_of) for k in kids],
-                model=model,
-                prompt_version=version,
+                model=EXTRACTIVE if small else model,
+                prompt_version=OFFLINE_REPORT_VERSION if small else version,
                 budget=budget,
                 max_words=max_words,
             )
@@ -161,10 +182,18 @@ def build_reports(
                 children=children,
                 budget=budget,
             )
-            todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words)))
+            todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words), small))
 
-        outcomes = engine.run_batch([t[2] for t in todo], runner(engine, REPORT))
-        for (c, fp, request), outcome in zip(todo, outcomes, strict=True):
+        asked = [t for t in todo if not t[3]]
+        outcomes = dict(
+            zip(
+                (t[0]["community"] for t in asked),
+                engine.run_batch([t[2] for t in asked], runner(engine, REPORT)),
+                strict=True,
+            )
+        )
+        for c, fp, request, small in todo:
+            outcome = offline_report(request.context) if small else outcomes[c["community"]]
             if isinstance(outcome, LLMError):
                 run.failures.append(
                     ReportFailure(
@@ -191,13 +220,14 @@ def build_reports(
                 "rating_explanation": outcome.rating_explanation,
                 "findings": [f.model_dump() for f in outcome.findings],
                 "full_content_json": json.dumps(outcome.model_dump(), ensure_ascii=False),
-                "method": method,
-                "model": run.model,
+                "method": EXTRACTIVE if small else method,
+                "model": EXTRACTIVE if small else run.model,
                 "context_tokens": ctx.tokens,
                 "sub_reports": [s.community for s in ctx.sub_reports],
                 "data_refs": json.dumps(checked.refs(context_ids(ctx)), sort_keys=True),
             }
             stats["generated"] += 1
+            stats["extractive"] += small
             stats["substituted"] += bool(ctx.sub_reports)
         if progress:
             progress(level, stats["generated"] + stats["reused"], len(at_level))

@@ -8,6 +8,7 @@ import re
 from pydantic import BaseModel, Field, field_validator
 
 from pipeline import prompts
+from pipeline.core.ner import NAMING_LABELS, entity_spans
 from pipeline.engine.task import Task, TaskContext
 
 STOPWORDS = frozenset(
@@ -54,14 +55,22 @@ class QueryIntent(BaseModel):
 
 
 def offline_intent(question: str) -> QueryIntent:
-    """Capitalised names and quoted phrases as entities; other content words as keywords; themes from both."""
+    """Entities: quoted phrases, the names spaCy's NER finds (`pipeline.core.ner`, as the corpus's were
+    found), and capitalised runs of two or more words or acronyms it did not cover; a lone capitalised
+    word it does not tag ('State', 'East', 'Love') is a keyword, not a name. Other content words are
+    keywords; themes come from both."""
     entities = [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    spans = [s for s in entity_spans([question])[0] if s.label in NAMING_LABELS]
+    entities += [_strip_article(s.text) for s in spans]
     for m in _CAPITALISED.finditer(question):
+        if any(s.start < m.end() and m.start() < s.end for s in spans):
+            continue
         words = m.group(0).strip(" .'’").split()
         while words and words[0].lower() in QUESTION_WORDS | STOPWORDS:
             words = words[1:]  # "What Scrooge" -> "Scrooge": the sentence's first word is not a name
-        if words:
+        if len(words) >= 2 or (words and words[0].isupper() and len(words[0]) >= 2):
             entities.append(" ".join(words))
+    entities = list(dict.fromkeys(e for e in entities if e))
     entity_words = {w.lower() for e in entities for w in _WORD.findall(e)}
     keywords = [
         w
@@ -70,6 +79,11 @@ def offline_intent(question: str) -> QueryIntent:
     ]
     themes = keywords[:]  # offline, the question's content words stand in for its themes
     return QueryIntent(entities=entities, keywords=keywords, themes=themes)
+
+
+def _strip_article(name: str) -> str:
+    words = name.strip(" .'’").split()
+    return " ".join(words[1:] if words and words[0].lower() == "the" else words)
 
 
 def is_broad(question: str) -> bool:
