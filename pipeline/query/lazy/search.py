@@ -91,7 +91,8 @@ class LazySearchConfig:
         """Units of the question's ranking the fill may take: enough to fill the answer budget with short
         extracts (`sentences_per_unit` sentences of ~20 tokens). On MuSiQue-100 at 12,000 tokens (200
         units) the contexts held 206 gold passages, as many as local search's; 191 with the fill taken
-        from the subqueries' 40 only, 188 without a fill."""
+        from the subqueries' 40 only, 188 without a fill (before issue 32's spaCy question parse; with
+        it 205 against local's 206)."""
         return max(self.ranking_depth, -(-self.context_max_tokens // (20 * self.sentences_per_unit)))
 
     @property
@@ -228,6 +229,11 @@ async def lazy_search_async(
             deeper = rank_units(store, passages, embedder, [question], config.fill_depth)
             untested = _untested([*rankings, *deeper], tested)
             chosen += [(row, (None, subquery, rank)) for row, (subquery, rank) in untested]
+        # Every unit offered to the context gets an equal share of the answer budget, at least
+        # `sentences_per_unit` sentences (~20 tokens each): when the tests rated every unit (a small
+        # corpus, nothing left to fill with), the few relevant ones are read nearly whole; with many
+        # units, relevant and fill alike keep short extracts.
+        share = max(config.sentences_per_unit, config.context_max_tokens // (20 * max(1, len(chosen))))
         sources = []
         for row, (score, subquery, rank) in chosen:
             unit = graph.text_units[passages.unit_ids[row]]
@@ -241,7 +247,7 @@ async def lazy_search_async(
                     "rating": None if score is None else round(score, 2),  # None: untested, a fill
                     "subquery": subquery,
                     "rank": rank + 1,
-                    "text": extract(unit["text"], subquery, config.sentences_per_unit),
+                    "text": extract(unit["text"], subquery, share),
                 }
             )
         context = build_basic_context(question, sources, config.context_max_tokens, config.encoding)
