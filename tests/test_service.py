@@ -238,6 +238,16 @@ def test_openapi_health_and_readiness(client: httpx.Client) -> None:
     assert client.get("/readyz").status_code == 200
 
 
+def test_warm_up_loads_the_question_parse_model_so_the_first_query_does_not(data: ServiceData) -> None:
+    from pipeline.core import ner
+
+    ner._model = None  # whatever an earlier query of this process loaded
+    svc = QueryService(offline_settings(data), embedder=data.embedder)
+    assert not svc.warm.is_set()
+    svc.warm_up()
+    assert svc.warm.is_set() and ner._model is not None
+
+
 # ---- tenancy and auth ----------------------------------------------------------------------------------
 def test_missing_or_bad_key_is_401(client: httpx.Client) -> None:
     for headers in ({}, auth("grk_wrong"), {"Authorization": "Basic Zm9vOmJhcg=="}, {"X-API-Key": ""}):

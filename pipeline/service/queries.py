@@ -133,9 +133,13 @@ class QueryService:
             return self._embedder
 
     def warm_up(self) -> None:
-        """Load the embedding model (seconds) so the first query does not pay for it; sets `warm`."""
+        """Load the embedding model and the question parse's NER model (seconds each) so the first
+        query does not pay for them; sets `warm`."""
+        from pipeline.core.ner import ner_model
+
         inner = getattr(self.embedder, "embedder", self.embedder)
         inner.embed(["warm-up"])  # bypass the cache: a cache hit would not load the model
+        ner_model()  # every mode's offline question parse (and global's broad-question test) reads it
         self.warm.set()
 
     def new_engine(self) -> Engine:
