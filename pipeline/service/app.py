@@ -189,7 +189,11 @@ def create_app(
         """The process is up and serving."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["ops"], responses={503: {"description": "still loading the embedding model"}})
+    @app.get(
+        "/readyz",
+        tags=["ops"],
+        responses={503: {"description": "still loading the embedding and NER models"}},
+    )
     async def ready() -> JSONResponse:
         """Ready once the embedding model is loaded (queries would otherwise wait for it)."""
         if not service.warm.is_set():
