@@ -1,6 +1,6 @@
 """`eval_report`: `pipeline eval` as an asset, partitioned by namespace, so an evaluation can follow a
 re-index and the UI shows its result: the per-mode table and the per-type tables as Markdown metadata,
-the chart as an SVG file beside the report (`eval/` in the namespace's folder). The work is in
+the charts as a page beside the report (`eval/` in the namespace's folder). The work is in
 `pipeline.eval`."""
 
 import tempfile
@@ -68,7 +68,7 @@ def eval_report(
             "questions": report["questions"],
             "modes": ", ".join(modes),
             "metrics": MetadataValue.md(tables),
-            "chart": MetadataValue.path(str(store.location(f"{REPORT_DIR}/chart.svg"))),
+            "chart": MetadataValue.path(str(store.location(f"{REPORT_DIR}/chart.html"))),
             "report": MetadataValue.path(str(store.location(f"{REPORT_DIR}/report.html"))),
             **engine.usage.as_metadata(),
             "duration_s": round(time.monotonic() - started, 3),

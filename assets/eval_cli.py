@@ -53,7 +53,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print("\n" + overall_table(report["metrics"]))
     for metric, label in (("context_recall", "context recall %"), ("answer_coverage", "answer coverage %")):
         print(f"\n{label} per type:\n" + type_table(report["metrics"], metric))
-    print(f"\nreport: {files['report.html']} (also report.md, report.json, chart.svg)")
+    print(f"\nreport: {files['report.html']} (also report.md, report.json, chart.html)")
     return 0
 
 
@@ -73,6 +73,8 @@ def add_eval_parser(sub: Any, namespace: Callable[[str], str]) -> None:
     )
     p.add_argument("--modes", help=f"comma-separated, in order (default: {','.join(MODES)})")
     p.add_argument("--limit", type=_positive, help="only the first N questions")
-    p.add_argument("--out", help="folder for report.md/.html/.json and chart.svg (default: eval/<namespace>)")
+    p.add_argument(
+        "--out", help="folder for report.md/.html/.json and chart.html (default: eval/<namespace>)"
+    )
     p.add_argument("--json", action="store_true", help="print the metrics as JSON (progress goes to stderr)")
     p.set_defaults(func=cmd_eval)

@@ -146,9 +146,9 @@ def test_eval_of_the_sample_book_writes_the_report_and_prints_the_metrics(
     assert basic["by_type"]["summary"]["context_recall"] is None  # no gold given
     assert 0 < basic["by_type"]["relation"]["answer_coverage"] <= 100
     assert printed["metrics"]["auto"]["overall"]["routes"]  # which mode auto chose, counted
-    assert sorted(p.name for p in out.iterdir()) == ["chart.svg", "report.html", "report.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["chart.html", "report.html", "report.json", "report.md"]
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "<svg" in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<svg" in page and "http" not in page  # self-contained: names no URL, fetches nothing
     assert "Worst questions per mode" in page and "clerk" in page
     saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert len(saved["rows"]) == 6 and saved["metrics"] == printed["metrics"]
@@ -180,7 +180,8 @@ def test_the_eval_report_asset_attaches_the_tables_and_the_chart(
     assert table.startswith("| mode | questions |") and "| lazy | 2 |" in table and "relation" in table
     chart = Path(metadata["chart"].value)
     assert (
-        chart.read_text(encoding="utf-8").startswith("<svg") and chart.parent == sample_book / "demo" / "eval"
+        chart.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        and chart.parent == sample_book / "demo" / "eval"
     )
     assert json.loads((chart.parent / "report.json").read_text(encoding="utf-8"))["modes"] == [
         "basic",

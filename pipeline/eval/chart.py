@@ -1,9 +1,9 @@
 """A grouped bar chart as inline SVG (no library, no script): one group per question type, one bar per
-mode, for `pipeline eval`'s HTML report and the Dagster asset's chart file."""
+mode, for `pipeline eval`'s HTML pages. Inline in HTML an `<svg>` needs no namespace declaration, so
+the pages name no URL at all."""
 
 from __future__ import annotations
 
-import re
 from html import escape
 
 COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7")
@@ -18,7 +18,7 @@ def bar_chart(
     legend_w = 72  # per series: the longest mode name (global, basic) and its swatch
     width = max(left + group_w * max(1, len(groups)) + 20, left + legend_w * len(series))
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 70}" '
+        f'<svg width="{width}" height="{top + height + 70}" '
         f'font-family="sans-serif" font-size="11" role="img" aria-label="{escape(title)}">',
         f'<text x="{left}" y="16" font-size="14" font-weight="bold">{escape(title)}</text>',
     ]
@@ -47,15 +47,3 @@ def bar_chart(
         out.append(f'<text x="{cx:.1f}" y="{top + height + 16}" text-anchor="middle">{escape(label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
-
-
-def stack(svgs: str) -> str:
-    """Charts one above the other as a single SVG document (a file holds one root element)."""
-    parts = re.findall(r"<svg .*?</svg>", svgs, flags=re.S)
-    sizes = [tuple(int(n) for n in re.search(r'width="(\d+)" height="(\d+)"', p).groups()) for p in parts]
-    width, y, inner = max((w for w, _ in sizes), default=10), 0, []
-    for part, (_, h) in zip(parts, sizes, strict=True):
-        inner.append(part.replace("<svg ", f'<svg y="{y}" ', 1))
-        y += h
-    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{max(y, 10)}">'
-    return "\n".join([head, *inner, "</svg>"]) + "\n"

@@ -1,6 +1,6 @@
 """`pipeline eval`'s report: Markdown (`report.md`), a self-contained HTML page (`report.html`: the
 tables, a bar chart per metric by mode × type, the worst questions per mode with what was missing),
-the charts alone (`chart.svg`) and JSON for machines (`report.json`).
+the charts alone (`chart.html`) and JSON for machines (`report.json`).
 
 `write_report` writes into a fresh folder beside `out` and then moves the files in, so a failed run
 leaves `out` as it was: never a report half-written.
@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pipeline.eval.chart import bar_chart, stack
+from pipeline.eval.chart import bar_chart
 from pipeline.eval.metrics import Scored
 
 WORST = 5  # questions per mode in the worst-questions table
@@ -25,7 +25,7 @@ METRICS = (
     ("context_recall", "context recall %"),
     ("judge_accuracy", "judge %"),
 )
-FILES = ("report.md", "report.html", "report.json", "chart.svg")
+FILES = ("report.md", "report.html", "report.json", "chart.html")
 
 
 def _cell(v: Any) -> str:
@@ -158,6 +158,14 @@ def _html_table(md: str) -> str:
     return "\n".join(out + ["</table>"])
 
 
+def chart_page(report: dict[str, Any]) -> str:
+    """The charts alone, as a page of their own (what the Dagster asset links to)."""
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>pipeline eval charts</title></head>'
+        f"<body>\n{charts(report['metrics'])}\n</body></html>\n"
+    )
+
+
 def html(report: dict[str, Any], rows: list[Scored]) -> str:
     """The whole report as one page: inline CSS and SVG, nothing fetched."""
     body = []
@@ -184,7 +192,7 @@ def html(report: dict[str, Any], rows: list[Scored]) -> str:
 
 
 def write_report(out: str | Path, report: dict[str, Any], rows: list[Scored]) -> dict[str, Path]:
-    """report.md, report.html, report.json and chart.svg in `out`, all or none; their paths."""
+    """report.md, report.html, report.json and chart.html in `out`, all or none; their paths."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -192,7 +200,7 @@ def write_report(out: str | Path, report: dict[str, Any], rows: list[Scored]) ->
         (staging / "report.md").write_text(markdown(report, rows), encoding="utf-8")
         (staging / "report.html").write_text(html(report, rows), encoding="utf-8")
         (staging / "report.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
-        (staging / "chart.svg").write_text(stack(charts(report["metrics"])), encoding="utf-8")
+        (staging / "chart.html").write_text(chart_page(report), encoding="utf-8")
         if not out.exists():
             os.replace(staging, out)
         else:
