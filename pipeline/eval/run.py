@@ -21,14 +21,7 @@ from pipeline.eval.judge import judge
 from pipeline.eval.metrics import Scored, score, summarize
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
-from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
-from pipeline.query.drift.search import drift_search_async
-from pipeline.query.drift.steps import DriftSearchConfig
-from pipeline.query.global_.map import GlobalSearchConfig, GlobalTasks
-from pipeline.query.global_.search import global_search_async
-from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
-from pipeline.query.local.search import LocalSearchConfig, local_search_async
+from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
 
 MODES = ("basic", "local", "drift", "global", "lazy", "auto")
 
@@ -80,22 +73,14 @@ def check_indexed(store: NamespaceStore) -> None:
 
 
 def _searches(engine: Engine, embedder: Embedder, settings: Any) -> dict[str, Callable[..., Any]]:
-    """mode -> (store, question) -> its search's coroutine, each with the configured defaults."""
-    basic = BasicSearchConfig.from_settings(settings)
-    local = LocalSearchConfig.from_settings(settings)
-    drift = DriftSearchConfig.from_settings(settings)
-    global_ = GlobalSearchConfig.from_settings(settings)
-    lazy = LazySearchConfig.from_settings(settings)
-    auto = AutoSearchConfig.from_settings(settings)
-    tasks = GlobalTasks(engine, embedder)
-    return {
-        "basic": lambda s, q: basic_search_async(s, q, engine, embedder, basic),
-        "local": lambda s, q: local_search_async(s, q, engine, embedder, local),
-        "drift": lambda s, q: drift_search_async(s, q, engine, embedder, drift),
-        "global": lambda s, q: global_search_async(s, q, tasks, global_),
-        "lazy": lambda s, q: lazy_search_async(s, q, engine, embedder, lazy),
-        "auto": lambda s, q: auto_search_async(s, q, engine, embedder, auto),
+    """mode -> (store, question) -> its search's coroutine, each with the configured defaults (the
+    modes' configs as auto builds them, and auto's own dispatch)."""
+    config = AutoSearchConfig.from_settings(settings)
+    out: dict[str, Callable[..., Any]] = {
+        m: (lambda s, q, m=m: run_mode(m, s, q, engine, embedder, config)) for m in MODES if m != "auto"
     }
+    out["auto"] = lambda s, q: auto_search_async(s, q, engine, embedder, config)
+    return out
 
 
 def _one_line(exc: BaseException) -> str:

@@ -116,6 +116,30 @@ async def choose_route(
     return choice, router
 
 
+async def run_mode(
+    mode: str,
+    store: NamespaceStore,
+    question: str,
+    engine: Engine,
+    embedder: Embedder,
+    config: AutoSearchConfig,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+) -> Any:
+    """One of the routable modes' search (`global`, `local`, `drift`, `basic`, else lazy) with its config
+    in `config`: where auto and `pipeline eval` both send a question."""
+    if mode == "global":
+        tasks = GlobalTasks(engine, embedder)
+        return await global_search_async(store, question, tasks, config.global_, deadline, cancel)
+    if mode == "local":
+        return await local_search_async(store, question, engine, embedder, config.local, deadline, cancel)
+    if mode == "drift":
+        return await drift_search_async(store, question, engine, embedder, config.drift, deadline, cancel)
+    if mode == "basic":
+        return await basic_search_async(store, question, engine, embedder, config.basic, deadline, cancel)
+    return await lazy_search_async(store, question, engine, embedder, config.lazy, deadline, cancel)
+
+
 async def auto_search_async(
     store: NamespaceStore,
     question: str,
@@ -135,17 +159,7 @@ async def auto_search_async(
         out.usage = dict(engine.usage.counters())
         return out
     route = choice.route
-    if route == "global":
-        tasks = GlobalTasks(engine, embedder)
-        res: Any = await global_search_async(store, question, tasks, config.global_, deadline, cancel)
-    elif route == "local":
-        res = await local_search_async(store, question, engine, embedder, config.local, deadline, cancel)
-    elif route == "drift":
-        res = await drift_search_async(store, question, engine, embedder, config.drift, deadline, cancel)
-    elif route == "basic":
-        res = await basic_search_async(store, question, engine, embedder, config.basic, deadline, cancel)
-    else:
-        res = await lazy_search_async(store, question, engine, embedder, config.lazy, deadline, cancel)
+    res = await run_mode(route, store, question, engine, embedder, config, deadline, cancel)
     inner = res.to_dict()
     return AutoSearchResult(
         question,
