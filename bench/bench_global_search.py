@@ -29,7 +29,8 @@ from pipeline.engine.llm import LLMEngine  # noqa: E402
 from pipeline.engine.offline import OfflineEngine  # noqa: E402
 from pipeline.io.store import NamespaceStore  # noqa: E402
 from pipeline.llm import LLMClient  # noqa: E402
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async  # noqa: E402
+from pipeline.query.common.scope import QueryScope  # noqa: E402
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async  # noqa: E402
 from pipeline.query.questions import load_questions  # noqa: E402
 from pipeline.runtime import cached_embedder  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
@@ -80,9 +81,8 @@ def main() -> None:
 
     rows = []
     for q in questions:
-        tasks = GlobalTasks(OfflineEngine(), embedder)
         t = time.perf_counter()
-        r = asyncio.run(global_search_async(store, q, tasks, config))
+        r = asyncio.run(global_search_async(QueryScope(store, OfflineEngine(), embedder), q, config))
         rows.append({"s": time.perf_counter() - t, "batches": r.batches, "status": r.status})
     lat = sorted(x["s"] for x in rows)
     out["offline"] = {
@@ -116,7 +116,7 @@ def main() -> None:
                 cache=LLMCache(Path(tempfile.mkdtemp(prefix="bench_global_llm_")) / "llm.sqlite"),
             )
             t = time.perf_counter()
-            r = asyncio.run(global_search_async(store, q, GlobalTasks(LLMEngine(client)), config))
+            r = asyncio.run(global_search_async(QueryScope(store, LLMEngine(client), None), q, config))
             timings.append((time.perf_counter() - t, r.batches))
     wall, n = timings[0]
     ideal = n * LATENCY_S / config.map_concurrency + LATENCY_S  # map waves + one reduce (static selection)

@@ -62,13 +62,15 @@ def index_book(work: Path) -> Path:
 
 def offline_run(store, question: str, embedder) -> dict:  # noqa: ANN001
     from pipeline.engine.offline import OfflineEngine
-    from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+    from pipeline.query.common.scope import QueryScope
+    from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 
     out = {}
     for attempt in ("cold_s", "warm_s"):
-        tasks = GlobalTasks(OfflineEngine(), embedder)
         t = time.perf_counter()
-        r = asyncio.run(global_search_async(store, question, tasks, GlobalSearchConfig()))
+        r = asyncio.run(
+            global_search_async(QueryScope(store, OfflineEngine(), embedder), question, GlobalSearchConfig())
+        )
         out[attempt] = round(time.perf_counter() - t, 2)
     out.update(status=r.status, batches=r.batches, selection=r.selection)
     return out
@@ -92,7 +94,8 @@ def llm_run(store, question: str, embedder) -> dict:  # noqa: ANN001
     from pipeline.caches.sqlite_llm import LLMCache
     from pipeline.engine.llm import LLMEngine
     from pipeline.llm import LLMClient
-    from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+    from pipeline.query.common.scope import QueryScope
+    from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
     from tests.support.fault_proxy import FaultProxy
 
     config = GlobalSearchConfig()
@@ -105,9 +108,7 @@ def llm_run(store, question: str, embedder) -> dict:  # noqa: ANN001
             cache=LLMCache(Path(tempfile.mkdtemp(prefix="bench_gsel_")) / "llm.sqlite"),
         )
         t = time.perf_counter()
-        r = asyncio.run(
-            global_search_async(store, question, GlobalTasks(LLMEngine(client), embedder), config)
-        )
+        r = asyncio.run(global_search_async(QueryScope(store, LLMEngine(client), embedder), question, config))
         wall = time.perf_counter() - t
     bound = math.ceil(config.max_rated / config.rate_batch_size) + config.max_map_batches + 1
     calls = {p: v["calls"] for p, v in r.phases.items()}

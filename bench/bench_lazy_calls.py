@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.eval_retrieval import DEFAULT_DATASET, find_files  # noqa: E402
 from pipeline.io.store import NamespaceStore  # noqa: E402
+from pipeline.query.common.scope import QueryScope  # noqa: E402
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async  # noqa: E402
 from pipeline.runtime import cached_embedder  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
@@ -48,7 +49,7 @@ def main() -> None:
             with FaultProxy(None, responder=model) as proxy, tempfile.TemporaryDirectory() as tmp:
                 result = asyncio.run(
                     lazy_search_async(
-                        store, q["question"], engine_for(proxy.base_url, Path(tmp)), embedder, cfg
+                        QueryScope(store, engine_for(proxy.base_url, Path(tmp)), embedder), q["question"], cfg
                     )
                 )
                 received = proxy.received

@@ -147,6 +147,7 @@ def main() -> None:
     from pipeline.engine.offline import OfflineEngine
     from pipeline.io.store import NamespaceStore
     from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+    from pipeline.query.common.scope import QueryScope
     from pipeline.query.common.search import vector_search
     from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
     from pipeline.query.local.index import load_local_index
@@ -177,9 +178,9 @@ def main() -> None:
     graph = load_local_index(store)
     passages = load_passage_index(store)
     title_of = {uid: graph.document_titles.get(u["document_id"], "") for uid, u in graph.text_units.items()}
-    asyncio.run(local_search_async(store, "warm-up question", engine, embedder, cfg))
+    asyncio.run(local_search_async(QueryScope(store, engine, embedder), "warm-up question", cfg))
     lazy_cfg = LazySearchConfig(context_max_tokens=cfg.context_max_tokens)
-    asyncio.run(lazy_search_async(store, "warm-up question", engine, embedder, lazy_cfg))
+    asyncio.run(lazy_search_async(QueryScope(store, engine, embedder), "warm-up question", lazy_cfg))
     gold_in_context: dict[str, int] = {}
     total_gold = 0
 
@@ -193,13 +194,13 @@ def main() -> None:
         hits = vector_search(store, embedder, q["question"], k=10)
         tally.add("vector", [h["document_title"] for h in hits], gold, time.perf_counter() - t)
         t = time.perf_counter()
-        basic = asyncio.run(basic_search_async(store, q["question"], engine, embedder, basic_cfg))
+        basic = asyncio.run(basic_search_async(QueryScope(store, engine, embedder), q["question"], basic_cfg))
         tally.add("basic", [s["document_title"] for s in basic.sources], gold, time.perf_counter() - t)
         t = time.perf_counter()
-        res = asyncio.run(local_search_async(store, q["question"], engine, embedder, cfg))
+        res = asyncio.run(local_search_async(QueryScope(store, engine, embedder), q["question"], cfg))
         tally.add("local", [title_of[p["id"]] for p in res.passages], gold, time.perf_counter() - t)
         t = time.perf_counter()
-        lz = asyncio.run(lazy_search_async(store, q["question"], engine, embedder, lazy_cfg))
+        lz = asyncio.run(lazy_search_async(QueryScope(store, engine, embedder), q["question"], lazy_cfg))
         tally.add("lazy", [s["document_title"] for s in lz.sources], gold, time.perf_counter() - t)
         total_gold += len(gold)
         for budget in budgets:
@@ -208,11 +209,11 @@ def main() -> None:
             if budget != cfg.context_max_tokens:
                 lcfg = replace(cfg, context_max_tokens=budget)
                 lrows = asyncio.run(
-                    local_search_async(store, q["question"], engine, embedder, lcfg)
+                    local_search_async(QueryScope(store, engine, embedder), q["question"], lcfg)
                 ).context_rows
                 zcfg = replace(lazy_cfg, context_max_tokens=budget)
                 zrows = asyncio.run(
-                    lazy_search_async(store, q["question"], engine, embedder, zcfg)
+                    lazy_search_async(QueryScope(store, engine, embedder), q["question"], zcfg)
                 ).context_rows
             for name, rows in (("local", lrows), ("lazy", zrows)):
                 key = f"{name}@{budget}"

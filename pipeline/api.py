@@ -7,6 +7,7 @@ composition root) unless they are given, and runs the mode's search, which takes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -15,9 +16,10 @@ from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal
 from pipeline.query.auto.search import AutoSearchConfig, AutoSearchResult, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchResult, basic_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchResult, drift_search_async
 from pipeline.query.drift.steps import DriftSearchConfig
-from pipeline.query.global_.map import GlobalSearchConfig, GlobalTasks
+from pipeline.query.global_.map import GlobalSearchConfig
 from pipeline.query.global_.search import GlobalSearchResult, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, LazySearchResult, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchResult, local_search_async
@@ -26,12 +28,29 @@ from pipeline.runtime import query_runtime
 __all__ = ["auto_search", "basic_search", "drift_search", "global_search", "lazy_search", "local_search"]
 
 C = TypeVar("C")
+R = TypeVar("R")
 
 
 def _config(cls: Any, config: C | None, settings: Any, **given: Any) -> C:
     """Precedence: the options given to the call > `config` > the configured defaults."""
     given = {k: v for k, v in given.items() if v is not None}
     return replace(config, **given) if config is not None else cls.from_settings(settings, **given)
+
+
+def _answer(
+    search: Callable[[QueryScope, str, Any], Coroutine[Any, Any, R]],
+    cls: type,
+    namespace: str,
+    question: str,
+    call: dict[str, Any],
+    **given: Any,
+) -> R:
+    """`search` on `question` in `namespace`, with the call's settings, engine, embedder, config,
+    deadline and cancel (`call`), and its options `given` (which take precedence over `config`)."""
+    rt = query_runtime(namespace, settings=call["settings"], engine=call["engine"], embedder=call["embedder"])
+    cfg = _config(cls, call["config"], rt.settings, **given)
+    scope = QueryScope(rt.store, rt.engine, rt.embedder, call["deadline"], call["cancel"])
+    return rt.engine.run_sync(search(scope, question, cfg))
 
 
 def local_search(
@@ -50,10 +69,18 @@ def local_search(
     """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
     The engine and embedder default to the configured ones.
     Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(LocalSearchConfig, config, rt.settings, top_k=top_k, community_level=community_level)
-    coro = local_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    return rt.engine.run_sync(coro)
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(
+        local_search_async,
+        LocalSearchConfig,
+        namespace,
+        question,
+        call,
+        top_k=top_k,
+        community_level=community_level,
+    )
 
 
 def global_search(
@@ -70,10 +97,10 @@ def global_search(
 ) -> GlobalSearchResult:
     """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
     and embedder default to the configured ones."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(GlobalSearchConfig, config, rt.settings, level=level)
-    tasks = GlobalTasks(rt.engine, rt.embedder)
-    return rt.engine.run_sync(global_search_async(rt.store, question, tasks, cfg, deadline, cancel))
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(global_search_async, GlobalSearchConfig, namespace, question, call, level=level)
 
 
 def drift_search(
@@ -91,10 +118,10 @@ def drift_search(
     """Answer a question with DRIFT for one namespace; `overrides` (primer_k, primer_folds, depth, breadth,
     community_level, response_type, ...) take precedence over `config`, which takes precedence over the
     configured defaults. The engine and embedder default to the configured ones."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(DriftSearchConfig, config, rt.settings, **overrides)
-    coro = drift_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    return rt.engine.run_sync(coro)
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(drift_search_async, DriftSearchConfig, namespace, question, call, **overrides)
 
 
 def basic_search(
@@ -111,10 +138,10 @@ def basic_search(
 ) -> BasicSearchResult:
     """Answer a question from the nearest passages of one namespace, cited to their offsets. The engine
     and embedder default to the configured ones."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(BasicSearchConfig, config, rt.settings, top_k=top_k)
-    coro = basic_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    return rt.engine.run_sync(coro)
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(basic_search_async, BasicSearchConfig, namespace, question, call, top_k=top_k)
 
 
 def lazy_search(
@@ -131,10 +158,10 @@ def lazy_search(
 ) -> LazySearchResult:
     """Answer a question with lazy search (relevance tests within a budget, no community reports needed);
     `overrides` (budget, subqueries, max_irrelevant, ...) > `config` > the configured defaults."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(LazySearchConfig, config, rt.settings, **overrides)
-    coro = lazy_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    return rt.engine.run_sync(coro)
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(lazy_search_async, LazySearchConfig, namespace, question, call, **overrides)
 
 
 def auto_search(
@@ -151,7 +178,7 @@ def auto_search(
 ) -> AutoSearchResult:
     """Route the question to basic, local, global, DRIFT or lazy search and answer it; the result says
     which (`route`) and why (`reason`). `route` given here skips the classification."""
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    cfg = _config(AutoSearchConfig, config, rt.settings, route=route)
-    coro = auto_search_async(rt.store, question, rt.engine, rt.embedder, cfg, deadline, cancel)
-    return rt.engine.run_sync(coro)
+    call = dict(
+        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
+    )
+    return _answer(auto_search_async, AutoSearchConfig, namespace, question, call, route=route)

@@ -14,13 +14,16 @@ from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.common.search import text_search
 
 QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
 
 
 def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, embedder):
-    result = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, BasicSearchConfig()))
+    result = asyncio.run(
+        basic_search_async(QueryScope(tiny, OfflineEngine(), embedder), QUESTION, BasicSearchConfig())
+    )
     assert result.status == "completed"
     assert result.sources[0]["text"].startswith("Bob Cratchit worked as Scrooge's clerk")
     assert [s["score"] for s in result.sources] == sorted((s["score"] for s in result.sources), reverse=True)
@@ -38,12 +41,12 @@ def test_offline_basic_quotes_the_nearest_passage_cited_to_its_offsets(tiny, emb
 
 def test_full_text_fusion_is_an_option_and_top_k_is_validated(tiny, embedder):
     dense = asyncio.run(
-        basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, BasicSearchConfig(top_k=4))
+        basic_search_async(QueryScope(tiny, OfflineEngine(), embedder), QUESTION, BasicSearchConfig(top_k=4))
     )
     assert len(dense.sources) == 4 and all(s["cosine"] is not None for s in dense.sources)
     assert [s["cosine"] for s in dense.sources] == sorted((s["cosine"] for s in dense.sources), reverse=True)
     cfg = BasicSearchConfig(top_k=4, full_text=True)
-    fused = asyncio.run(basic_search_async(tiny, QUESTION, OfflineEngine(), embedder, cfg))
+    fused = asyncio.run(basic_search_async(QueryScope(tiny, OfflineEngine(), embedder), QUESTION, cfg))
     # The fused order is the reciprocal-rank fusion of the dense order and BM25's.
     lexical = [r["id"] for r in text_search(tiny, QUESTION, k=8)]
     expected = reciprocal_rank_fusion([[s["text_unit_id"] for s in dense.sources], lexical], k=60)

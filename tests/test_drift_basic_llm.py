@@ -16,6 +16,7 @@ from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_drift_search import build_empty_index
@@ -96,7 +97,7 @@ def drift(store, embedder, tmp_path, model, cfg=None, cancel=None, prepare=None)
             prepare(proxy)
         engine = engine_for(proxy.base_url, tmp_path)
         coro = drift_search_async(
-            store, QUESTION, engine, embedder, cfg or DriftSearchConfig(), cancel=cancel
+            QueryScope(store, engine, embedder, cancel=cancel), QUESTION, cfg or DriftSearchConfig()
         )
         return asyncio.run(coro), proxy
 
@@ -172,7 +173,9 @@ def test_cancelling_mid_tree_keeps_what_was_done_and_sends_no_reduce(tiny, embed
     with FaultProxy(None, responder=model) as proxy:
         held = proxy.hold(is_follow_up, from_nth=1)
         engine = engine_for(proxy.base_url, tmp_path)
-        coro = drift_search_async(tiny, QUESTION, engine, embedder, DriftSearchConfig(), cancel=cancel)
+        coro = drift_search_async(
+            QueryScope(tiny, engine, embedder, cancel=cancel), QUESTION, DriftSearchConfig()
+        )
         worker = threading.Thread(target=lambda: out.setdefault("result", asyncio.run(coro)))
         worker.start()
         held.wait_held(1)  # the first round's follow-ups are in flight
@@ -200,7 +203,7 @@ def basic(store, embedder, tmp_path, model, cfg=None, cancel=None):
     with FaultProxy(None, responder=model) as proxy:
         engine = engine_for(proxy.base_url, tmp_path)
         coro = basic_search_async(
-            store, QUESTION, engine, embedder, cfg or BasicSearchConfig(), cancel=cancel
+            QueryScope(store, engine, embedder, cancel=cancel), QUESTION, cfg or BasicSearchConfig()
         )
         return asyncio.run(coro)
 
@@ -224,7 +227,9 @@ def test_basic_cancelled_while_its_answer_is_in_flight(tiny, embedder, tmp_path)
     with FaultProxy(None, responder=model) as proxy:
         held = proxy.hold(from_nth=1)
         engine = engine_for(proxy.base_url, tmp_path)
-        coro = basic_search_async(tiny, QUESTION, engine, embedder, BasicSearchConfig(), cancel=cancel)
+        coro = basic_search_async(
+            QueryScope(tiny, engine, embedder, cancel=cancel), QUESTION, BasicSearchConfig()
+        )
         worker = threading.Thread(target=lambda: out.setdefault("result", asyncio.run(coro)))
         worker.start()
         held.wait_held(1)

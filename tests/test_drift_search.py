@@ -12,6 +12,7 @@ from pipeline.api import drift_search
 from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError, drift_search_async
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
@@ -37,7 +38,7 @@ def build_empty_index(store: NamespaceStore, dimension: int) -> None:
 
 def run(store, embedder, cfg=None, question=QUESTION):
     cfg = cfg or DriftSearchConfig()
-    return asyncio.run(drift_search_async(store, question, OfflineEngine(), embedder, cfg))
+    return asyncio.run(drift_search_async(QueryScope(store, OfflineEngine(), embedder), question, cfg))
 
 
 def test_offline_drift_answers_with_a_tree_whose_citations_resolve_to_rows(tiny, embedder):

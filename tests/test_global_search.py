@@ -11,8 +11,9 @@ from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.batcher import BudgetError, build_batches
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.context import GlobalContextError, ReportContext, load_report_contexts
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
 from pipeline.query.global_.tasks import map_messages, skeleton_text
 
 TOPICS = [
@@ -162,8 +163,10 @@ def minilm():
 def run(store, question, minilm, **cfg):
     import asyncio
 
-    tasks = GlobalTasks(OfflineEngine(), minilm)
-    return asyncio.run(global_search_async(store, question, tasks, GlobalSearchConfig(**cfg))), tasks
+    result = asyncio.run(
+        global_search_async(QueryScope(store, OfflineEngine(), minilm), question, GlobalSearchConfig(**cfg))
+    )
+    return result, result.usage
 
 
 def test_offline_global_search_answers_with_cited_communities(store, minilm):
@@ -173,7 +176,7 @@ def test_offline_global_search_answers_with_cited_communities(store, minilm):
     flood_communities = {i for i in range(40) if i % 4 == 1}
     assert set(result.cited_communities) & flood_communities
     assert re.search(r"\[Community ID: \d+\]", result.answer)
-    assert tasks.map_calls == result.batches and tasks.reduce_calls == 1
+    assert tasks["map_calls"] == result.batches and tasks["reduce_calls"] == 1
     assert all(0 < p["score"] <= 100 for p in result.points)
     ordered = [p["score"] for p in result.points]
     assert ordered == sorted(ordered, reverse=True)
@@ -185,13 +188,13 @@ def test_offline_global_search_answers_with_cited_communities(store, minilm):
 def test_offline_irrelevant_question_is_no_results_without_a_reduce(store, minilm):
     result, tasks = run(store, "zzqx vlorp gribble?", minilm, map_budget=700, map_reserve=100)
     assert result.status == "no_results" and "no point scored above 0" in result.reason
-    assert tasks.reduce_calls == 0
+    assert tasks["reduce_calls"] == 0
 
 
 def test_a_level_the_graph_does_not_have_is_no_results_with_the_reason(store, minilm):
     result, tasks = run(store, "What did the flood destroy?", minilm, level=7)
     assert result.status == "no_results" and "community level 7 does not exist" in result.reason
-    assert tasks.map_calls == 0 and tasks.reduce_calls == 0
+    assert tasks["map_calls"] == 0 and tasks["reduce_calls"] == 0
 
 
 def test_empty_namespace_is_no_results(tmp_path, minilm):

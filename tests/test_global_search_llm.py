@@ -16,7 +16,8 @@ from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
 from pipeline.query.global_.tasks import MAP
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
@@ -69,7 +70,9 @@ def store(tmp_path):
 
 
 def run(store, engine, config=CONFIG):
-    return asyncio.run(global_search_async(store, "What happened in the city?", GlobalTasks(engine), config))
+    return asyncio.run(
+        global_search_async(QueryScope(store, engine, None), "What happened in the city?", config)
+    )
 
 
 def test_scripted_model_one_batch_failing_twice_is_partial(store, tmp_path):
@@ -228,9 +231,8 @@ def test_against_the_local_smollm2_server_the_whole_path_returns_a_validated_res
     engine = engine_for(llm_server.base_url, tmp_path, max_tokens=96)
     result = asyncio.run(
         global_search_async(
-            store,
+            QueryScope(store, engine, None),
             "What happened to the harbour?",
-            GlobalTasks(engine),
             # SmolLM2's window is 2,048 tokens: small reserves keep its answers short (they are max_tokens)
             GlobalSearchConfig(map_reserve=96, reduce_reserve=96),
         )

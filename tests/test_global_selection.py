@@ -18,7 +18,8 @@ from pipeline import prompts
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async, plan_batches
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_global_search_llm import engine_for
 from tests.test_local_search import _vectors
@@ -112,8 +113,8 @@ DYNAMIC = GlobalSearchConfig(selection="dynamic")
 
 
 def run(store, question, embedder, config=DYNAMIC, engine=None, cancel=None):  # noqa: ANN001
-    tasks = GlobalTasks(engine or OfflineEngine(), embedder)
-    return asyncio.run(global_search_async(store, question, tasks, config, cancel=cancel))
+    scope = QueryScope(store, engine or OfflineEngine(), embedder, cancel=cancel)
+    return asyncio.run(global_search_async(scope, question, config))
 
 
 def mapped(result) -> set[int]:  # noqa: ANN001

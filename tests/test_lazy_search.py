@@ -15,7 +15,8 @@ from pipeline.engine.offline import OfflineEngine
 from pipeline.llm.errors import LLMCallError
 from pipeline.query.auto.route import offline_route
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
-from pipeline.query.lazy.relevance import ProbeOptions, rate_call_cap, run_tests, shares
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.lazy.relevance import ProbeOptions, Tests, rate_call_cap, run_tests, shares
 from pipeline.query.lazy.search import LazySearchConfig, LazySearchError, lazy_search_async
 from pipeline.query.lazy.tasks import UnitRating, UnitRatings, offline_subqueries
 from pipeline.query.lazy.tree import CommunityTree, Ranking
@@ -53,9 +54,8 @@ def run(rater: Rater, order: list[int], **options) -> list:
     opts = ProbeOptions(
         **{"budget": 100, "units_per_call": 2, "max_irrelevant": 1, "threshold": 5, **options}
     )
-    coro = run_tests(
-        [ranking(order)], TREE, str, lambda r, rows: [None] * len(rows), rater, opts, lambda: None
-    )
+    tests = Tests(TREE, str, lambda r, rows: [None] * len(rows), rater, opts, lambda: None)
+    coro = run_tests([ranking(order)], tests)
     return asyncio.run(coro)
 
 
@@ -103,7 +103,9 @@ def test_offline_subqueries_are_the_question_its_entities_and_its_keywords():
 
 
 def lazy(store, embedder, question, **cfg):
-    return asyncio.run(lazy_search_async(store, question, OfflineEngine(), embedder, LazySearchConfig(**cfg)))
+    return asyncio.run(
+        lazy_search_async(QueryScope(store, OfflineEngine(), embedder), question, LazySearchConfig(**cfg))
+    )
 
 
 def test_lazy_search_answers_from_tested_units_with_citations_to_their_offsets(tiny, embedder):
@@ -141,7 +143,7 @@ def test_lazy_search_cancelled_before_it_starts_sends_nothing(tiny, embedder):
     cancel.set()
     engine = OfflineEngine()
     coro = lazy_search_async(
-        tiny, "Who is Bob Cratchit?", engine, embedder, LazySearchConfig(), cancel=cancel
+        QueryScope(tiny, engine, embedder, cancel=cancel), "Who is Bob Cratchit?", LazySearchConfig()
     )
     result = asyncio.run(coro)
     assert result.status == "cancelled" and result.answer == "" and result.units_tested == 0
@@ -164,12 +166,14 @@ def test_offline_routing_never_sends_a_fact_lookup_to_global(embedder):
 
 
 def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
-    coro = auto_search_async(tiny, "Summarize the story as a whole.", OfflineEngine(), embedder)
+    coro = auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), "Summarize the story as a whole.")
     result = asyncio.run(coro)
     assert (result.route, result.router) == ("global", "offline") and "summary" in result.reason
     assert result.status == result.result["status"] and result.answer == result.result["answer"]
     given = AutoSearchConfig(route="lazy")
-    result = asyncio.run(auto_search_async(tiny, "Who is Bob Cratchit?", OfflineEngine(), embedder, given))
+    result = asyncio.run(
+        auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), "Who is Bob Cratchit?", given)
+    )
     assert (result.route, result.router) == ("lazy", "given") and "units_tested" in result.result
 
 

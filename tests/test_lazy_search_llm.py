@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from pipeline import prompts
 from pipeline.query.auto.search import auto_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.test_local_search_llm import engine_for
@@ -75,7 +76,7 @@ def lazy(store, embedder, tmp_path, model, cfg, prepare=None):
         if prepare is not None:
             prepare(proxy)
         engine = engine_for(proxy.base_url, tmp_path)
-        result = asyncio.run(lazy_search_async(store, QUESTION, engine, embedder, cfg))
+        result = asyncio.run(lazy_search_async(QueryScope(store, engine, embedder), QUESTION, cfg))
         return result, proxy.received
 
 
@@ -135,8 +136,8 @@ def test_routing_is_one_cached_classification_call(tiny, embedder, tmp_path):
     model = ScriptedModel(route="basic")
     with FaultProxy(None, responder=model) as proxy:
         engine = engine_for(proxy.base_url, tmp_path)
-        first = asyncio.run(auto_search_async(tiny, "Who is Bob Cratchit?", engine, embedder))
-        second = asyncio.run(auto_search_async(tiny, "Who is Bob Cratchit?", engine, embedder))
+        first = asyncio.run(auto_search_async(QueryScope(tiny, engine, embedder), "Who is Bob Cratchit?"))
+        second = asyncio.run(auto_search_async(QueryScope(tiny, engine, embedder), "Who is Bob Cratchit?"))
     assert (first.route, first.router, first.reason) == ("basic", "llm", "scripted")
     assert len(model.requests["route"]) == 1 and second.route == "basic"  # the second from the cache
     assert first.result["status"] == "completed" and len(model.requests["answer"]) == 1
@@ -146,6 +147,8 @@ def test_an_invalid_route_falls_back_to_the_offline_rules(tiny, embedder, tmp_pa
     model = ScriptedModel(route="oracle")
     with FaultProxy(None, responder=model) as proxy:
         engine = engine_for(proxy.base_url, tmp_path)
-        result = asyncio.run(auto_search_async(tiny, "Summarize the story as a whole.", engine, embedder))
+        result = asyncio.run(
+            auto_search_async(QueryScope(tiny, engine, embedder), "Summarize the story as a whole.")
+        )
     assert result.router == "offline" and result.route == "global"
     assert "classification failed" in result.reason

@@ -19,6 +19,7 @@ from pipeline.engine.offline import OfflineEngine
 from pipeline.index.text_unit_embeddings import index_text_units
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.intent import QueryIntent, offline_intent
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.community_rank import expand, topology_candidates
 from pipeline.query.local.entity_match import (
     MatchOptions,
@@ -324,7 +325,7 @@ def test_two_hop_expansion_and_level_lifting(tiny):
 
 def run_local(store, question, embedder, **cfg):
     return asyncio.run(
-        local_search_async(store, question, OfflineEngine(), embedder, LocalSearchConfig(**cfg))
+        local_search_async(QueryScope(store, OfflineEngine(), embedder), question, LocalSearchConfig(**cfg))
     )
 
 
@@ -384,7 +385,7 @@ def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, em
     candidates = [{**c, "matched_entities": []} for c in run_local(store, question, embedder).communities]
     result = LocalSearchResult(question, "completed")
     chosen = asyncio.run(
-        _select(OfflineEngine(), _Unreachable(embedder), question, candidates, result, None, None)
+        _select(QueryScope(store, OfflineEngine(), _Unreachable(embedder)), question, candidates, result)
     )
     assert (
         chosen == candidates
@@ -468,7 +469,9 @@ def test_cancellation_between_stages(tiny, embedder):
     cancel = threading.Event()
     cancel.set()
     result = asyncio.run(
-        local_search_async(store, "Scrooge?", OfflineEngine(), embedder, LocalSearchConfig(), cancel=cancel)
+        local_search_async(
+            QueryScope(store, OfflineEngine(), embedder, cancel=cancel), "Scrooge?", LocalSearchConfig()
+        )
     )
     assert result.status == "cancelled" and "query parsing" in result.reason
 

@@ -25,6 +25,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
 from pipeline.query.common.intent import offline_intent
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
@@ -119,7 +120,9 @@ def run(store, model: ScriptedModel, embedder, tmp_path, *faults: str, cancel=No
     with FaultProxy(None, responder=model) as proxy:
         proxy.script(*faults)
         engine = engine_for(proxy.base_url, tmp_path)
-        coro = local_search_async(store, QUESTION, engine, embedder, LocalSearchConfig(), cancel=cancel)
+        coro = local_search_async(
+            QueryScope(store, engine, embedder, cancel=cancel), QUESTION, LocalSearchConfig()
+        )
         if hold is None:
             return asyncio.run(coro)
         return hold(proxy, coro)

@@ -12,6 +12,7 @@ import pytest
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.passage_index import load_passage_index
 from pipeline.query.local.passage_rank import (
     PassageRankOptions,
@@ -100,7 +101,9 @@ def test_index_is_built_once_and_rebuilt_when_a_table_changes(tiny):
 
 def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):  # noqa: F811
     result = asyncio.run(
-        local_search_async(tiny, "Who is Bob Cratchit's son?", OfflineEngine(), embedder, LocalSearchConfig())
+        local_search_async(
+            QueryScope(tiny, OfflineEngine(), embedder), "Who is Bob Cratchit's son?", LocalSearchConfig()
+        )
     )
     assert result.status == "completed"
     assert result.passages[0]["id"] == unit(tiny, 1)

@@ -22,6 +22,7 @@ from pipeline.eval.metrics import Scored, score, summarize
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
+from pipeline.query.common.scope import QueryScope
 
 MODES = ("basic", "local", "drift", "global", "lazy", "auto")
 
@@ -76,11 +77,13 @@ def _searches(engine: Engine, embedder: Embedder, settings: Any) -> dict[str, Ca
     """mode -> (store, question) -> its search's coroutine, each with the configured defaults (the
     modes' configs as auto builds them, and auto's own dispatch)."""
     config = AutoSearchConfig.from_settings(settings)
-    out: dict[str, Callable[..., Any]] = {
-        m: (lambda s, q, m=m: run_mode(m, s, q, engine, embedder, config)) for m in MODES if m != "auto"
-    }
-    out["auto"] = lambda s, q: auto_search_async(s, q, engine, embedder, config)
-    return out
+
+    def search(mode: str) -> Callable[..., Any]:
+        if mode == "auto":
+            return lambda s, q: auto_search_async(QueryScope(s, engine, embedder), q, config)
+        return lambda s, q: run_mode(mode, QueryScope(s, engine, embedder), q, config)
+
+    return {m: search(m) for m in MODES}
 
 
 def _one_line(exc: BaseException) -> str:

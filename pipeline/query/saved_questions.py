@@ -21,6 +21,7 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.batcher import Batch
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_.search import (
     GlobalSearchConfig,
@@ -54,7 +55,9 @@ def write_global_batches(
     rows, totals = [], {}
     for q in questions:
         tasks = GlobalTasks(engine, embedder)
-        batches, selection = engine.run_sync(plan_search(store, q, tasks, config))
+        batches, selection = engine.run_sync(
+            plan_search(QueryScope(store, engine, embedder), q, tasks, config)
+        )
         for key, value in selection.to_dict().items():
             if isinstance(value, int) and not isinstance(value, bool) and key != "level":
                 totals[key] = totals.get(key, 0) + value
@@ -181,7 +184,7 @@ def write_local_answers(
         store,
         engine,
         questions,
-        lambda q: local_search_async(store, q, engine, embedder, config),
+        lambda q: local_search_async(QueryScope(store, engine, embedder), q, config),
         lambda res: {
             "communities": [c["id"] for c in res.communities],
             "selection": res.selection,
@@ -206,7 +209,7 @@ def write_drift_answers(
         store,
         engine,
         questions,
-        lambda q: drift_search_async(store, q, engine, embedder, config),
+        lambda q: drift_search_async(QueryScope(store, engine, embedder), q, config),
         lambda res: {
             "reason": res.reason,
             "nodes": len(res.nodes),
@@ -230,7 +233,7 @@ def write_basic_answers(
         store,
         engine,
         questions,
-        lambda q: basic_search_async(store, q, engine, embedder, config),
+        lambda q: basic_search_async(QueryScope(store, engine, embedder), q, config),
         lambda res: {
             "reason": res.reason,
             "sources_json": json.dumps([{k: v for k, v in s.items() if k != "text"} for s in res.sources]),

@@ -20,12 +20,13 @@ from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.service.errors import InvalidRequest
-from pipeline.service.models import ChunkQuery, GlobalQuery, VectorQuery
+from pipeline.service.models import ChunkQuery, VectorQuery
 from pipeline.settings import Settings
 
 
@@ -50,23 +51,18 @@ class Work:
     deadline: float
     cancel: threading.Event
 
-
-def run_global(work: Work, req: GlobalQuery) -> dict[str, Any]:
-    engine = work.new_engine()
-    config = GlobalSearchConfig.from_settings(work.settings, **req.given())
-    tasks = GlobalTasks(engine, work.embedder)
-    coro = global_search_async(work.store, req.question, tasks, config, work.deadline, work.cancel)
-    return engine.run_sync(coro).to_dict()
+    def scope(self, engine: Engine) -> QueryScope:
+        """What a mode is handed: this query's store, embedder and clocks, with `engine`."""
+        return QueryScope(self.store, engine, self.embedder, self.deadline, self.cancel)
 
 
 def _graph_mode(config_of: Any, search: Callable[..., Any]) -> Callable[[Work, Any], dict[str, Any]]:
-    """A mode that runs `search(store, question, engine, embedder, config, deadline, cancel)`."""
+    """A mode that runs `search(scope, question, config)`."""
 
     def run(work: Work, req: Any) -> dict[str, Any]:
         engine = work.new_engine()
         config = config_of.from_settings(work.settings, **req.given())
-        coro = search(work.store, req.question, engine, work.embedder, config, work.deadline, work.cancel)
-        return engine.run_sync(coro).to_dict()
+        return engine.run_sync(search(work.scope(engine), req.question, config)).to_dict()
 
     return run
 
@@ -119,7 +115,7 @@ def run_vector(work: Work, req: VectorQuery) -> dict[str, Any]:
 
 
 MODES: dict[str, Callable[[Work, Any], dict[str, Any]]] = {
-    "global": run_global,
+    "global": _graph_mode(GlobalSearchConfig, global_search_async),
     "local": _graph_mode(LocalSearchConfig, local_search_async),
     "drift": _graph_mode(DriftSearchConfig, drift_search_async),
     "basic": _graph_mode(BasicSearchConfig, basic_search_async),

@@ -19,15 +19,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.core import schema
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.route import ROUTE, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
-from pipeline.query.global_.search import GlobalSearchConfig, GlobalTasks, global_search_async
+from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.settings.query import QuerySettings
@@ -85,82 +83,54 @@ def _available(store: NamespaceStore, route: str) -> bool:
     return store.has_table(name) if kind == "parquet" else store.has_lance_table(name)
 
 
-async def choose_route(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    config: AutoSearchConfig,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-) -> tuple[RouteChoice, str]:
+async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfig) -> tuple[RouteChoice, str]:
     """The route and why (rules 1-3), and who chose it."""
     if config.route is not None:
         choice, router = RouteChoice(route=config.route, reason="route given by the caller"), "given"
     else:
         try:
-            request = RouteRequest(question)
-            choice = await engine.run(ROUTE, request, embedder=embedder, deadline=deadline, cancel=cancel)
-            router = engine.kind  # llm | offline: who classified, for the result (never branched on)
+            choice = await scope.ask(ROUTE, RouteRequest(question))
+            router = scope.engine.kind  # llm | offline: who classified, for the result (never branched on)
         except (LLMCancelledError, LLMTimeoutError):
             raise
         except LLMError as exc:
-            choice = offline_route(question, embedder)
+            choice = offline_route(question, scope.embedder)
             choice = RouteChoice(
                 route=choice.route, reason=f"{choice.reason} (classification failed: {exc})"[:400]
             )
             router = "offline"
-    if not _available(store, choice.route):
+    if not _available(scope.store, choice.route):
         reason = f"{choice.reason}; the namespace has no {NEEDS[choice.route][1]}, so lazy search"[:400]
         choice = RouteChoice(route="lazy", reason=reason)
     return choice, router
 
 
-async def run_mode(
-    mode: str,
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    config: AutoSearchConfig,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-) -> Any:
+async def run_mode(mode: str, scope: QueryScope, question: str, config: AutoSearchConfig) -> Any:
     """One of the routable modes' search (`global`, `local`, `drift`, `basic`, else lazy) with its config
     in `config`: where auto and `pipeline eval` both send a question."""
     if mode == "global":
-        tasks = GlobalTasks(engine, embedder)
-        return await global_search_async(store, question, tasks, config.global_, deadline, cancel)
+        return await global_search_async(scope, question, config.global_)
     if mode == "local":
-        return await local_search_async(store, question, engine, embedder, config.local, deadline, cancel)
+        return await local_search_async(scope, question, config.local)
     if mode == "drift":
-        return await drift_search_async(store, question, engine, embedder, config.drift, deadline, cancel)
+        return await drift_search_async(scope, question, config.drift)
     if mode == "basic":
-        return await basic_search_async(store, question, engine, embedder, config.basic, deadline, cancel)
-    return await lazy_search_async(store, question, engine, embedder, config.lazy, deadline, cancel)
+        return await basic_search_async(scope, question, config.basic)
+    return await lazy_search_async(scope, question, config.lazy)
 
 
 async def auto_search_async(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    config: AutoSearchConfig = AutoSearchConfig(),
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, config: AutoSearchConfig = AutoSearchConfig()
 ) -> AutoSearchResult:
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
     try:
-        choice, router = await choose_route(store, question, engine, embedder, config, deadline, cancel)
+        choice, router = await choose_route(scope, question, config)
     except (LLMCancelledError, LLMTimeoutError) as exc:
-        out = AutoSearchResult(question, "", str(exc), engine.kind, status="cancelled")
-        out.usage = dict(engine.usage.counters())
+        out = AutoSearchResult(question, "", str(exc), scope.engine.kind, status="cancelled")
+        out.usage = scope.usage()
         return out
     route = choice.route
-    res = await run_mode(route, store, question, engine, embedder, config, deadline, cancel)
-    inner = res.to_dict()
+    inner = (await run_mode(route, scope, question, config)).to_dict()
     return AutoSearchResult(
         question,
         route,
@@ -169,6 +139,6 @@ async def auto_search_async(
         status=inner.get("status", ""),
         answer=inner.get("answer", ""),
         result=inner,
-        usage=dict(engine.usage.counters()),
+        usage=scope.usage(),
         duration_s=round(time.monotonic() - started, 3),
     )

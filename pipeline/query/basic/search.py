@@ -21,13 +21,13 @@ from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
+from pipeline.query.common.options import with_overrides
+from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
 from pipeline.query.local.citations import describe_context, resolve_citations
@@ -59,7 +59,7 @@ class BasicSearchConfig:
     @classmethod
     def from_settings(cls, settings: LocalSettings, **overrides: Any) -> BasicSearchConfig:
         configured = {"context_max_tokens": settings.local_context_max_tokens, "encoding": settings.encoding}
-        return cls(**{**configured, **{k: v for k, v in overrides.items() if v is not None}})
+        return with_overrides(cls, configured, overrides)
 
 
 @dataclass
@@ -134,22 +134,14 @@ def build_basic_context(
 
 
 async def basic_search_async(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    config: BasicSearchConfig = BasicSearchConfig(),
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, config: BasicSearchConfig = BasicSearchConfig()
 ) -> BasicSearchResult:
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
     result = BasicSearchResult(question, "completed")
     try:
-        units, best = retrieve(store, embedder, question, config)
+        units, best = retrieve(scope.store, scope.embedder, question, config)
         result.sources = units
-        floor = embedder.calibration.relevant
+        floor = scope.embedder.calibration.relevant
         if not units:
             result.status, result.reason = "no_results", "the namespace has no text units"
         elif best < floor:
@@ -157,23 +149,20 @@ async def basic_search_async(
             result.reason = f"no passage is relevant to the question (best cosine {best:.2f} < {floor:.2f})"
         if result.status == "no_results":
             result.answer = NOTHING_RELEVANT
-            return _finish(result, engine, started)
-        if stopped(cancel, deadline):
+            return _finish(result, scope, started)
+        if scope.stopped():
             result.status, result.reason = "cancelled", "cancelled before the answer"
-            return _finish(result, engine, started)
+            return _finish(result, scope, started)
         context = build_basic_context(question, units, config.context_max_tokens, config.encoding)
         result.context, _ = describe_context(context)
-        request = AnswerRequest(question, context)
-        result.answer = await engine.run(
-            BASIC_ANSWER, request, embedder=embedder, deadline=deadline, cancel=cancel
-        )
+        result.answer = await scope.ask(BASIC_ANSWER, AnswerRequest(question, context))
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason, result.answer = "cancelled", str(exc), ""
-    return _finish(result, engine, started)
+    return _finish(result, scope, started)
 
 
-def _finish(result: BasicSearchResult, engine: Engine, started: float) -> BasicSearchResult:
-    result.usage = dict(engine.usage.counters())
+def _finish(result: BasicSearchResult, scope: QueryScope, started: float) -> BasicSearchResult:
+    result.usage = scope.usage()
     result.duration_s = round(time.monotonic() - started, 3)
     return result

@@ -38,12 +38,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
-from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import pack
+from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.drift.steps import (
     Cancelled,
     DriftNode,
@@ -124,19 +121,12 @@ def _reduce_input(run: Run) -> tuple[list[StepAnswer], str]:
 
 
 async def drift_search_async(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    cfg: DriftSearchConfig = DEFAULT_CONFIG,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, cfg: DriftSearchConfig = DEFAULT_CONFIG
 ) -> DriftSearchResult:
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
+    store, embedder = scope.store, scope.embedder
     result = DriftSearchResult(question, "completed", config=_config_row(cfg))
-    run = Run(question, engine, embedder, cfg)
+    run = Run(question, scope, cfg)
     index = load_local_index(store)
     if cfg.community_level is not None and cfg.community_level not in index.levels:
         raise DriftSearchError(
@@ -156,7 +146,7 @@ async def drift_search_async(
             )
             return _finish(result, run, started)
         root = run.add(None, question)
-        await run_primer(run, root, [r for r, _ in hits], deadline, cancel)
+        await run_primer(run, root, [r for r, _ in hits])
         for _ in range(cfg.depth):
             open_nodes = sorted(
                 (n for n in run.nodes if n.status == "open"),
@@ -164,22 +154,18 @@ async def drift_search_async(
             )[: cfg.breadth]
             if not open_nodes:
                 break
-            if why := stopped(cancel, deadline):
+            if why := scope.stopped():
                 raise Cancelled(f"{why} before round {open_nodes[0].depth}")
-            await asyncio.gather(*(run_follow_up(run, store, n, deadline, cancel) for n in open_nodes))
+            await asyncio.gather(*(run_follow_up(run, n) for n in open_nodes))
             if any(n.status == "cancelled" for n in open_nodes):
-                raise Cancelled(
-                    f"{stopped(cancel, deadline) or 'cancelled'} during round {open_nodes[0].depth}"
-                )
-        await _reduce(run, result, deadline, cancel)
+                raise Cancelled(f"{scope.stopped() or 'cancelled'} during round {open_nodes[0].depth}")
+        await _reduce(run, result)
     except Cancelled as exc:
         result.status, result.answer, result.reason = "cancelled", "", str(exc)
     return _finish(result, run, started)
 
 
-async def _reduce(
-    run: Run, result: DriftSearchResult, deadline: float | None, cancel: CancelSignal | None
-) -> None:
+async def _reduce(run: Run, result: DriftSearchResult) -> None:
     failed = run.failures()
     result.failed_steps = run.failed_folds + sum(1 for n in run.nodes if n.status == "failed" and n.id != 0)
     chosen, context = _reduce_input(run)
@@ -191,7 +177,7 @@ async def _reduce(
             else "no step found information relevant to the question"
         )
         return
-    if why := stopped(cancel, deadline):
+    if why := run.scope.stopped():
         raise Cancelled(f"{why} before the reduce")
     request = DriftReduceRequest(
         question=run.question, answers=chosen, context=context, response_type=run.cfg.response_type
@@ -199,9 +185,9 @@ async def _reduce(
     result.status = "partial" if failed else "completed"
     run.calls["reduce"] += 1
     try:
-        result.answer = await run.engine.run(DRIFT_REDUCE, request, deadline=deadline, cancel=cancel)
+        result.answer = await run.scope.ask(DRIFT_REDUCE, request)
     except (LLMCancelledError, LLMTimeoutError) as exc:
-        if stopped(cancel, deadline):
+        if run.scope.stopped():
             raise Cancelled(f"reduce stopped: {exc}") from None
         result.answer, result.status = offline_reduce(request), "partial"
         result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the steps"
@@ -223,7 +209,7 @@ def _config_row(cfg: DriftSearchConfig) -> dict[str, Any]:
 def _finish(result: DriftSearchResult, run: Run, started: float) -> DriftSearchResult:
     result.nodes = run.nodes
     result.context_rows = [{"section": r.section, "id": r.id, **r.ref} for r in run.rows.values()]
-    usage = dict(run.engine.usage.counters())
+    usage = run.scope.usage()
     usage.update(
         primer_calls=run.calls["primer"],
         follow_up_calls=run.calls["follow_up"],

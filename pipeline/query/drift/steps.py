@@ -12,11 +12,10 @@ import numpy as np
 
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.options import require_counts, require_level, with_overrides
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.tasks import (
     FOLLOW_UP,
     PRIMER,
@@ -57,17 +56,10 @@ class DriftSearchConfig:
     local: LocalSearchConfig = field(default_factory=LocalSearchConfig)  # the follow-ups' local search
 
     def __post_init__(self) -> None:
-        for name in ("primer_k", "primer_folds", "breadth", "concurrency", "reduce_budget"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise DriftSearchError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("depth", "follow_ups_per_step"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise DriftSearchError(f"{name} must be a non-negative integer, got {value!r}")
-        level = self.community_level
-        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
-            raise DriftSearchError(f"community level must be a non-negative integer, got {level!r}")
+        positive = ("primer_k", "primer_folds", "breadth", "concurrency", "reduce_budget")
+        require_counts(self, DriftSearchError, positive)
+        require_counts(self, DriftSearchError, ("depth", "follow_ups_per_step"), minimum=0)
+        require_level(self.community_level, DriftSearchError)
 
     @property
     def max_calls(self) -> int:
@@ -84,7 +76,7 @@ class DriftSearchConfig:
             "concurrency": settings.drift_concurrency,
             "local": LocalSearchConfig.from_settings(settings),
         }
-        return cls(**{**configured, **{k: v for k, v in overrides.items() if v is not None}})
+        return with_overrides(cls, configured, overrides)
 
 
 @dataclass
@@ -113,8 +105,8 @@ class Cancelled(Exception):
 class Run:
     """One question's tree, its calls per phase and the rows every step's context held."""
 
-    def __init__(self, question: str, engine: Engine, embedder: Embedder, cfg: DriftSearchConfig) -> None:
-        self.question, self.engine, self.embedder, self.cfg = question, engine, embedder, cfg
+    def __init__(self, question: str, scope: QueryScope, cfg: DriftSearchConfig) -> None:
+        self.question, self.scope, self.cfg = question, scope, cfg
         self.nodes: list[DriftNode] = []
         self.calls = {"primer": 0, "follow_up": 0, "reduce": 0}
         self.rows: dict[tuple[str, int], ContextRow] = {}
@@ -201,19 +193,13 @@ def split_folds(reports: list[PrimerReport], folds: int) -> list[list[PrimerRepo
     return out
 
 
-async def run_primer(
-    run: Run,
-    root: DriftNode,
-    reports: list[PrimerReport],
-    deadline: float | None,
-    cancel: CancelSignal | None,
-) -> None:
+async def run_primer(run: Run, root: DriftNode, reports: list[PrimerReport]) -> None:
     started = time.monotonic()
-    cfg = run.cfg
+    cfg, scope = run.cfg, run.scope
 
     async def fold(part: list[PrimerReport]) -> DriftStep | Exception:
         async with run.gate:
-            if stopped(cancel, deadline):
+            if scope.stopped():
                 return LLMCancelledError("cancelled before the primer fold started")
             run.calls["primer"] += 1
             root.calls += 1
@@ -221,9 +207,7 @@ async def run_primer(
                 question=run.question, reports=part, max_follow_ups=cfg.follow_ups_per_step
             )
             try:
-                return await run.engine.run(
-                    PRIMER, request, embedder=run.embedder, deadline=deadline, cancel=cancel
-                )
+                return await scope.ask(PRIMER, request)
             except Exception as exc:  # noqa: BLE001 - one failed fold is one failed step, never the query's end
                 return exc
 
@@ -238,9 +222,9 @@ async def run_primer(
     root.communities = [r.community for r in reports]
     good = [s for s in steps if isinstance(s, DriftStep)]
     errors = [s for s in steps if not isinstance(s, DriftStep)]
-    if any(isinstance(e, LLMCancelledError | LLMTimeoutError) for e in errors) and stopped(cancel, deadline):
+    if any(isinstance(e, LLMCancelledError | LLMTimeoutError) for e in errors) and scope.stopped():
         root.status, root.error = "cancelled", str(errors[0])
-        raise Cancelled(f"{stopped(cancel, deadline)} during the primer")
+        raise Cancelled(f"{scope.stopped()} during the primer")
     run.failed_folds = len(errors)
     if errors:
         root.error = "; ".join(f"fold failed ({type(e).__name__}: {e})" for e in errors)
@@ -258,10 +242,9 @@ async def run_primer(
     root.duration_s = round(time.monotonic() - started, 3)
 
 
-async def run_follow_up(
-    run: Run, store: NamespaceStore, node: DriftNode, deadline: float | None, cancel: CancelSignal | None
-) -> None:
+async def run_follow_up(run: Run, node: DriftNode) -> None:
     started = time.monotonic()
+    scope = run.scope
     holder: dict[str, DriftStep] = {}
     local_cfg = run.cfg.local
     # The follow-up prompt is longer than the local answer's, around the same context: the context's
@@ -278,28 +261,17 @@ async def run_follow_up(
             context=context,
             max_follow_ups=run.cfg.follow_ups_per_step,
         )
-        step = await run.engine.run(
-            FOLLOW_UP, request, embedder=run.embedder, deadline=deadline, cancel=cancel
-        )
+        step = await scope.ask(FOLLOW_UP, request)
         holder["step"] = step
         return step.answer
 
     async with run.gate:
-        if why := stopped(cancel, deadline):
+        if why := scope.stopped():
             node.status, node.error = "cancelled", f"{why} before the follow-up started"
             return
         try:
             result, context = await local_search_with(
-                store,
-                node.question,
-                run.engine,
-                run.embedder,
-                local_cfg,
-                answer,
-                deadline,
-                cancel,
-                parse=False,
-                select=False,
+                scope, node.question, local_cfg, answer, parse=False, select=False
             )
         except LocalSearchError:
             raise
@@ -311,7 +283,7 @@ async def run_follow_up(
     node.duration_s = round(time.monotonic() - started, 3)
     if result.status == "cancelled":
         # All attempts timing out is the call's failure; the query is cancelled only by its own deadline.
-        node.status = "cancelled" if stopped(cancel, deadline) else "failed"
+        node.status = "cancelled" if scope.stopped() else "failed"
         node.error = result.reason
         return
     if result.status == "no_results" or "step" not in holder:

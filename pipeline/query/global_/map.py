@@ -14,6 +14,7 @@ from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, pack, prompt_budget
+from pipeline.query.common.options import require_counts, require_level, with_overrides
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
 from pipeline.query.global_.tasks import (
@@ -67,19 +68,8 @@ class GlobalSearchConfig:
     def __post_init__(self) -> None:
         if self.selection not in SELECTIONS:
             raise GlobalContextError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
-        level = self.level
-        if (
-            level is not None
-            and level != "auto"
-            and (isinstance(level, bool) or not isinstance(level, int) or level < 0)
-        ):
-            raise GlobalContextError(
-                f"community level must be a non-negative integer or 'auto', got {level!r}"
-            )
-        for name in ("rate_batch_size", "max_rated", "max_map_batches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise GlobalContextError(f"{name} must be a positive integer, got {value!r}")
+        require_level(self.level, GlobalContextError, also="auto")
+        require_counts(self, GlobalContextError, ("rate_batch_size", "max_rated", "max_map_batches"))
 
     @classmethod
     def from_settings(cls, settings: GlobalSettings, **overrides: Any) -> GlobalSearchConfig:
@@ -96,7 +86,7 @@ class GlobalSearchConfig:
             "max_map_batches": settings.global_max_map_batches,
             "rate_threshold": settings.global_rate_threshold,
         }
-        return cls(**{**values, **{k: v for k, v in overrides.items() if v is not None}})
+        return with_overrides(cls, values, overrides)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, build_batches
 from pipeline.query.common.intent import is_broad
+from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
 from pipeline.query.global_.map import (
     PHASES,
@@ -103,17 +104,14 @@ def selection_mode(store: NamespaceStore, config: GlobalSearchConfig) -> str:
 
 
 async def plan_search(
-    store: NamespaceStore,
-    question: str,
-    tasks: GlobalTasks,
-    config: GlobalSearchConfig,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, tasks: GlobalTasks, config: GlobalSearchConfig
 ) -> tuple[list[Batch], Selection]:
-    """The map batches and how their reports were chosen (static, level-auto or dynamic)."""
+    """The map batches and how their reports were chosen (static, level-auto or dynamic); `tasks` counts
+    the rating calls dynamic selection makes."""
+    store = scope.store
     skeleton = skeleton_text(map_messages(question, ""))
     if selection_mode(store, config) == "dynamic":
-        selection = await select_dynamic(store, question, tasks, config, deadline, cancel)
+        selection = await select_dynamic(store, question, tasks, config, scope.deadline, scope.cancel)
         contexts = contexts_in_order(store, selection.communities)
         batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
     elif config.level == "auto":
@@ -132,20 +130,15 @@ async def plan_search(
 
 
 async def global_search_async(
-    store: NamespaceStore,
-    question: str,
-    tasks: GlobalTasks,
-    config: GlobalSearchConfig = DEFAULT_CONFIG,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, config: GlobalSearchConfig = DEFAULT_CONFIG
 ) -> GlobalSearchResult:
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
+    tasks = GlobalTasks(scope.engine, scope.embedder)
+    deadline, cancel = scope.deadline, scope.cancel
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
     tasks.begin("rate")
     try:
-        batches, selection = await plan_search(store, question, tasks, config, deadline, cancel)
+        batches, selection = await plan_search(scope, question, tasks, config)
     except LevelNotFoundError as exc:  # a level the graph does not have: nothing to answer from, not a crash
         result.reason = str(exc)
         return _finish(result, tasks, started)

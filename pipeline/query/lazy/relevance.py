@@ -72,25 +72,29 @@ class ProbeOptions:
     threshold: float
 
 
-async def run_tests(
-    rankings: list[Ranking],
-    tree: CommunityTree,
-    texts: Callable[[int], str],
-    pieces: Pieces,
-    rate: Rater,
-    options: ProbeOptions,
-    check: Callable[[], None],
-) -> list[Probe]:
-    """Every subquery's probe after its tests (`check()` raises once the query is cancelled)."""
+@dataclass(frozen=True)
+class Tests:
+    """What every probe of one question shares: the community tree, the units' texts and pieces, the
+    rating call, the options, and `check()`, which raises once the query is cancelled."""
+
+    tree: CommunityTree
+    texts: Callable[[int], str]
+    pieces: Pieces
+    rate: Rater
+    options: ProbeOptions
+    check: Callable[[], None]
+
+
+async def run_tests(rankings: list[Ranking], tests: Tests) -> list[Probe]:
+    """Every subquery's probe after its tests."""
+    options = tests.options
     n = len(rankings)
     budgets = shares(options.budget, n)
     caps = [2 * math.ceil(b / options.units_per_call) for b in budgets]
     probes = [Probe(r.subquery, b, c) for r, b, c in zip(rankings, budgets, caps, strict=True)]
 
     async def one(ranking: Ranking, probe: Probe) -> None:
-        await _walk(
-            ranking.order(tree.roots, tree), ranking, probe, tree, texts, pieces, rate, options, check
-        )
+        await _walk(ranking.order(tests.tree.roots, tests.tree), ranking, probe, tests)
 
     await asyncio.gather(*(one(r, p) for r, p in zip(rankings, probes, strict=True)))
     return probes
@@ -102,17 +106,8 @@ def _exhausted(probe: Probe) -> bool:
     return probe.budget_spent or probe.calls >= probe.max_calls
 
 
-async def _walk(
-    communities: list[int],
-    ranking: Ranking,
-    probe: Probe,
-    tree: CommunityTree,
-    texts: Callable[[int], str],
-    pieces: Pieces,
-    rate: Rater,
-    options: ProbeOptions,
-    check: Callable[[], None],
-) -> None:
+async def _walk(communities: list[int], ranking: Ranking, probe: Probe, tests: Tests) -> None:
+    tree, options = tests.tree, tests.options
     run = 0
     for community in communities:
         if _exhausted(probe):
@@ -129,7 +124,7 @@ async def _walk(
         yielded = any(s >= options.threshold for r, s in probe.tested.items() if r in members)
         if batch:
             probe.visited += 1
-            outcome = await _rate(batch, ranking, probe, texts, pieces, rate, check)
+            outcome = await _rate(batch, ranking, probe, tests)
             if outcome is None:  # failed twice: untested, recorded, not counted as irrelevant
                 probe.failures.append({"community": community, "units": len(batch)})
                 continue
@@ -137,31 +132,25 @@ async def _walk(
         if yielded:
             run = 0
             below = ranking.order(tree.children.get(community, []), tree)
-            await _walk(below, ranking, probe, tree, texts, pieces, rate, options, check)
+            await _walk(below, ranking, probe, tests)
         else:
             run += 1
 
 
-async def _rate(
-    batch: list[int],
-    ranking: Ranking,
-    probe: Probe,
-    texts: Callable[[int], str],
-    pieces: Pieces,
-    rate: Rater,
-    check: Callable[[], None],
-) -> dict[int, float] | None:
+async def _rate(batch: list[int], ranking: Ranking, probe: Probe, tests: Tests) -> dict[int, float] | None:
     """The ratings of `batch`'s units (those the reply rated), or None after two failed calls."""
-    vectors = pieces(ranking, batch)
-    items = [UnitItem(i + 1, texts(row), v) for i, (row, v) in enumerate(zip(batch, vectors, strict=True))]
+    vectors = tests.pieces(ranking, batch)
+    items = [
+        UnitItem(i + 1, tests.texts(row), v) for i, (row, v) in enumerate(zip(batch, vectors, strict=True))
+    ]
     request = RateUnitsRequest(ranking.subquery, items)
     for _attempt in range(2):
         if probe.calls >= probe.max_calls:
             return None
-        check()
+        tests.check()
         probe.calls += 1
         try:
-            reply = await rate(request)
+            reply = await tests.rate(request)
         except (LLMCancelledError, LLMTimeoutError):
             raise
         except LLMError:

@@ -11,6 +11,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from pipeline.query.saved_questions import AnswersTable
 
@@ -20,7 +21,7 @@ def write_lazy_answers(
 ) -> AnswersTable:
     rows, md = [], []
     for question in questions:
-        res = engine.run_sync(lazy_search_async(store, question, engine, embedder, config))
+        res = engine.run_sync(lazy_search_async(QueryScope(store, engine, embedder), question, config))
         u = res.usage
         rows.append(
             {
@@ -50,7 +51,7 @@ def write_auto_answers(
     """The answers and how many questions took each route."""
     rows, md = [], []
     for question in questions:
-        res = engine.run_sync(auto_search_async(store, question, engine, embedder, config))
+        res = engine.run_sync(auto_search_async(QueryScope(store, engine, embedder), question, config))
         rows.append(
             {
                 "question": question,

@@ -28,15 +28,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
-from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.intent import STOPWORDS
-from pipeline.query.lazy.relevance import Probe, ProbeOptions, rate_call_cap, run_tests
+from pipeline.query.common.options import require_counts, with_overrides
+from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
 from pipeline.query.lazy.tree import load_tree, nearest_pieces, rank_units
 from pipeline.query.local.citations import describe_context, resolve_citations
@@ -79,10 +77,8 @@ class LazySearchConfig:
     fill_context: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("budget", "subqueries", "units_per_call", "max_irrelevant", "sentences_per_unit"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LazySearchError(f"{name} must be a positive integer, got {value!r}")
+        counts = ("budget", "subqueries", "units_per_call", "max_irrelevant", "sentences_per_unit")
+        require_counts(self, LazySearchError, counts)
         if not 0 <= self.threshold <= 10:
             raise LazySearchError(f"threshold is 0-10, got {self.threshold!r}")
 
@@ -115,7 +111,7 @@ class LazySearchConfig:
             "context_max_tokens": settings.local_context_max_tokens,
             "encoding": settings.encoding,
         }
-        return cls(**{**configured, **{k: v for k, v in overrides.items() if v is not None}})
+        return with_overrides(cls, configured, overrides)
 
 
 @dataclass
@@ -157,22 +153,15 @@ def extract(text: str, subquery: str, keep: int) -> str:
 
 
 async def lazy_search_async(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    config: LazySearchConfig = LazySearchConfig(),
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, config: LazySearchConfig = LazySearchConfig()
 ) -> LazySearchResult:
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
+    store, embedder = scope.store, scope.embedder
     result = LazySearchResult(question, "completed")
     calls = {"expand_calls": 0, "rate_calls": 0, "answer_calls": 0}
 
     def check() -> None:
-        if stopped(cancel, deadline):
+        if scope.stopped():
             raise _Stopped("cancelled or deadline passed before the next call")
 
     try:
@@ -181,18 +170,12 @@ async def lazy_search_async(
         tree = load_tree(store, graph, passages)
         if passages.n_units == 0:
             return _finish(
-                result, engine, started, calls, config, "no_results", "the namespace has no text units"
+                result, scope, started, calls, config, "no_results", "the namespace has no text units"
             )
         check()
         calls["expand_calls"] = 1
         try:
-            expansion = await engine.run(
-                EXPAND,
-                ExpandRequest(question, config.subqueries),
-                embedder=embedder,
-                deadline=deadline,
-                cancel=cancel,
-            )
+            expansion = await scope.ask(EXPAND, ExpandRequest(question, config.subqueries))
             result.subqueries = expansion.subqueries or [question]
         except (LLMCancelledError, LLMTimeoutError):
             raise
@@ -203,11 +186,10 @@ async def lazy_search_async(
 
         async def rate(request: Any) -> Any:
             calls["rate_calls"] += 1
-            return await engine.run(RATE_UNITS, request, embedder=embedder, deadline=deadline, cancel=cancel)
+            return await scope.ask(RATE_UNITS, request)
 
         options = ProbeOptions(config.budget, config.units_per_call, config.max_irrelevant, config.threshold)
-        probes = await run_tests(
-            rankings,
+        tests = Tests(
             tree,
             lambda row: graph.text_units[passages.unit_ids[row]]["text"],
             lambda ranking, rows: nearest_pieces(passages, ranking, rows),
@@ -215,6 +197,7 @@ async def lazy_search_async(
             options,
             check,
         )
+        probes = await run_tests(rankings, tests)
         _record_tests(result, probes, config)
         for probe in probes:
             for row, score in probe.tested.items():
@@ -222,7 +205,7 @@ async def lazy_search_async(
                 result.ratings[unit_id] = max(score, result.ratings.get(unit_id, score))
         chosen = _relevant_units(probes, rankings, config.threshold)
         if not chosen:
-            return _finish(result, engine, started, calls, config, "no_results", _why_none(result))
+            return _finish(result, scope, started, calls, config, "no_results", _why_none(result))
         if config.fill_context:
             tested = {row for p in probes for row in p.tested}
             # the question's own ranking, deeper than the tests went: the tests use most of the first 40
@@ -256,13 +239,7 @@ async def lazy_search_async(
         result.context, result.context_rows = describe_context(context)
         check()
         calls["answer_calls"] = 1
-        result.answer = await engine.run(
-            BASIC_ANSWER,
-            AnswerRequest(question, context),
-            embedder=embedder,
-            deadline=deadline,
-            cancel=cancel,
-        )
+        result.answer = await scope.ask(BASIC_ANSWER, AnswerRequest(question, context))
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
         status = "partial" if any(f.get("community") is not None for f in result.failures) else "completed"
         reason = (
@@ -270,10 +247,10 @@ async def lazy_search_async(
             if status == "partial"
             else None
         )
-        return _finish(result, engine, started, calls, config, status, reason)
+        return _finish(result, scope, started, calls, config, status, reason)
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.answer = ""
-        return _finish(result, engine, started, calls, config, "cancelled", str(exc))
+        return _finish(result, scope, started, calls, config, "cancelled", str(exc))
 
 
 def _record_tests(result: LazySearchResult, probes: list[Probe], config: LazySearchConfig) -> None:
@@ -329,7 +306,7 @@ def _why_none(result: LazySearchResult) -> str:
 
 def _finish(
     result: LazySearchResult,
-    engine: Engine,
+    scope: QueryScope,
     started: float,
     calls: dict[str, int],
     config: LazySearchConfig,
@@ -339,6 +316,6 @@ def _finish(
     result.status, result.reason = status, reason
     if status == "no_results":
         result.answer = NOTHING_RELEVANT
-    result.usage = {**engine.usage.counters(), **calls, "max_calls": config.max_calls}
+    result.usage = {**scope.usage(), **calls, "max_calls": config.max_calls}
     result.duration_s = round(time.monotonic() - started, 3)
     return result

@@ -20,12 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pipeline.embeddings.base import Embedder
-from pipeline.engine.base import Engine
-from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal, is_cancelled
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
+from pipeline.query.common.options import require_counts, require_level
+from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (
     community_row,
@@ -82,13 +80,8 @@ class LocalSearchConfig:
 
     def __post_init__(self) -> None:
         # A clear error for what would otherwise slice oddly ([:-1]) or fail deep inside (2.5).
-        for name in ("top_k", "report_top_k", "evidence_limit"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LocalSearchError(f"{name} must be a positive integer, got {value!r}")
-        level = self.community_level
-        if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
-            raise LocalSearchError(f"community level must be a non-negative integer, got {level!r}")
+        require_counts(self, LocalSearchError, ("top_k", "report_top_k", "evidence_limit"))
+        require_level(self.community_level, LocalSearchError)
 
     @classmethod
     def from_settings(cls, settings: LocalSettings, **overrides: Any) -> LocalSearchConfig:
@@ -159,19 +152,12 @@ def evidence_chunks(
 
 
 async def local_search_async(
-    store: NamespaceStore,
-    question: str,
-    engine: Engine,
-    embedder: Embedder,
-    cfg: LocalSearchConfig = LocalSearchConfig(),
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
+    scope: QueryScope, question: str, cfg: LocalSearchConfig = LocalSearchConfig()
 ) -> LocalSearchResult:
     async def answer(context: LocalContext) -> str:
-        request = AnswerRequest(question, context)
-        return await engine.run(ANSWER, request, embedder=embedder, deadline=deadline, cancel=cancel)
+        return await scope.ask(ANSWER, AnswerRequest(question, context))
 
-    result, _ = await local_search_with(store, question, engine, embedder, cfg, answer, deadline, cancel)
+    result, _ = await local_search_with(scope, question, cfg, answer)
     return result
 
 
@@ -179,14 +165,10 @@ Answerer = Callable[[LocalContext], Awaitable[str]]
 
 
 async def local_search_with(
-    store: NamespaceStore,
+    scope: QueryScope,
     question: str,
-    engine: Engine,
-    embedder: Embedder,
     cfg: LocalSearchConfig,
     answer: Answerer,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
     *,
     parse: bool = True,
     select: bool = True,
@@ -194,9 +176,8 @@ async def local_search_with(
     """Local search with `answer` asked of the context it builds; the result and that context (None when
     the search stopped before it). `parse=False` takes the offline parse of the question and
     `select=False` the community ranking as it is, with no model call for either (DRIFT's follow-ups)."""
-    started = time.monotonic()
-    if not question or not question.strip():
-        raise ValueError("question must not be empty")
+    started = start_clock(question)
+    store, embedder = scope.store, scope.embedder
     level = cfg.community_level  # validated by LocalSearchConfig
     clock = {"stage": "index load", "at": started}
     timings: dict[str, float] = {}
@@ -215,16 +196,13 @@ async def local_search_with(
         now = time.monotonic()
         timings[clock["stage"]] = round(1000 * (now - clock["at"]), 1)
         clock["stage"], clock["at"] = stage, now
-        if is_cancelled(cancel):
-            raise _Stopped(f"cancelled before {stage}")
-        if deadline is not None and time.monotonic() >= deadline:
-            raise _Stopped(f"deadline passed before {stage}")
+        why = scope.stopped()
+        if why:
+            raise _Stopped(f"{why} before {stage}")
 
     try:
         check("query parsing")
-        intent = (
-            await _intent(engine, question, result, deadline, cancel) if parse else offline_intent(question)
-        )
+        intent = await _intent(scope, question, result) if parse else offline_intent(question)
         result.intent = intent.model_dump()
         check("entity matching")
         query_vector, theme_vector = embedder.embed([question, " ".join([question, *intent.themes])])
@@ -254,7 +232,7 @@ async def local_search_with(
             )
         check("community selection")
         if select:
-            chosen = await _select(engine, embedder, question, candidates, result, deadline, cancel)
+            chosen = await _select(scope, question, candidates, result)
         else:
             chosen, result.selection = candidates, "ranking"
         result.communities = chosen
@@ -282,7 +260,7 @@ async def local_search_with(
         result.status, result.reason = "cancelled", str(exc)
     timings[clock["stage"]] = round(1000 * (time.monotonic() - clock["at"]), 1)
     result.timings_ms = timings
-    result.usage = dict(engine.usage.counters())
+    result.usage = scope.usage()
     result.duration_s = round(time.monotonic() - started, 3)
     return result, context
 
@@ -294,15 +272,9 @@ def _best_similarity(passages: Any, query_vector: Any, semantic: list[tuple[int,
     return max([best_passage, *(sim for _, sim in semantic)])
 
 
-async def _intent(
-    engine: Engine,
-    question: str,
-    result: LocalSearchResult,
-    deadline: float | None,
-    cancel: CancelSignal | None,
-) -> QueryIntent:
+async def _intent(scope: QueryScope, question: str, result: LocalSearchResult) -> QueryIntent:
     try:
-        return await engine.run(INTENT, question, deadline=deadline, cancel=cancel)
+        return await scope.ask(INTENT, question)
     except (LLMCancelledError, LLMTimeoutError):
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to parse degrades to the offline parse
@@ -313,24 +285,15 @@ async def _intent(
 
 
 async def _select(
-    engine: Engine,
-    embedder: Embedder,
-    question: str,
-    candidates: list[dict],
-    result: LocalSearchResult,
-    deadline: float | None,
-    cancel: CancelSignal | None,
+    scope: QueryScope, question: str, candidates: list[dict], result: LocalSearchResult
 ) -> list[dict]:
     """The chosen candidates, or all of them (`selection` "fallback", why in `fallbacks`)."""
-    result.selection = engine.kind  # metadata: whose selector chose
+    result.selection = scope.engine.kind  # metadata: whose selector chose
     if not candidates:
         return []  # nothing to choose from: no call
     reason = None
     try:
-        request = SelectRequest(question, candidates)
-        selection: CommunitySelection | None = await engine.run(
-            SELECT, request, embedder=embedder, deadline=deadline, cancel=cancel
-        )
+        selection: CommunitySelection | None = await scope.ask(SELECT, SelectRequest(question, candidates))
     except (LLMCancelledError, LLMTimeoutError):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed selection falls back to the ranking

@@ -1,0 +1,52 @@
+"""What every query mode is handed: the namespace's store, the engine that answers, the embedder that
+ranks, and the call's deadline and cancel signal.
+
+These five travel together through every mode (auto hands them to the mode it routes to, DRIFT to each
+follow-up local search, `pipeline eval` to every mode in turn), so they are one object: a mode's
+signature is `(scope, question, config)`, and a new thing every mode needs is one field here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pipeline.embeddings.base import Embedder
+from pipeline.engine.base import Engine
+from pipeline.engine.task import Task
+from pipeline.io.store import NamespaceStore
+from pipeline.llm.batch import CancelSignal, stopped
+
+Req = TypeVar("Req")
+Res = TypeVar("Res")
+
+
+@dataclass(frozen=True)
+class QueryScope:
+    store: NamespaceStore
+    engine: Engine
+    embedder: Embedder
+    deadline: float | None = None  # time.monotonic() after which no new call starts
+    cancel: CancelSignal | None = None
+
+    async def ask(self, task: Task[Req, Res], request: Req) -> Res:
+        """`task` on `request` through the engine, under this call's embedder, deadline and cancel."""
+        return await self.engine.run(
+            task, request, embedder=self.embedder, deadline=self.deadline, cancel=self.cancel
+        )
+
+    def stopped(self) -> str | None:
+        """Why no new work may start ("cancelled", "deadline passed"), or None."""
+        return stopped(self.cancel, self.deadline)
+
+    def usage(self) -> dict[str, Any]:
+        """The engine's counters now (calls, tokens, cache hits), for a result's `usage`."""
+        return dict(self.engine.usage.counters())
+
+
+def start_clock(question: str) -> float:
+    """A search's start time, once it is known there is a question to answer."""
+    if not question or not question.strip():
+        raise ValueError("question must not be empty")
+    return time.monotonic()
