@@ -79,3 +79,16 @@ def test_on_the_sample_book_basic_cites_passages_whose_offsets_hold_them(sample_
     units = {u["id"]: u for u in store.read_table(schema.TEXT_UNITS).to_pylist()}
     for c in result.citations:
         assert document["text"][c["start_char"] : c["end_char"]] == units[c["text_unit_id"]]["text"]
+
+
+def test_min_score_leaves_out_passages_below_it_and_none_left_is_no_results(tiny, embedder):
+    scope = QueryScope(tiny, OfflineEngine(), embedder)
+    every = asyncio.run(basic_search_async(scope, QUESTION, BasicSearchConfig(top_k=6)))
+    cosines = sorted(s["cosine"] for s in every.sources)
+    floor = (cosines[0] + cosines[-1]) / 2  # between the worst and the best passage
+    kept = asyncio.run(basic_search_async(scope, QUESTION, BasicSearchConfig(top_k=6, min_score=floor)))
+    assert kept.status == "completed" and 0 < len(kept.sources) < len(every.sources)
+    assert all(s["cosine"] >= floor for s in kept.sources)
+    assert all(c["text_unit_id"] in {s["text_unit_id"] for s in kept.sources} for c in kept.citations)
+    none = asyncio.run(basic_search_async(scope, QUESTION, BasicSearchConfig(top_k=6, min_score=1.0)))
+    assert none.status == "no_results" and "min_score" in none.reason and none.usage["calls"] == 0

@@ -37,6 +37,7 @@ SAMPLES: dict[str, Any] = {
     "depth": 1,
     "breadth": 2,
     "full_text": True,
+    "min_score": 0.25,
     "random_walk_steps": 50,
     "restart_prob": 0.3,
     "method": "ppr",

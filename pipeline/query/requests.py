@@ -112,6 +112,12 @@ class BasicOptions(QueryOptions):
     full_text: bool | None = Field(
         default=None, description="Fuse BM25 full-text hits with the dense ones (off by default)"
     )
+    min_score: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Leave out passages whose cosine to the question is below this; default: no floor",
+    )
 
 
 class LazyOptions(QueryOptions):

@@ -51,6 +51,9 @@ class BasicSearchConfig:
     rrf_k: int = 60  # the RRF constant of the original paper (Cormack et al.), as `pipeline.core.rrf`
     context_max_tokens: int = 12_000  # the whole answer prompt; Microsoft GraphRAG's max_context_tokens
     encoding: str = "o200k_base"
+    # A caller's own floor on the passages' cosine to the question, above the embedder's relevance
+    # level that decides no_results; a full-text-only hit has no cosine and is kept.
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
@@ -140,13 +143,18 @@ async def basic_search_async(
     result = BasicSearchResult(question, "completed")
     try:
         units, best = retrieve(scope.store, scope.embedder, question, config)
-        result.sources = units
         floor = scope.embedder.calibration.relevant
         if not units:
             result.status, result.reason = "no_results", "the namespace has no text units"
         elif best < floor:
             result.status = "no_results"
             result.reason = f"no passage is relevant to the question (best cosine {best:.2f} < {floor:.2f})"
+        elif config.min_score is not None:
+            units = [u for u in units if u["cosine"] is None or u["cosine"] >= config.min_score]
+            if not units:
+                result.status = "no_results"
+                result.reason = f"no passage scored min_score {config.min_score:g} (best cosine {best:.2f})"
+        result.sources = units
         if result.status == "no_results":
             result.answer = NOTHING_RELEVANT
             return _finish(result, scope, started)
