@@ -130,31 +130,25 @@ def write_global_answers(
                 dropped_points=r["dropped_points"] or 0,
             )
         )
-    rows, md = [], []
-    for question, results in maps.items():
-        res = engine.run_sync(
-            reduce_map_results(question, n_batches.get(question, 0), results, tasks, config)
-        )
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "reason": res.reason,
-                "cited_communities": res.cited_communities,
-                "points_used": len(res.points),
-                "failed_batches": len(res.failed_batches),
-                "batches": res.batches,
-            }
-        )
-        reason = f" — {res.reason}" if res.reason else ""
-        md.append(f"### {question}\n\n**{res.status}**{reason}\n\n{res.answer}\n")
-    table = tables.to_table(rows, schema.QUERY_GLOBAL_ANSWERS_SCHEMA)
-    store.write_table(schema.QUERY_GLOBAL_ANSWERS, table)
-    return AnswersTable(table, "\n".join(md) or "No questions.")
+    return answer_all(
+        store,
+        engine,
+        list(maps),
+        lambda q: reduce_map_results(q, n_batches.get(q, 0), maps[q], tasks, config),
+        lambda res: {
+            "reason": res.reason,
+            "cited_communities": res.cited_communities,
+            "points_used": len(res.points),
+            "failed_batches": len(res.failed_batches),
+            "batches": res.batches,
+        },
+        lambda res: f"{f' — {res.reason}' if res.reason else ''}\n\n{res.answer}",
+        (schema.QUERY_GLOBAL_ANSWERS, schema.QUERY_GLOBAL_ANSWERS_SCHEMA),
+        "No questions.",
+    )
 
 
-def _answer_all(
+def answer_all(
     store: NamespaceStore,
     engine: Engine,
     questions: list[str],
@@ -180,7 +174,7 @@ def _answer_all(
 def write_local_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LocalSearchConfig
 ) -> AnswersTable:
-    return _answer_all(
+    return answer_all(
         store,
         engine,
         questions,
@@ -205,7 +199,7 @@ def _drift_outline(res: Any) -> str:
 def write_drift_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: DriftSearchConfig
 ) -> AnswersTable:
-    return _answer_all(
+    return answer_all(
         store,
         engine,
         questions,
@@ -229,7 +223,7 @@ def write_drift_answers(
 def write_basic_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: BasicSearchConfig
 ) -> AnswersTable:
-    return _answer_all(
+    return answer_all(
         store,
         engine,
         questions,

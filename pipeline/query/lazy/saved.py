@@ -13,36 +13,29 @@ from pipeline.io.store import NamespaceStore
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
-from pipeline.query.saved_questions import AnswersTable
+from pipeline.query.saved_questions import AnswersTable, answer_all
 
 
 def write_lazy_answers(
     store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LazySearchConfig
 ) -> AnswersTable:
-    rows, md = [], []
-    for question in questions:
-        res = engine.run_sync(lazy_search_async(QueryScope(store, engine, embedder), question, config))
-        u = res.usage
-        rows.append(
-            {
-                "question": question,
-                "status": res.status,
-                "answer": res.answer,
-                "reason": res.reason,
-                "units_tested": res.units_tested,
-                "units_relevant": res.units_relevant,
-                "model_calls": u["expand_calls"] + u["rate_calls"] + u["answer_calls"],
-                "tests_json": json.dumps(res.tests),
-                "citations_json": json.dumps(res.citations, default=str),
-            }
-        )
-        md.append(
-            f"### {question}\n\n**{res.status}** ({res.units_tested} units tested, {res.units_relevant} "
-            f"relevant)\n\n{res.answer}\n"
-        )
-    table = tables.to_table(rows, schema.QUERY_LAZY_ANSWERS_SCHEMA)
-    store.write_table(schema.QUERY_LAZY_ANSWERS, table)
-    return AnswersTable(table, "\n".join(md) or "No lazy questions configured.")
+    return answer_all(
+        store,
+        engine,
+        questions,
+        lambda q: lazy_search_async(QueryScope(store, engine, embedder), q, config),
+        lambda res: {
+            "reason": res.reason,
+            "units_tested": res.units_tested,
+            "units_relevant": res.units_relevant,
+            "model_calls": sum(res.usage[k] for k in ("expand_calls", "rate_calls", "answer_calls")),
+            "tests_json": json.dumps(res.tests),
+            "citations_json": json.dumps(res.citations, default=str),
+        },
+        lambda res: f" ({res.units_tested} units tested, {res.units_relevant} relevant)\n\n{res.answer}",
+        (schema.QUERY_LAZY_ANSWERS, schema.QUERY_LAZY_ANSWERS_SCHEMA),
+        "No lazy questions configured.",
+    )
 
 
 def write_auto_answers(
