@@ -154,6 +154,9 @@ def test_lazy_search_cancelled_before_it_starts_sends_nothing(tiny, embedder):
     [
         ("Summarize the story as a whole.", "global"),
         ("Write a diary entry for Bob Cratchit on Christmas Eve.", "drift"),
+        ("Who was Scrooge's partner?", "basic"),
+        ("Who founded the company that built the bridge?", "local"),
+        ("In which country was the author of Peter Pan born?", "local"),
     ],
 )
 def test_offline_routing_rules(question, route, embedder):
