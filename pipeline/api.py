@@ -7,7 +7,6 @@ composition root) unless they are given, and runs the mode's search, which takes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -28,7 +27,6 @@ from pipeline.runtime import query_runtime
 __all__ = ["auto_search", "basic_search", "drift_search", "global_search", "lazy_search", "local_search"]
 
 C = TypeVar("C")
-R = TypeVar("R")
 
 
 def _config(cls: Any, config: C | None, settings: Any, **given: Any) -> C:
@@ -37,20 +35,9 @@ def _config(cls: Any, config: C | None, settings: Any, **given: Any) -> C:
     return replace(config, **given) if config is not None else cls.from_settings(settings, **given)
 
 
-def _answer(
-    search: Callable[[QueryScope, str, Any], Coroutine[Any, Any, R]],
-    cls: type,
-    namespace: str,
-    question: str,
-    call: dict[str, Any],
-    **given: Any,
-) -> R:
-    """`search` on `question` in `namespace`, with the call's settings, engine, embedder, config,
-    deadline and cancel (`call`), and its options `given` (which take precedence over `config`)."""
-    rt = query_runtime(namespace, settings=call["settings"], engine=call["engine"], embedder=call["embedder"])
-    cfg = _config(cls, call["config"], rt.settings, **given)
-    scope = QueryScope(rt.store, rt.engine, rt.embedder, call["deadline"], call["cancel"])
-    return rt.engine.run_sync(search(scope, question, cfg))
+def _scope(rt: Any, deadline: float | None, cancel: CancelSignal | None) -> QueryScope:
+    """What a mode is handed: the runtime's store, engine and embedder with this call's clocks."""
+    return QueryScope(rt.store, rt.engine, rt.embedder, deadline, cancel)
 
 
 def local_search(
@@ -69,18 +56,9 @@ def local_search(
     """Answer a question about specific entities for one namespace, with evidence cited to source offsets.
     The engine and embedder default to the configured ones.
     Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(
-        local_search_async,
-        LocalSearchConfig,
-        namespace,
-        question,
-        call,
-        top_k=top_k,
-        community_level=community_level,
-    )
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(LocalSearchConfig, config, rt.settings, top_k=top_k, community_level=community_level)
+    return rt.engine.run_sync(local_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def global_search(
@@ -97,10 +75,9 @@ def global_search(
 ) -> GlobalSearchResult:
     """Answer a corpus-wide question for one namespace. See GlobalSearchResult for the shape. The engine
     and embedder default to the configured ones."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(global_search_async, GlobalSearchConfig, namespace, question, call, level=level)
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(GlobalSearchConfig, config, rt.settings, level=level)
+    return rt.engine.run_sync(global_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def drift_search(
@@ -118,10 +95,9 @@ def drift_search(
     """Answer a question with DRIFT for one namespace; `overrides` (primer_k, primer_folds, depth, breadth,
     community_level, response_type, ...) take precedence over `config`, which takes precedence over the
     configured defaults. The engine and embedder default to the configured ones."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(drift_search_async, DriftSearchConfig, namespace, question, call, **overrides)
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(DriftSearchConfig, config, rt.settings, **overrides)
+    return rt.engine.run_sync(drift_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def basic_search(
@@ -138,10 +114,9 @@ def basic_search(
 ) -> BasicSearchResult:
     """Answer a question from the nearest passages of one namespace, cited to their offsets. The engine
     and embedder default to the configured ones."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(basic_search_async, BasicSearchConfig, namespace, question, call, top_k=top_k)
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(BasicSearchConfig, config, rt.settings, top_k=top_k)
+    return rt.engine.run_sync(basic_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def lazy_search(
@@ -158,10 +133,9 @@ def lazy_search(
 ) -> LazySearchResult:
     """Answer a question with lazy search (relevance tests within a budget, no community reports needed);
     `overrides` (budget, subqueries, max_irrelevant, ...) > `config` > the configured defaults."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(lazy_search_async, LazySearchConfig, namespace, question, call, **overrides)
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(LazySearchConfig, config, rt.settings, **overrides)
+    return rt.engine.run_sync(lazy_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def auto_search(
@@ -178,7 +152,6 @@ def auto_search(
 ) -> AutoSearchResult:
     """Route the question to basic, local, global, DRIFT or lazy search and answer it; the result says
     which (`route`) and why (`reason`). `route` given here skips the classification."""
-    call = dict(
-        settings=settings, engine=engine, embedder=embedder, config=config, deadline=deadline, cancel=cancel
-    )
-    return _answer(auto_search_async, AutoSearchConfig, namespace, question, call, route=route)
+    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    cfg = _config(AutoSearchConfig, config, rt.settings, route=route)
+    return rt.engine.run_sync(auto_search_async(_scope(rt, deadline, cancel), question, cfg))
