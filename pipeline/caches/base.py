@@ -86,17 +86,9 @@ class ResponseCache(Protocol):
 
     def get(self, key: str) -> CachedResponse | None: ...
 
-    def put(
-        self,
-        key: str,
-        response: str,
-        *,
-        task: str,
-        model: str,
-        prompt_version: str,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-    ) -> None: ...
+    def put(self, key: str, response: str, **meta: Any) -> None:
+        """Store one entry; `meta` is what `ResponseCacheBase.put` names (task, model, prompt_version, tokens)."""
+        ...
 
     def forget(self, key: str) -> None: ...
 

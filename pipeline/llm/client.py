@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -28,10 +28,8 @@ from pydantic import BaseModel
 from pipeline.caches.base import ResponseCache, cache_key
 from pipeline.llm import structured
 from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
-from pipeline.llm.budget import Budget
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
 from pipeline.llm.reply import Reply
-from pipeline.llm.retry import Backoff
 from pipeline.llm.transport import FormatRejectedError, Transport, endpoint_label
 from pipeline.llm.usage import Usage
 
@@ -63,19 +61,14 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int = 2000,
         max_output_tokens: int = 16_384,
-        timeout_s: float = 60.0,
-        first_token_timeout_s: float = 300.0,
-        idle_timeout_s: float = 30.0,
-        stream: bool = True,
-        max_retries: int = 4,
-        concurrency: int | None = None,
         json_mode: JsonModeSetting = "auto",
         cache: ResponseCache | None = None,
         usage: Usage | None = None,
-        prices: Mapping[str, tuple[float, float]] | None = None,
-        backoff: Backoff | None = None,
-        budget: Budget | None = None,
+        **connection: Any,
     ) -> None:
+        """`connection` is what `Transport` takes beside the model and endpoint (timeouts, stream,
+        max_retries, concurrency — None: by endpoint —, prices, backoff, and the budget, which is checked
+        before every request, so that a cached answer is free); it is forwarded as it is."""
         self.model = model
         self.base_url = base_url
         self.temperature = temperature
@@ -88,19 +81,7 @@ class LLMClient:
         self.cache = cache
         self.usage = usage if usage is not None else Usage()
         self.transport = Transport(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            first_token_timeout_s=first_token_timeout_s,
-            idle_timeout_s=idle_timeout_s,
-            stream=stream,
-            max_retries=max_retries,
-            concurrency=concurrency,  # None: by endpoint (`transport.default_concurrency`)
-            usage=self.usage,
-            prices=prices,
-            backoff=backoff,
-            budget=budget,  # checked before every request: a cached answer is free
+            model=model, api_key=api_key, base_url=base_url, usage=self.usage, **connection
         )
 
     def __repr__(self) -> str:
@@ -321,6 +302,12 @@ class LLMClient:
         task: str,
         deadline: float | None,
     ) -> Reply:
+        def send(mode: str, *, probe: bool = False) -> Awaitable[Reply]:
+            fmt = structured.response_format(model, mode)
+            return self.transport.chat(
+                messages, {**params, "response_format": fmt}, task, deadline, schema_probe=probe
+            )
+
         if self.json_mode == "auto":
             # Until one request has shown whether the server takes json_schema, requests go one at a
             # time: concurrent probes would each be refused and retried as ordinary 500s.
@@ -330,35 +317,16 @@ class LLMClient:
                 lock = self._probe_locks[loop] = asyncio.Lock()
             async with lock:
                 if self.json_mode == "auto":
-                    return await self._probe_json_schema(messages, params, model, task, deadline)
-        mode = "json_schema" if self.json_mode == "json_schema" else "json_object"
-        return await self.transport.chat(
-            messages, {**params, "response_format": structured.response_format(model, mode)}, task, deadline
-        )
+                    return await self._probe_json_schema(send, task)
+        return await send("json_schema" if self.json_mode == "json_schema" else "json_object")
 
-    async def _probe_json_schema(
-        self,
-        messages: list[dict[str, Any]],
-        params: dict[str, Any],
-        model: type[BaseModel],
-        task: str,
-        deadline: float | None,
-    ) -> Reply:
+    async def _probe_json_schema(self, send: Callable[..., Awaitable[Reply]], task: str) -> Reply:
         try:
-            reply = await self.transport.chat(
-                messages,
-                {**params, "response_format": structured.response_format(model, "json_schema")},
-                task,
-                deadline,
-                schema_probe=True,
-            )
+            reply = await send("json_schema", probe=True)
         except FormatRejectedError:
             log.info("llm %s: %s rejects json_schema output; using json_object", task, self.endpoint)
             self.json_mode = "json_object"
-            fallback = structured.response_format(model, "json_object")
-            return await self.transport.chat(
-                messages, {**params, "response_format": fallback}, task, deadline
-            )
+            return await send("json_object")
         self.json_mode = "json_schema"
         return reply
 

@@ -152,9 +152,7 @@ class DryRunTransport(Transport):
         messages: list[dict[str, Any]],
         params: dict[str, Any],
         task: str,
-        deadline: float | None,
-        *,
-        schema_probe: bool = False,
+        *_unused: Any,  # the deadline and schema_probe mean nothing to a transport that sends nothing
         **_more: Any,
     ) -> Reply:
         limit = int(params.get("max_tokens") or 0)

@@ -16,7 +16,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
@@ -70,6 +70,15 @@ class QueryEstimate:
         return "\n".join(lines)
 
 
+class Asked(NamedTuple):
+    """The question being estimated and what its phases read."""
+
+    store: NamespaceStore
+    question: str
+    settings: Any
+    embedder: Embedder
+
+
 def _tokens(messages: list[dict[str, str]], encoding: str) -> int:
     return count_tokens(skeleton_text(messages), encoding)
 
@@ -93,20 +102,15 @@ def estimate_query(
 ) -> QueryEstimate:
     """The calls one question of `mode` (global | drift | basic | lazy) can take, with `config` its mode's config."""
     estimate = QueryEstimate(mode, store.namespace, question, settings.llm_model, settings.llm_provider)
-    if mode == "global":
-        _global(estimate, store, question, config)
-    elif mode == "drift":
-        _drift(estimate, store, question, settings, embedder, config)
-    elif mode == "basic":
-        _basic(estimate, store, question, settings, embedder, config)
-    elif mode == "lazy":
-        _lazy(estimate, store, question, settings, embedder, config)
-    else:
+    phases = {"global": _global, "drift": _drift, "basic": _basic, "lazy": _lazy}
+    if mode not in phases:
         raise ValueError(f"no estimate for {mode!r} search")
+    phases[mode](estimate, Asked(store, question, settings, embedder), config)
     return _finish(estimate, settings)
 
 
-def _global(estimate: QueryEstimate, store: NamespaceStore, question: str, config: Any) -> None:
+def _global(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
+    store, question = asked.store, asked.question
     from pipeline.query.global_.search import plan_batches, selection_mode
     from pipeline.query.global_.tasks import map_messages
 
@@ -170,14 +174,8 @@ def _rating(estimate: QueryEstimate, store: NamespaceStore, question: str, confi
     )
 
 
-def _drift(
-    estimate: QueryEstimate,
-    store: NamespaceStore,
-    question: str,
-    settings: Any,
-    embedder: Embedder,
-    config: Any,
-) -> None:
+def _drift(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
+    store, question, settings, embedder = asked
     from pipeline.query.drift.steps import primer_reports, split_folds
     from pipeline.query.drift.tasks import PrimerRequest, primer_messages
     from pipeline.query.local.index import load_local_index
@@ -210,14 +208,8 @@ def _drift(
     )
 
 
-def _basic(
-    estimate: QueryEstimate,
-    store: NamespaceStore,
-    question: str,
-    settings: Any,
-    embedder: Embedder,
-    config: Any,
-) -> None:
+def _basic(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
+    store, question, settings, embedder = asked
     from pipeline.query.basic.search import build_basic_context, retrieve
 
     units, _ = retrieve(store, embedder, question, config)
@@ -234,16 +226,10 @@ def _basic(
     )
 
 
-def _lazy(
-    estimate: QueryEstimate,
-    store: NamespaceStore,
-    question: str,
-    settings: Any,
-    embedder: Embedder,
-    config: Any,
-) -> None:
+def _lazy(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     """Expansion (exact prompt), ratings (upper bound: the call cap, each call a full batch of the
     question's longest ranked units, cut as the prompt cuts them), the answer (within its budget)."""
+    store, question, settings, embedder = asked
     from pipeline import prompts
     from pipeline.query.lazy.tasks import ExpandRequest, RateUnitsRequest, UnitItem, rate_messages
     from pipeline.query.lazy.tree import rank_units

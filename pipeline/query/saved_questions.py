@@ -9,9 +9,9 @@ with the batch's scored points in a `points` column.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -19,10 +19,10 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.basic.search import basic_search_async
 from pipeline.query.common.batcher import Batch
 from pipeline.query.common.scope import QueryScope
-from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from pipeline.query.drift.search import drift_search_async
 from pipeline.query.global_.search import (
     GlobalSearchConfig,
     GlobalTasks,
@@ -32,7 +32,7 @@ from pipeline.query.global_.search import (
     run_map,
 )
 from pipeline.query.global_.tasks import MapPoint
-from pipeline.query.local.search import LocalSearchConfig, local_search_async
+from pipeline.query.local.search import local_search_async
 
 Log = Callable[[str], None]
 
@@ -41,6 +41,17 @@ Log = Callable[[str], None]
 class AnswersTable:
     table: pa.Table
     markdown: str
+
+
+@dataclass(frozen=True)
+class AnswerRows:
+    """How one mode's answers become its table: a row's own columns (beside question, status and answer),
+    the Markdown after the status, the table (name, schema), and the Markdown when there is no question."""
+
+    row: Callable[[Any], dict[str, Any]]
+    summary: Callable[[Any], str]
+    table: tuple[str, pa.Schema]
+    empty: str
 
 
 def write_global_batches(
@@ -93,14 +104,9 @@ def write_global_map_answers(
         rows += [
             {
                 "question": question,
-                "batch": m.batch,
-                "community_ids": m.community_ids,
-                "status": m.status,
+                **asdict(m),
                 "points": [p.model_dump() for p in m.points],
                 "top_score": m.top_score,
-                "dropped_points": m.dropped_points,
-                "attempts": m.attempts,
-                "error": m.error,
             }
             for m in results
         ]
@@ -135,16 +141,18 @@ def write_global_answers(
         engine,
         list(maps),
         lambda q: reduce_map_results(q, n_batches.get(q, 0), maps[q], tasks, config),
-        lambda res: {
-            "reason": res.reason,
-            "cited_communities": res.cited_communities,
-            "points_used": len(res.points),
-            "failed_batches": len(res.failed_batches),
-            "batches": res.batches,
-        },
-        lambda res: f"{f' — {res.reason}' if res.reason else ''}\n\n{res.answer}",
-        (schema.QUERY_GLOBAL_ANSWERS, schema.QUERY_GLOBAL_ANSWERS_SCHEMA),
-        "No questions.",
+        AnswerRows(
+            lambda res: {
+                "reason": res.reason,
+                "cited_communities": res.cited_communities,
+                "points_used": len(res.points),
+                "failed_batches": len(res.failed_batches),
+                "batches": res.batches,
+            },
+            lambda res: f"{f' — {res.reason}' if res.reason else ''}\n\n{res.answer}",
+            (schema.QUERY_GLOBAL_ANSWERS, schema.QUERY_GLOBAL_ANSWERS_SCHEMA),
+            "No questions.",
+        ),
     )
 
 
@@ -153,32 +161,44 @@ def answer_all(
     engine: Engine,
     questions: list[str],
     search: Callable[[str], Any],
-    row: Callable[[Any], dict[str, Any]],
-    summary: Callable[[Any], str],
-    table: tuple[str, pa.Schema],
-    empty: str,
+    rows: AnswerRows,
 ) -> AnswersTable:
-    """Each question through `search`, one row (`row`) and one Markdown section (`summary`) per answer,
-    written as the `table` (name, schema)."""
-    rows, md = [], []
+    """Each question through `search`, one row and one Markdown section per answer, written as `rows` says."""
+    out, md = [], []
     for question in questions:
         res = engine.run_sync(search(question))
-        rows.append({"question": question, "status": res.status, "answer": res.answer, **row(res)})
-        md.append(f"### {question}\n\n**{res.status}**{summary(res)}\n")
-    name, table_schema = table
-    written = tables.to_table(rows, table_schema)
+        out.append({"question": question, "status": res.status, "answer": res.answer, **rows.row(res)})
+        md.append(f"### {question}\n\n**{res.status}**{rows.summary(res)}\n")
+    name, table_schema = rows.table
+    written = tables.to_table(out, table_schema)
     store.write_table(name, written)
-    return AnswersTable(written, "\n".join(md) or empty)
+    return AnswersTable(written, "\n".join(md) or rows.empty)
 
 
-def write_local_answers(
-    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LocalSearchConfig
-) -> AnswersTable:
-    return answer_all(
-        store,
-        engine,
-        questions,
-        lambda q: local_search_async(QueryScope(store, engine, embedder), q, config),
+class AnswersWriter(Protocol):
+    def __call__(
+        self, store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: Any
+    ) -> AnswersTable: ...
+
+
+def answers_writer(
+    search: Callable[[QueryScope, str, Any], Awaitable[Any]], rows: AnswerRows
+) -> AnswersWriter:
+    """The saved-questions writer of one mode: each question through `search` with the config given."""
+
+    def write(
+        store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: Any
+    ) -> AnswersTable:
+        return answer_all(
+            store, engine, questions, lambda q: search(QueryScope(store, engine, embedder), q, config), rows
+        )
+
+    return write
+
+
+write_local_answers = answers_writer(
+    local_search_async,
+    AnswerRows(
         lambda res: {
             "communities": [c["id"] for c in res.communities],
             "selection": res.selection,
@@ -188,7 +208,8 @@ def write_local_answers(
         lambda res: f" ({len(res.evidence)} evidence items)\n\n{res.answer}",
         (schema.QUERY_LOCAL_ANSWERS, schema.QUERY_LOCAL_ANSWERS_SCHEMA),
         "No local questions configured.",
-    )
+    ),
+)
 
 
 def _drift_outline(res: Any) -> str:
@@ -196,14 +217,9 @@ def _drift_outline(res: Any) -> str:
     return f"\n\n{res.answer}\n\nSteps:\n{steps}"
 
 
-def write_drift_answers(
-    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: DriftSearchConfig
-) -> AnswersTable:
-    return answer_all(
-        store,
-        engine,
-        questions,
-        lambda q: drift_search_async(QueryScope(store, engine, embedder), q, config),
+write_drift_answers = answers_writer(
+    drift_search_async,
+    AnswerRows(
         lambda res: {
             "reason": res.reason,
             "nodes": len(res.nodes),
@@ -217,26 +233,22 @@ def write_drift_answers(
         _drift_outline,
         (schema.QUERY_DRIFT_ANSWERS, schema.QUERY_DRIFT_ANSWERS_SCHEMA),
         "No DRIFT questions configured.",
-    )
+    ),
+)
 
-
-def write_basic_answers(
-    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: BasicSearchConfig
-) -> AnswersTable:
-    return answer_all(
-        store,
-        engine,
-        questions,
-        lambda q: basic_search_async(QueryScope(store, engine, embedder), q, config),
+write_basic_answers = answers_writer(
+    basic_search_async,
+    AnswerRows(
         lambda res: {
-            "reason": res.reason,
             "sources_json": json.dumps([{k: v for k, v in s.items() if k != "text"} for s in res.sources]),
+            "reason": res.reason,
             "citations_json": json.dumps(res.citations, default=str),
         },
         lambda res: f" ({len(res.sources)} passages)\n\n{res.answer}",
         (schema.QUERY_BASIC_ANSWERS, schema.QUERY_BASIC_ANSWERS_SCHEMA),
         "No basic questions configured.",
-    )
+    ),
+)
 
 
 def count(table: pa.Table, column: str, value: Any) -> int:

@@ -27,8 +27,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import pyarrow as pa
+from pydantic import BaseModel
 
 from pipeline.core.tokens import count_tokens
 from pipeline.ops.claims import known
@@ -48,6 +50,7 @@ RELATIONSHIPS_HEADER = "-----Relationships-----\nid|source|target|description|we
 # Rows are costed before they are numbered: with a 3-digit id, at least as many tokens as any id takes
 # below 1,000 rows (the exact count of the rendered text has the last word, see `_finish`).
 _ID_ESTIMATE = 999
+M = TypeVar("M", bound=BaseModel)
 CLAIMS_PER_ENTITY = 3  # with its entity; the rest wait for the last pass so edges are not crowded out
 TOP_ENTITIES = 5
 
@@ -83,6 +86,16 @@ def numbered(i: int, line: str) -> str:
     return f"{i}|{line}"
 
 
+_EMPTY: dict[Any, object] = {str: "", int: 0, float: 0.0}
+
+
+def _filled(model: type[M], table: pa.Table) -> list[M]:
+    """The table's rows as `model`s (one column per field), a null cell read as its field's empty value."""
+    empty = {name: _EMPTY[f.annotation] for name, f in model.model_fields.items()}
+    rows = table.select(list(empty)).to_pylist()
+    return [model(**{k: empty[k] if v is None else v for k, v in r.items()}) for r in rows]
+
+
 class GraphData:
     """The namespace's entities, relationships and claims as context rows, with token counts cached."""
 
@@ -90,38 +103,9 @@ class GraphData:
         self, entities: pa.Table, relationships: pa.Table, covariates: pa.Table | None, encoding: str
     ):
         self.encoding = encoding
-        self.entities: dict[str, ContextEntity] = {
-            r["id"]: ContextEntity(
-                id=r["id"],
-                title=r["title"] or "",
-                type=r["type"] or "",
-                description=r["description"] or "",
-                degree=int(r["degree"] or 0),
-            )
-            for r in entities.select(["id", "title", "type", "description", "degree"]).to_pylist()
-        }
-        cols = [
-            "id",
-            "source",
-            "target",
-            "source_id",
-            "target_id",
-            "description",
-            "weight",
-            "combined_degree",
-        ]
+        self.entities: dict[str, ContextEntity] = {e.id: e for e in _filled(ContextEntity, entities)}
         self.relationships: dict[str, ContextRelationship] = {
-            r["id"]: ContextRelationship(
-                id=r["id"],
-                source=r["source"] or "",
-                target=r["target"] or "",
-                source_id=r["source_id"] or "",
-                target_id=r["target_id"] or "",
-                description=r["description"] or "",
-                weight=float(r["weight"] or 0.0),
-                combined_degree=int(r["combined_degree"] or 0),
-            )
-            for r in relationships.select(cols).to_pylist()
+            r.id: r for r in _filled(ContextRelationship, relationships)
         }
         self.claims_of: dict[str, list[ContextClaim]] = defaultdict(list)
         if covariates is not None and covariates.num_rows:

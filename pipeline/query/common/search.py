@@ -83,16 +83,8 @@ def _search_units_by_pieces(
         return []
     quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
     rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
-    out = []
-    for uid, score in top:
-        if uid not in rows:  # pieces and units are two tables: mid re-index a piece may outlive its unit
-            continue
-        row = dict(rows[uid])
-        row["score"] = score
-        if not include_vectors:
-            row.pop("vector", None)
-        out.append(row)
-    return out
+    # Pieces and units are two tables: mid re-index a piece may outlive its unit.
+    return _clean([{**rows[uid], "score": score} for uid, score in top if uid in rows], include_vectors)
 
 
 def text_search(

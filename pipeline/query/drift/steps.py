@@ -14,7 +14,7 @@ from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.options import require_counts, require_level, with_overrides
+from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.tasks import (
     FOLLOW_UP,
@@ -69,11 +69,7 @@ class DriftSearchConfig:
     @classmethod
     def from_settings(cls, settings: DriftSettings, **overrides: Any) -> DriftSearchConfig:
         configured = {
-            "primer_k": settings.drift_primer_k,
-            "primer_folds": settings.drift_primer_folds,
-            "depth": settings.drift_depth,
-            "breadth": settings.drift_breadth,
-            "concurrency": settings.drift_concurrency,
+            **prefixed(settings, "drift_", ("primer_k", "primer_folds", "depth", "breadth", "concurrency")),
             "local": LocalSearchConfig.from_settings(settings),
         }
         return with_overrides(cls, configured, overrides)

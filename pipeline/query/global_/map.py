@@ -14,7 +14,7 @@ from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, pack, prompt_budget
-from pipeline.query.common.options import require_counts, require_level, with_overrides
+from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
 from pipeline.query.global_.tasks import (
@@ -80,11 +80,11 @@ class GlobalSearchConfig:
             "map_reserve": settings.llm_map_max_tokens,
             "reduce_reserve": settings.llm_reduce_max_tokens,
             "encoding": settings.encoding,
-            "selection": settings.global_selection,
-            "dynamic_min_communities": settings.global_dynamic_min_communities,
-            "max_rated": settings.global_max_rated,
-            "max_map_batches": settings.global_max_map_batches,
-            "rate_threshold": settings.global_rate_threshold,
+            **prefixed(
+                settings,
+                "global_",
+                ("selection", "dynamic_min_communities", "max_rated", "max_map_batches", "rate_threshold"),
+            ),
         }
         return with_overrides(cls, values, overrides)
 

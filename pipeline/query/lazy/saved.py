@@ -12,22 +12,16 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.common.scope import QueryScope
-from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
-from pipeline.query.saved_questions import AnswersTable, answer_all
+from pipeline.query.lazy.search import lazy_search_async
+from pipeline.query.saved_questions import AnswerRows, AnswersTable, answers_writer
 
-
-def write_lazy_answers(
-    store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: LazySearchConfig
-) -> AnswersTable:
-    return answer_all(
-        store,
-        engine,
-        questions,
-        lambda q: lazy_search_async(QueryScope(store, engine, embedder), q, config),
+write_lazy_answers = answers_writer(
+    lazy_search_async,
+    AnswerRows(
         lambda res: {
-            "reason": res.reason,
             "units_tested": res.units_tested,
             "units_relevant": res.units_relevant,
+            "reason": res.reason,
             "model_calls": sum(res.usage[k] for k in ("expand_calls", "rate_calls", "answer_calls")),
             "tests_json": json.dumps(res.tests),
             "citations_json": json.dumps(res.citations, default=str),
@@ -35,7 +29,8 @@ def write_lazy_answers(
         lambda res: f" ({res.units_tested} units tested, {res.units_relevant} relevant)\n\n{res.answer}",
         (schema.QUERY_LAZY_ANSWERS, schema.QUERY_LAZY_ANSWERS_SCHEMA),
         "No lazy questions configured.",
-    )
+    ),
+)
 
 
 def write_auto_answers(

@@ -32,7 +32,7 @@ from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.intent import STOPWORDS
-from pipeline.query.common.options import require_counts, with_overrides
+from pipeline.query.common.options import prefixed, require_counts, with_overrides
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
@@ -103,11 +103,9 @@ class LazySearchConfig:
     @classmethod
     def from_settings(cls, settings: LazySettings, **overrides: Any) -> LazySearchConfig:
         configured = {
-            "budget": settings.lazy_budget,
-            "subqueries": settings.lazy_subqueries,
-            "units_per_call": settings.lazy_units_per_call,
-            "max_irrelevant": settings.lazy_max_irrelevant,
-            "threshold": settings.lazy_threshold,
+            **prefixed(
+                settings, "lazy_", ("budget", "subqueries", "units_per_call", "max_irrelevant", "threshold")
+            ),
             "context_max_tokens": settings.local_context_max_tokens,
             "encoding": settings.encoding,
         }
