@@ -11,7 +11,7 @@ import pytest
 
 from assets.cli import main
 from pipeline.eval.context import Context
-from pipeline.eval.metrics import content_words, score
+from pipeline.eval.metrics import answer_words, content_words, score
 from pipeline.eval.questions import EvalQuestion, QuestionsError, load_questions
 from tests.conftest import shared_data
 
@@ -85,6 +85,13 @@ def test_the_best_of_the_answer_and_its_aliases_counts():
     assert (coverage, missing) == (1.0, [])
 
 
+def test_answer_words_count_the_gold_answers_words_in_the_answer_not_in_its_citations():
+    q = EvalQuestion("1", "q", ("Bob Cratchit",), (), (), "t")
+    assert answer_words(q, "- Bob is the clerk. [Data: Sources (3)]") == 0.5
+    assert answer_words(q, "- The clerk. [Data: Entities (Bob Cratchit)]") == 0.0
+    assert answer_words(EvalQuestion("2", "q", (), (), (), "t"), "anything") is None
+
+
 @pytest.fixture
 def questions(tmp_path: Path) -> Path:
     rows = [
@@ -145,6 +152,8 @@ def test_eval_of_the_sample_book_writes_the_report_and_prints_the_metrics(
     assert basic["by_type"]["relation"]["context_recall"] == 100.0
     assert basic["by_type"]["summary"]["context_recall"] is None  # no gold given
     assert 0 < basic["by_type"]["relation"]["answer_coverage"] <= 100
+    # the answer quotes part of its context, so it holds at most what the context holds
+    assert basic["overall"]["answer_words"] <= basic["overall"]["answer_coverage"]
     assert printed["metrics"]["auto"]["overall"]["routes"]  # which mode auto chose, counted
     assert sorted(p.name for p in out.iterdir()) == ["chart.html", "report.html", "report.json", "report.md"]
     page = (out / "report.html").read_text(encoding="utf-8")

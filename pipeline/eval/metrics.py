@@ -7,6 +7,8 @@
 - answer coverage: the share of the gold answer's content words found in the context (the best of the
   answer and its aliases). A proxy that needs no model: the words being there does not make the answer
   right, only possible;
+- answer words: the share of the gold answer's content words found in the mode's answer itself (what the
+  user reads; offline, the sentences the extractive answer quoted), by the same rule;
 - judge: the model's verdict when one is configured (`pipeline.eval.judge`), correct = 1, partially = 0.5.
 """
 
@@ -25,6 +27,7 @@ from pipeline.query.common.intent import STOPWORDS
 
 PASSAGE_FOUND = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CITATION = re.compile(r"\[Data: [^\]]*\]")
 VERDICT_SCORE = {"correct": 1.0, "partially": 0.5, "incorrect": 0.0}
 
 
@@ -50,6 +53,7 @@ class Scored:
     status: str
     context_recall: float | None = None
     answer_coverage: float | None = None
+    answer_words: float | None = None  # the gold answer's words in the mode's answer
     missing_gold: list[str] = field(default_factory=list)
     missing_words: list[str] = field(default_factory=list)
     judge: str | None = None  # correct | partially | incorrect | unjudged; None: no judge configured
@@ -79,6 +83,13 @@ def score(q: EvalQuestion, context: Context) -> tuple[float | None, list[str], f
             if need and sum(w in words for w in need) / len(need) < PASSAGE_FOUND:
                 missing_gold.append(p)
         recall = 1 - len(missing_gold) / len(q.gold_passages)
+    coverage, missing_words = words_found(q, words)
+    return recall, missing_gold, coverage, missing_words
+
+
+def words_found(q: EvalQuestion, words: set[str]) -> tuple[float | None, list[str]]:
+    """The share of the gold answer's content words in `words` (the best of the answer and its aliases)
+    and those missing; None when the question has no answer with a content word."""
     coverage: float | None = None
     missing_words: list[str] = []
     for answer in q.answers:
@@ -89,7 +100,12 @@ def score(q: EvalQuestion, context: Context) -> tuple[float | None, list[str], f
         share = 1 - len(missing) / len(need)
         if coverage is None or share > coverage:
             coverage, missing_words = share, missing
-    return recall, missing_gold, coverage, missing_words
+    return coverage, missing_words
+
+
+def answer_words(q: EvalQuestion, answer: str) -> float | None:
+    """The share of the gold answer's content words in the mode's answer (citations left out)."""
+    return words_found(q, set(content_words(_CITATION.sub(" ", answer))))[0]
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -105,6 +121,7 @@ def aggregate(rows: list[Scored]) -> dict[str, Any]:
         "questions": len(rows),
         "context_recall": _mean([r.context_recall for r in rows]),
         "answer_coverage": _mean([r.answer_coverage for r in rows]),
+        "answer_words": _mean([r.answer_words for r in rows]),
         "judge_accuracy": round(100 * sum(judged) / len(judged), 1) if judged else None,
         "judged": len(judged),
         "unjudged": sum(r.judge == "unjudged" for r in rows),

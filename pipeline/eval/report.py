@@ -22,6 +22,7 @@ from pipeline.eval.metrics import Scored
 WORST = 5  # questions per mode in the worst-questions table
 METRICS = (
     ("answer_coverage", "answer coverage %"),
+    ("answer_words", "answer words %"),
     ("context_recall", "context recall %"),
     ("judge_accuracy", "judge %"),
 )

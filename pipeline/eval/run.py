@@ -18,7 +18,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.eval.context import mode_context
 from pipeline.eval.judge import judge
-from pipeline.eval.metrics import Scored, score, summarize
+from pipeline.eval.metrics import Scored, answer_words, score, summarize
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
@@ -115,6 +115,7 @@ async def _ask(
     row.route = result.get("route") if mode == "auto" else None
     context = mode_context(mode, result, store)
     row.context_recall, row.missing_gold, row.answer_coverage, row.missing_words = score(q, context)
+    row.answer_words = answer_words(q, result.get("answer") or "")
     row.judge = await judge(engine, q.question, q.answer, result.get("answer") or "")
     return row
 
