@@ -12,7 +12,7 @@ import gzip
 import hashlib
 import importlib.resources
 import threading
-from functools import cache
+from functools import cache, lru_cache
 
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
@@ -55,5 +55,19 @@ def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
     return tiktoken.Encoding(**spec)
 
 
+# Query-time context builders count the same rows (descriptions, passages) on every question; a short
+# text's count is remembered. Long texts (whole prompts, documents) are counted afresh, so the cache holds
+# at most _COUNTED x _COUNTED_CHARS characters (64 MB).
+_COUNTED = 16_384
+_COUNTED_CHARS = 4_000
+
+
+@lru_cache(maxsize=_COUNTED)
+def _count_short(text: str, encoding: str) -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
 def count_tokens(text: str, encoding: str = "o200k_base") -> int:
+    if len(text) <= _COUNTED_CHARS:
+        return _count_short(text, encoding)
     return len(get_encoding(encoding).encode(text, disallowed_special=()))

@@ -15,8 +15,8 @@ def basic_messages(question: str, context_text: str) -> list[dict[str, str]]:
 
 
 async def _offline(request: AnswerRequest, ctx: TaskContext) -> str:
-    """The passages' sentences closest to the question, each cited to its passage."""
-    return offline_answer(request.question, request.context, ctx.need_embedder("basic answer"))
+    """The passages' sentences that hold most of the question's words, each cited to its passage."""
+    return offline_answer(request.question, request.context)
 
 
 async def _model(request: AnswerRequest, ctx: TaskContext) -> str:

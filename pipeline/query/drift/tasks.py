@@ -3,21 +3,21 @@ reduce of the whole tree — in their offline and LLM forms: the `PRIMER`, `FOLL
 
 A primer or follow-up step answers with a `DriftStep`: an intermediate answer citing its rows as
 `[Data: Reports (12)]` / `[Data: Entities (3); Sources (7)]`, a 0-100 score for how well it answers the
-overall question, and follow-up questions. Offline, the answer is the rows' sentences closest to the
-question, the score that closeness, and the follow-ups name the central entities of what was read.
+overall question, and follow-up questions. Offline, the answer is the rows' sentences that hold most of
+the question's words (`pipeline.query.common.sentence_rank`), the score the best one's share of them, and
+the follow-ups name the central entities of what was read.
 """
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
 from pipeline.core.sentences import split_sentences
-from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
+from pipeline.query.common.sentence_rank import rank_by_question
 from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
@@ -94,24 +94,22 @@ def _report_sentences(report: PrimerReport) -> list[str]:
     return out
 
 
-def offline_primer(request: PrimerRequest, embedder: Embedder) -> DriftStep:
-    """The reports' sentences closest to the question, cited to their reports; the score is that
-    closeness (cosine x 100); the follow-ups ask about each report's central entities in turn."""
+def offline_primer(request: PrimerRequest) -> DriftStep:
+    """The reports' sentences that hold most of the question's words (`sentence_rank`), cited to their
+    reports; the score is the best one's share of those words (x 100), as a follow-up's is; the
+    follow-ups ask about each report's central entities in turn."""
     sentences = [(r.community, s) for r in request.reports for s in _report_sentences(r)]
     picked: list[str] = []
-    score = 0.0
-    if sentences:
-        vectors = embedder.embed([request.question] + [s for _, s in sentences])
-        sims = vectors[1:] @ vectors[0]
-        score = max(0.0, float(sims.max())) * 100
-        seen: set[str] = set()
-        for i in np.argsort(-sims, kind="stable"):
-            community, s = sentences[int(i)]
-            if (key := sentence_key(s)) not in seen:
-                seen.add(key)
-                picked.append(f"- {s} {citation('reports', [community])}")
-            if len(picked) >= OFFLINE_STEP_SENTENCES:
-                break
+    ranked = rank_by_question(request.question, [s for _, s in sentences])
+    score = ranked[0][1] * 100 if ranked else 0.0
+    seen: set[str] = set()
+    for i, _ in ranked:
+        community, s = sentences[i]
+        if (key := sentence_key(s)) not in seen:
+            seen.add(key)
+            picked.append(f"- {s} {citation('reports', [community])}")
+        if len(picked) >= OFFLINE_STEP_SENTENCES:
+            break
     titles = "; ".join(r.title for r in request.reports[:3])
     intro = f"Relevant topics: {titles} {citation('reports', [r.community for r in request.reports[:3]])}."
     return DriftStep(
@@ -147,11 +145,11 @@ def follow_up_messages(request: FollowUpRequest) -> list[dict[str, str]]:
     )
 
 
-def offline_follow_up(request: FollowUpRequest, embedder: Embedder) -> DriftStep:
-    """The context's sentences closest to the follow-up, cited to their rows; the score is the best
-    one's closeness (cosine x 100); the follow-ups ask about the context's entities, best-ranked first
+def offline_follow_up(request: FollowUpRequest) -> DriftStep:
+    """The context's sentences that hold most of the follow-up's words, cited to their rows; the score is
+    the best one's share of those words (x 100); the follow-ups ask about the context's entities, best-ranked first
     (the builder put the matched ones first), other than those the follow-up already names."""
-    ranked = ranked_sentences(request.follow_up, request.context, embedder)
+    ranked = ranked_sentences(request.follow_up, request.context)
     lines = [
         f"- {s} {citation(section, [row_id])}" for section, row_id, s, _ in ranked[:OFFLINE_STEP_SENTENCES]
     ]
@@ -200,7 +198,7 @@ def offline_reduce(request: DriftReduceRequest) -> str:
 
 # ---- the tasks ---------------------------------------------------------------------------------------
 async def _offline_primer(request: PrimerRequest, ctx: TaskContext) -> DriftStep:
-    return offline_primer(request, ctx.need_embedder("DRIFT primer"))
+    return offline_primer(request)
 
 
 async def _model_primer(request: PrimerRequest, ctx: TaskContext) -> DriftStep:
@@ -208,7 +206,7 @@ async def _model_primer(request: PrimerRequest, ctx: TaskContext) -> DriftStep:
 
 
 async def _offline_follow_up(request: FollowUpRequest, ctx: TaskContext) -> DriftStep:
-    return offline_follow_up(request, ctx.need_embedder("DRIFT follow-up"))
+    return offline_follow_up(request)
 
 
 async def _model_follow_up(request: FollowUpRequest, ctx: TaskContext) -> DriftStep:

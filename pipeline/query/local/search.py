@@ -29,6 +29,7 @@ from pipeline.query.local.community_rank import (
     community_row,
     expand,
     rank_communities,
+    report_vectors,
     semantic_candidates,
     topology_candidates,
 )
@@ -232,7 +233,8 @@ async def local_search_with(
             )
         check("community selection")
         if select:
-            chosen = await _select(scope, question, candidates, result)
+            vectors = report_vectors(store, [c["id"] for c in candidates])  # the offline selector's
+            chosen = await _select(scope, question, candidates, result, vectors, query_vector)
         else:
             chosen, result.selection = candidates, "ranking"
         result.communities = chosen
@@ -285,7 +287,12 @@ async def _intent(scope: QueryScope, question: str, result: LocalSearchResult) -
 
 
 async def _select(
-    scope: QueryScope, question: str, candidates: list[dict], result: LocalSearchResult
+    scope: QueryScope,
+    question: str,
+    candidates: list[dict],
+    result: LocalSearchResult,
+    vectors: dict[int, Any] | None = None,
+    query_vector: Any = None,
 ) -> list[dict]:
     """The chosen candidates, or all of them (`selection` "fallback", why in `fallbacks`)."""
     result.selection = scope.engine.kind  # metadata: whose selector chose
@@ -293,7 +300,9 @@ async def _select(
         return []  # nothing to choose from: no call
     reason = None
     try:
-        selection: CommunitySelection | None = await scope.ask(SELECT, SelectRequest(question, candidates))
+        selection: CommunitySelection | None = await scope.ask(
+            SELECT, SelectRequest(question, candidates, vectors or {}, query_vector)
+        )
     except (LLMCancelledError, LLMTimeoutError):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed selection falls back to the ranking

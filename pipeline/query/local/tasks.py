@@ -10,7 +10,7 @@ builder measures the budget on that same rendering.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -20,6 +20,7 @@ from pipeline import prompts
 from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
+from pipeline.query.common.sentence_rank import rank_by_question
 
 OFFLINE_ANSWER_SENTENCES = 5
 OFFLINE_ANSWER_ROWS = 12  # per section: the best-ranked rows carry the answer (see offline_answer)
@@ -71,16 +72,30 @@ def candidates_text(candidates: list[dict[str, Any]]) -> str:
     )
 
 
-def offline_select(question: str, candidates: list[dict[str, Any]], embedder: Embedder) -> CommunitySelection:
-    """Keep communities that contain a matched entity or whose summary is relevant to the question (a
-    cosine of at least the embedding model's `relevant` level)."""
+def offline_select(
+    question: str,
+    candidates: list[dict[str, Any]],
+    embedder: Embedder,
+    vectors: dict[int, np.ndarray] | None = None,
+    query_vector: np.ndarray | None = None,
+) -> CommunitySelection:
+    """Keep communities that contain a matched entity or whose report is relevant to the question (a
+    cosine of at least the embedding model's `relevant` level).
+
+    A report's vector is the one `report_embeddings` stored ("title\nsummary", the vector local search
+    ranks communities by) when `vectors` has it; only a candidate without one has its summary embedded
+    here, which on a CPU costs a tenth of a second per long summary."""
     if not candidates:
         return CommunitySelection(selected_community_ids=[])
-    texts = [c.get("summary") or c.get("title") or "" for c in candidates]
-    vectors = embedder.embed([question, *texts])
-    sims = vectors[1:] @ vectors[0]
+    vectors = vectors or {}
+    missing = [c for c in candidates if c["id"] not in vectors]
+    texts = [c.get("summary") or c.get("title") or "" for c in missing]
+    needed = ([] if query_vector is not None else [question]) + texts
+    fresh = iter(embedder.embed(needed)) if needed else iter(())
+    query = query_vector if query_vector is not None else next(fresh)
+    of = {**vectors, **{c["id"]: next(fresh) for c in missing}}
     floor = embedder.calibration.relevant
-    keep = [c["id"] for c, s in zip(candidates, sims, strict=True) if s >= floor or c["matched_entities"]]
+    keep = [c["id"] for c in candidates if float(of[c["id"]] @ query) >= floor or c["matched_entities"]]
     return CommunitySelection(selected_community_ids=keep)
 
 
@@ -94,14 +109,15 @@ def citation(section: Section, ids: list[int]) -> str:
 
 
 def ranked_sentences(
-    question: str, context: LocalContext, embedder: Embedder, sections: tuple[Section, ...] = SECTIONS[1:]
+    question: str, context: LocalContext, sections: tuple[Section, ...] = SECTIONS[1:]
 ) -> list[tuple[Section, int, str, float]]:
-    """The sentences of the context's best-ranked rows, closest to the question first, each once:
-    (section, row id, sentence, cosine).
+    """The sentences of the context's best-ranked rows, those that hold most of the question's words
+    first (`pipeline.query.common.sentence_rank`), each statement once: (section, row id, sentence,
+    score in [0, 1]).
 
     Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked
-    relationships, entities and claims (the builder put those touching the matched entities first);
-    embedding every sentence of the whole context would cost seconds per question on a CPU."""
+    relationships, entities and claims (the builder put those touching the matched entities first), in
+    that order, which breaks ties."""
     sentences: list[tuple[Section, int, str]] = []
     for section in ("reports", "relationships", "entities", "claims", "sources"):
         if section not in sections:
@@ -110,16 +126,12 @@ def ranked_sentences(
             for s in split_sentences(row.text):
                 if len(s.clean.split()) >= 4:
                     sentences.append((section, row.id, s.clean))
-    if not sentences:
-        return []
-    vectors = embedder.embed([question] + [s for *_, s in sentences])
-    sims = vectors[1:] @ vectors[0]
     out, seen = [], set()
-    for i in np.argsort(-sims, kind="stable"):
-        section, row_id, s = sentences[int(i)]
+    for i, score in rank_by_question(question, [s for *_, s in sentences]):
+        section, row_id, s = sentences[i]
         if (key := sentence_key(s)) not in seen:
             seen.add(key)
-            out.append((section, row_id, s, float(sims[int(i)])))
+            out.append((section, row_id, s, score))
     return out
 
 
@@ -136,12 +148,12 @@ def sentence_key(sentence: str) -> str:
 NO_EVIDENCE = "The index holds no evidence for this question."
 
 
-def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> str:
-    """The context's sentences closest to the question (`ranked_sentences`), each cited to its row as
-    the LLM answer is, after the titles of the best three reports."""
+def offline_answer(question: str, context: LocalContext) -> str:
+    """The context's sentences that say most of what the question asks (`ranked_sentences`), each cited
+    to its row as the LLM answer is, after the titles of the best three reports."""
     picked = [
         f"{s} {citation(section, [row_id])}"
-        for section, row_id, s, _ in ranked_sentences(question, context, embedder)[:OFFLINE_ANSWER_SENTENCES]
+        for section, row_id, s, _ in ranked_sentences(question, context)[:OFFLINE_ANSWER_SENTENCES]
     ]
     if not picked:
         return NO_EVIDENCE
@@ -157,6 +169,9 @@ def offline_answer(question: str, context: LocalContext, embedder: Embedder) -> 
 class SelectRequest:
     question: str
     candidates: list[dict[str, Any]]  # {id, title, summary, matched_entities}
+    # Offline only: the candidates' stored report vectors and the question's, so nothing is embedded again.
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    query_vector: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -166,7 +181,13 @@ class AnswerRequest:
 
 
 async def _offline_select(request: SelectRequest, ctx: TaskContext) -> CommunitySelection:
-    return offline_select(request.question, request.candidates, ctx.need_embedder("community selection"))
+    return offline_select(
+        request.question,
+        request.candidates,
+        ctx.need_embedder("community selection"),
+        request.vectors,
+        request.query_vector,
+    )
 
 
 async def _model_select(request: SelectRequest, ctx: TaskContext) -> CommunitySelection:
@@ -176,7 +197,7 @@ async def _model_select(request: SelectRequest, ctx: TaskContext) -> CommunitySe
 
 
 async def _offline_answer(request: AnswerRequest, ctx: TaskContext) -> str:
-    return offline_answer(request.question, request.context, ctx.need_embedder("local answer"))
+    return offline_answer(request.question, request.context)
 
 
 async def _model_answer(request: AnswerRequest, ctx: TaskContext) -> str:
