@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.ops.boilerplate import mask_text_units
+from pipeline.query.common.index_cache import cached_index, table_versions
 
 MAX_CLAIMS_PER_REPORT = 5
 MAX_EXCERPTS_PER_REPORT = 3
@@ -41,23 +42,61 @@ def _excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
+@dataclass(frozen=True)
+class _Contexts:
+    levels: list[int]
+    leaves: frozenset[int]  # reports' communities without children
+    by_community: dict[int, ReportContext]  # every report's, in community order
+
+
 def load_report_contexts(
     store: NamespaceStore, level: int | None = None, only: Collection[int] | None = None
 ) -> list[ReportContext]:
     """Reports of leaf communities (default), of `level`, or of the communities `only` names (any level),
-    in community order, augmented for the map step."""
+    in community order, augmented for the map step.
+
+    Every report's context is built once per version of the tables it reads and kept (`index_cache`):
+    building them reads the whole text-unit and document tables, which at 11 MB of text was most of a
+    global search's time."""
     if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 0):
         raise GlobalContextError(f"community level must be a non-negative integer, got {level!r}")
+    versions = table_versions(store, _INPUTS)
+    built = cached_index(store, "global_contexts", versions, lambda: _build_contexts(store))
+    if level is not None and level not in built.levels:
+        raise LevelNotFoundError(
+            f"community level {level} does not exist in namespace {store.namespace!r}; levels are {built.levels}"
+        )
+    wanted = set(only) if only is not None else None
+    return [
+        c
+        for c in built.by_community.values()
+        if (
+            c.community in wanted
+            if wanted is not None
+            else c.level == level
+            if level is not None
+            else c.community in built.leaves
+        )
+        and c.text.strip()
+    ]
+
+
+_INPUTS = (
+    schema.COMMUNITY_REPORTS,
+    schema.COMMUNITIES,
+    schema.COVARIATES,
+    schema.TEXT_UNITS,
+    schema.DOCUMENTS,
+)
+
+
+def _build_contexts(store: NamespaceStore) -> _Contexts:
     try:
         reports = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
         communities = store.read_table(schema.COMMUNITIES).to_pylist()
     except TableNotFoundError as exc:
         raise TableNotFoundError(f"{exc} (global search needs community reports)") from None
     levels = sorted({c["level"] for c in communities})
-    if level is not None and level not in levels:
-        raise LevelNotFoundError(
-            f"community level {level} does not exist in namespace {store.namespace!r}; levels are {levels}"
-        )
     by_id = {c["community"]: c for c in communities}
 
     def leaves_under(cid: int) -> list[int]:
@@ -72,21 +111,9 @@ def load_report_contexts(
                 out.append(c["community"])
         return out
 
-    wanted = set(only) if only is not None else None
-    selected = [
-        r
-        for r in reports
-        if (
-            r["community"] in wanted
-            if wanted is not None
-            else r["level"] == level
-            if level is not None
-            else not (by_id.get(r["community"], {}).get("children") or [])
-        )
-    ]
     claims_by_entity = _claims_by_entity(store)
     members: dict[int, tuple[list[str], list[str]]] = {}  # community -> (entity ids, unique text unit ids)
-    for r in selected:
+    for r in reports:
         leaves = [by_id[leaf] for leaf in leaves_under(r["community"])]
         entity_ids = [e for leaf in leaves for e in leaf["entity_ids"] or []]
         unit_ids = list(dict.fromkeys(u for leaf in leaves for u in leaf["text_unit_ids"] or []))
@@ -95,8 +122,8 @@ def load_report_contexts(
         store, {u for _, units in members.values() for u in units[:MAX_EXCERPTS_PER_REPORT]}
     )
 
-    contexts = []
-    for r in sorted(selected, key=lambda r: r["community"]):
+    contexts: dict[int, ReportContext] = {}
+    for r in sorted(reports, key=lambda r: r["community"]):
         entity_ids, unit_ids = members[r["community"]]
         claims, seen = [], set()
         for eid in entity_ids:
@@ -115,12 +142,13 @@ def load_report_contexts(
         if excerpts:
             lines.append("Source excerpts:")
             lines += [f'- [Text unit {u[:12]}] "{_excerpt(unit_text[u])}"' for u in excerpts]
-        contexts.append(
-            ReportContext(
-                r["community"], r["level"], r.get("title") or "", float(r.get("rank") or 0), "\n".join(lines)
-            )
+        contexts[r["community"]] = ReportContext(
+            r["community"], r["level"], r.get("title") or "", float(r.get("rank") or 0), "\n".join(lines)
         )
-    return [c for c in contexts if c.text.strip()]
+    leaves = frozenset(
+        r["community"] for r in reports if not (by_id.get(r["community"], {}).get("children") or [])
+    )
+    return _Contexts(levels, leaves, contexts)
 
 
 def _claims_by_entity(store: NamespaceStore) -> dict[str, list[dict]]:
