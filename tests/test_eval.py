@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from assets.cli import main
-from pipeline.eval.context import Context
 from pipeline.eval.metrics import answer_words, content_words, score
 from pipeline.eval.questions import EvalQuestion, QuestionsError, load_questions
+from pipeline.query.common.shown import Context
 from tests.conftest import shared_data
 
 

@@ -180,6 +180,24 @@ def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
     assert (result.route, result.router) == ("lazy", "given") and "units_tested" in result.result
 
 
+def test_offline_auto_keeps_the_passage_mode_whose_context_shows_most_of_the_question(tiny, embedder):
+    from pipeline.query.common.sentence_rank import stems
+    from pipeline.query.common.shown import mode_context
+
+    question = "Who was Scrooge's partner?"
+    result = asyncio.run(auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), question))
+    assert set(result.compared) == {"basic", "local", "lazy"}
+    assert result.compared[result.route] == max(result.compared.values())
+    # a tie keeps the earlier of basic, local, lazy
+    assert result.route == next(
+        m for m in ("basic", "local", "lazy") if result.compared[m] == max(result.compared.values())
+    )
+    shown = stems(" ".join(mode_context(result.route, result.result, tiny).texts))
+    terms = stems(question)
+    assert round(len(terms & shown) / len(terms), 3) == result.compared[result.route]
+    assert "held the most of the question's words" in result.reason
+
+
 def test_the_lazy_estimate_is_its_call_bound(tiny, embedder):
     from pipeline.query.estimate import estimate_query
     from pipeline.settings import Settings

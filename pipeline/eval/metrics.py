@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.eval.context import Context
 from pipeline.eval.questions import EvalQuestion
 from pipeline.query.common.intent import STOPWORDS
+from pipeline.query.common.shown import Context
 
 PASSAGE_FOUND = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)

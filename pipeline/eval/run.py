@@ -16,13 +16,13 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.eval.context import mode_context
 from pipeline.eval.judge import judge
 from pipeline.eval.metrics import Scored, answer_words, score, summarize
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
 from pipeline.query.common.scope import QueryScope
+from pipeline.query.common.shown import mode_context
 
 MODES = ("basic", "local", "drift", "global", "lazy", "auto")
 

@@ -8,7 +8,14 @@ Rules, in order:
    `reason`).
 3. A mode whose tables the namespace lacks is replaced by lazy search, which needs only text units and
    the graph: global needs community reports, DRIFT their vectors, local the entities.
-4. The chosen mode runs with its configured defaults; its whole result is `result`, its status and
+4. Offline, unless the route was given or is global (summary wording: the whole collection), the
+   three passage modes (basic, local, lazy) all run, which costs no model call, and the one whose
+   context holds the most of the question's content words is kept (`compared`: each one's share);
+   equal shares keep basic, then local. The question's form cannot tell which of them suits a corpus:
+   on MuSiQue-100 local's entity graph reaches the second hop that basic's passages miss (answer
+   coverage 91.5 vs 70.6), on a GraphRAG-Bench novel basic leads (89.1 vs 87.2), and routing by form
+   stayed below the best mode on both. The question's words in the context are what auto can see.
+5. The chosen mode runs with its configured defaults; its whole result is `result`, its status and
    answer are repeated at the top, with `route` and `reason`.
 """
 
@@ -24,6 +31,8 @@ from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.route import ROUTE, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.common.sentence_rank import stems
+from pipeline.query.common.shown import mode_context
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
@@ -68,6 +77,7 @@ class AutoSearchResult:
     status: str = ""
     answer: str = ""
     result: dict[str, Any] = field(default_factory=dict)  # the routed mode's result
+    compared: dict[str, float] = field(default_factory=dict)  # offline (rule 4): mode -> question words shown
     usage: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -129,16 +139,44 @@ async def auto_search_async(
         out = AutoSearchResult(question, "", str(exc), scope.engine.kind, status="cancelled")
         out.usage = scope.usage()
         return out
-    route = choice.route
-    inner = (await run_mode(route, scope, question, config)).to_dict()
+    route, reason = choice.route, choice.reason
+    compared: dict[str, float] = {}
+    if scope.engine.kind == "offline" and router != "given" and route != "global":
+        route, reason, inner, compared = await _compare(scope, question, config, reason)
+    else:
+        inner = (await run_mode(route, scope, question, config)).to_dict()
     return AutoSearchResult(
         question,
         route,
-        choice.reason,
+        reason,
         router,
         status=inner.get("status", ""),
         answer=inner.get("answer", ""),
         result=inner,
+        compared=compared,
         usage=scope.usage(),
         duration_s=round(time.monotonic() - started, 3),
     )
+
+
+COMPARED = ("basic", "local", "lazy")  # in the order that breaks ties
+
+
+async def _compare(
+    scope: QueryScope, question: str, config: AutoSearchConfig, reason: str
+) -> tuple[str, str, dict[str, Any], dict[str, float]]:
+    """Rule 4: the passage modes' results, and the one whose context shows most of the question's words."""
+    terms = stems(question)
+    results: dict[str, dict[str, Any]] = {}
+    shares: dict[str, float] = {}
+    for mode in COMPARED:
+        if not _available(scope.store, mode):
+            continue
+        results[mode] = (await run_mode(mode, scope, question, config)).to_dict()
+        if results[mode].get("status") == "cancelled":
+            break
+        shown = stems(" ".join(mode_context(mode, results[mode], scope.store).texts))
+        shares[mode] = round(len(terms & shown) / len(terms), 3) if terms else 0.0
+    best = max(shares, key=lambda m: shares[m]) if shares else next(iter(results))
+    why = f"{reason}; offline, {best}'s context held the most of the question's words ({shares.get(best, 0):.0%})"
+    return best, why[:400], results[best], shares

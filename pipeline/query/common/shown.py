@@ -1,4 +1,5 @@
-"""What each mode put in front of the model, taken from its result (`to_dict()`), for `pipeline eval`.
+"""What each mode put in front of the model, taken from its result (`to_dict()`): what `pipeline eval`
+scores, and what offline auto search compares.
 
 - basic: the passages of its context (`sources`, as many as the context holds);
 - local: its evidence (the context's sources and claims), the reports' summaries and the entities and
