@@ -34,12 +34,26 @@ def _stemmer():  # noqa: ANN202 - Stemmer.Stemmer
     return Stemmer.Stemmer("english")
 
 
-def stems(text: str) -> set[str]:
+def stems(text: str) -> frozenset[str]:
     """The content words of `text` as Snowball stems (lower-cased; stop and question words out)."""
+    return _sentence_stems(text) if len(text) <= _CACHED_CHARS else _stems(text)
+
+
+# A context's sentences come back on other questions: a sentence's stems are remembered, a long text's
+# (a whole context) are not, so the cache holds at most 65,536 x 1,000 characters and their stems.
+_CACHED_CHARS = 1_000
+
+
+@lru_cache(maxsize=65_536)
+def _sentence_stems(text: str) -> frozenset[str]:
+    return _stems(text)
+
+
+def _stems(text: str) -> frozenset[str]:
     words = [
         w for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS and w not in QUESTION_WORDS
     ]
-    return set(_stemmer().stemWords([w for w in words if len(w) > 1 or w.isdigit()]))
+    return frozenset(_stemmer().stemWords([w for w in words if len(w) > 1 or w.isdigit()]))
 
 
 def rank_by_question(question: str, sentences: Sequence[str]) -> list[tuple[int, float]]:
