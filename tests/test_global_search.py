@@ -170,7 +170,9 @@ def run(store, question, minilm, **cfg):
 
 
 def test_offline_global_search_answers_with_cited_communities(store, minilm):
-    result, tasks = run(store, "What did the flood destroy in the city?", minilm, map_budget=700, map_reserve=100)
+    result, tasks = run(
+        store, "What did the flood destroy in the city?", minilm, map_budget=700, map_reserve=100
+    )
     assert result.status == "completed", result.reason
     assert "harbour" in result.answer.lower()
     flood_communities = {i for i in range(40) if i % 4 == 1}

@@ -18,6 +18,7 @@ from pipeline import prompts
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
 from pipeline.query.common.sentence_rank import rank_by_question
+from pipeline.query.global_.tasks import REPORT_FRAMING
 from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
@@ -90,7 +91,11 @@ def _report_sentences(report: PrimerReport) -> list[str]:
         line = line.strip().lstrip("-*").strip()
         if not line or line.startswith("#"):  # headings are titles, not statements
             continue
-        out += [s.clean for s in split_sentences(line) if len(s.clean.split()) >= 4]
+        out += [
+            s.clean
+            for s in split_sentences(line)
+            if len(s.clean.split()) >= 4 and not REPORT_FRAMING.match(s.clean)  # the report's shape
+        ]
     return out
 
 

@@ -191,7 +191,7 @@ _LABEL = re.compile(r"^[-*#\s]*(\[(?:Claim|Text unit) [^\]]*\]\s*(\([A-Z]+\)\s*)
 _SKIP = {"claims:", "source excerpts:", "findings:", "summary:"}
 # The offline report's own framing lines (`pipeline.ops.reports.offline`): they describe the community's
 # shape, not the corpus, so they answer no question.
-_FRAMING = re.compile(r"^(?:A community of \d+ entities around |Its largest parts: )")
+REPORT_FRAMING = re.compile(r"^(?:A community of \d+ entities around |Its largest parts: )")
 
 
 def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
@@ -214,7 +214,7 @@ def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
         body = _DATA_CITATION.sub("", _LABEL.sub("", line)).strip().strip('"')
         for sentence in _SENTENCE.split(body):
             sentence = sentence.strip()
-            if len(sentence.split()) >= 4 and not _FRAMING.match(sentence):
+            if len(sentence.split()) >= 4 and not REPORT_FRAMING.match(sentence):
                 if taken.get(community, 0) >= OFFLINE_SENTENCES_PER_COMMUNITY:
                     continue
                 taken[community] = taken.get(community, 0) + 1
