@@ -122,6 +122,17 @@ class RouteChoice(BaseModel):
     reason: str = Field(max_length=400, description="Why, in one sentence")
 
 
+# The passage modes the offline form asks auto to compare (`auto.search`, rule 4), in the order that breaks
+# ties: offline they cost no model call, and the question's form cannot tell which suits a corpus.
+COMPARED: tuple[str, ...] = ("basic", "local", "lazy")
+
+
+class ComparedRoute(RouteChoice):
+    """The offline form's choice: the modes auto should run and compare (none for a summary: global)."""
+
+    compare: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class RouteRequest:
     question: str
@@ -180,7 +191,8 @@ def offline_route(question: str, embedder: Embedder) -> RouteChoice:
 
 
 async def _offline(request: RouteRequest, ctx: TaskContext) -> RouteChoice:
-    return offline_route(request.question, ctx.need_embedder("routing"))
+    choice = offline_route(request.question, ctx.need_embedder("routing"))
+    return ComparedRoute(**choice.model_dump(), compare=() if choice.route == "global" else COMPARED)
 
 
 async def _model(request: RouteRequest, ctx: TaskContext) -> RouteChoice:

@@ -8,8 +8,8 @@ Rules, in order:
    `reason`).
 3. A mode whose tables the namespace lacks is replaced by lazy search, which needs only text units and
    the graph: global needs community reports, DRIFT their vectors, local the entities.
-4. Offline, unless the route was given or is global (summary wording: the whole collection), the
-   three passage modes (basic, local, lazy) all run, which costs no model call, and the one whose
+4. Offline (the `ROUTE` task's offline form asks for it), unless the route was given or is global
+   (summary wording: the whole collection), the three passage modes (basic, local, lazy) all run, which costs no model call, and the one whose
    context holds the most of the question's content words is kept (`compared`: each one's share);
    equal shares keep basic, then local. The question's form cannot tell which of them suits a corpus:
    on MuSiQue-100 local's entity graph reaches the second hop that basic's passages miss (answer
@@ -141,8 +141,8 @@ async def auto_search_async(
         return out
     route, reason = choice.route, choice.reason
     compared: dict[str, float] = {}
-    if scope.engine.kind == "offline" and router != "given" and route != "global":
-        route, reason, inner, compared = await _compare(scope, question, config, reason)
+    if modes := getattr(choice, "compare", ()):  # the offline form's (rule 4)
+        route, reason, inner, compared = await _compare(scope, question, config, reason, modes)
     else:
         inner = (await run_mode(route, scope, question, config)).to_dict()
     return AutoSearchResult(
@@ -159,17 +159,14 @@ async def auto_search_async(
     )
 
 
-COMPARED = ("basic", "local", "lazy")  # in the order that breaks ties
-
-
 async def _compare(
-    scope: QueryScope, question: str, config: AutoSearchConfig, reason: str
+    scope: QueryScope, question: str, config: AutoSearchConfig, reason: str, modes: tuple[str, ...]
 ) -> tuple[str, str, dict[str, Any], dict[str, float]]:
     """Rule 4: the passage modes' results, and the one whose context shows most of the question's words."""
     terms = stems(question)
     results: dict[str, dict[str, Any]] = {}
     shares: dict[str, float] = {}
-    for mode in COMPARED:
+    for mode in modes:
         if not _available(scope.store, mode):
             continue
         results[mode] = (await run_mode(mode, scope, question, config)).to_dict()

@@ -116,10 +116,11 @@ def ranked_sentences(
     score in [0, 1]).
 
     Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked
-    relationships, entities and claims (the builder put those touching the matched entities first), in
-    that order, which breaks ties."""
+    claims, relationships and entities (the builder put those touching the matched entities first), in
+    that order, which breaks ties: an offline description is a sentence of a passage, and the passage
+    is the citation a reader can check at its document offsets."""
     sentences: list[tuple[Section, int, str]] = []
-    for section in ("reports", "relationships", "entities", "claims", "sources"):
+    for section in ("sources", "claims", "relationships", "entities", "reports"):
         if section not in sections:
             continue
         for row in context.of(section)[:OFFLINE_ANSWER_ROWS]:
