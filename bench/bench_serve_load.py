@@ -76,7 +76,7 @@ def corpus_questions(corpus: Path, limit: int = 400) -> list[str]:
                     titles.append(title)
                 break
     shapes = ("What does the documentation say about {}?", "How is {} used?", "What is {} for?")
-    asked = [shape.format(t) for i, t in enumerate(titles) for shape in shapes[i % 3 : i % 3 + 1]]
+    asked = [shapes[i % len(shapes)].format(t) for i, t in enumerate(titles)]
     return (asked + QUESTIONS)[:limit]
 
 

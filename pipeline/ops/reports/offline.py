@@ -40,7 +40,7 @@ CENTRAL_ENTITIES = 10
 _INFORMATIVE_WORDS = (8, 50)
 _MIN_SENTENCE_WORDS = 6  # shorter ones are mostly fragments of dialogue
 _MAX_SENTENCE_WORDS = 70
-_TEMPLATE_OPENINGS = ("A community of ", "Its largest parts: ")  # our own lines, in sub-reports
+TEMPLATE_OPENINGS = ("A community of ", "Its largest parts: ")  # our own lines, in sub-reports
 _NEAR_DUPLICATE_WORDS = 8  # sentences opening with the same words repeat each other
 
 
@@ -139,7 +139,7 @@ def _summary(context: ReportContext) -> str:
             if (
                 norm in seen
                 or not _MIN_SENTENCE_WORDS <= n_words <= _MAX_SENTENCE_WORDS
-                or sentence.startswith(_TEMPLATE_OPENINGS)
+                or sentence.startswith(TEMPLATE_OPENINGS)
             ):
                 continue
             seen.add(norm)
@@ -167,7 +167,7 @@ def _summary(context: ReportContext) -> str:
 def _without_template(summary: str) -> str:
     """A sub-report's summary without our own opening lines (the finding's title already says them)."""
     summary = strip_citations(summary)
-    kept = [x for x in _sentences(summary) if not x.startswith(_TEMPLATE_OPENINGS)]
+    kept = [x for x in _sentences(summary) if not x.startswith(TEMPLATE_OPENINGS)]
     return " ".join(kept) or summary
 
 

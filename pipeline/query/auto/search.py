@@ -28,7 +28,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
-from pipeline.query.auto.route import ROUTE, RouteChoice, RouteRequest, offline_route
+from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.sentence_rank import stems
@@ -141,8 +141,8 @@ async def auto_search_async(
         return out
     route, reason = choice.route, choice.reason
     compared: dict[str, float] = {}
-    if modes := getattr(choice, "compare", ()):  # the offline form's (rule 4)
-        route, reason, inner, compared = await _compare(scope, question, config, reason, modes)
+    if isinstance(choice, ComparedRoute) and choice.compare:  # the offline form's (rule 4)
+        route, reason, inner, compared = await _compare(scope, question, config, reason, choice.compare)
     else:
         inner = (await run_mode(route, scope, question, config)).to_dict()
     return AutoSearchResult(

@@ -28,8 +28,10 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # noqa: ANN202 - Stemmer.Stemmer
-    import Stemmer  # PyStemmer's Snowball stemmers, data in the wheel
+def stemmer():  # noqa: ANN202 - Stemmer.Stemmer
+    """The English Snowball stemmer (PyStemmer, its data in the wheel), built once: the offline answers'
+    sentence ranking and local search's BM25 index stem alike."""
+    import Stemmer
 
     return Stemmer.Stemmer("english")
 
@@ -53,7 +55,7 @@ def _stems(text: str) -> frozenset[str]:
     words = [
         w for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS and w not in QUESTION_WORDS
     ]
-    return frozenset(_stemmer().stemWords([w for w in words if len(w) > 1 or w.isdigit()]))
+    return frozenset(stemmer().stemWords([w for w in words if len(w) > 1 or w.isdigit()]))
 
 
 def rank_by_question(question: str, sentences: Sequence[str]) -> list[tuple[int, float]]:

@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 from pipeline import prompts
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
+from pipeline.ops.reports.offline import TEMPLATE_OPENINGS
 from pipeline.query.common.sentence_rank import rank_by_question
-from pipeline.query.global_.tasks import REPORT_FRAMING
 from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
@@ -94,7 +94,7 @@ def _report_sentences(report: PrimerReport) -> list[str]:
         out += [
             s.clean
             for s in split_sentences(line)
-            if len(s.clean.split()) >= 4 and not REPORT_FRAMING.match(s.clean)  # the report's shape
+            if len(s.clean.split()) >= 4 and not s.clean.startswith(TEMPLATE_OPENINGS)  # the report's shape
         ]
     return out
 

@@ -26,17 +26,17 @@ from pipeline import prompts
 from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
+from pipeline.ops.reports.offline import TEMPLATE_OPENINGS
 from pipeline.query.common.intent import is_broad
 from pipeline.query.common.sentence_rank import rank_by_question
 
 OFFLINE_MAX_POINTS = 4
-# Sentences of one community the offline map embeds: its report's summary and findings come first, then
-# its claims and source excerpts. Embedding is the offline map's whole cost (about 120 sentences a second
-# on 2 cores); a broad question on MuSiQue-100 maps 34 reports: 12.5 s cold uncapped, 4 s with 6 each.
+# Sentences of one community the offline map reads: its report's summary and findings come first, then
+# its claims and source excerpts. A broad question's map embeds them (about 120 sentences a second on 2
+# cores); on MuSiQue-100 it maps 34 reports: 12.5 s cold uncapped, 4 s with 6 each.
 OFFLINE_SENTENCES_PER_COMMUNITY = 6
-CENTRAL_BONUS = (
-    0.1  # share of the question's words added, for ordering only, to a sentence naming a title entity
-)
+# Share of the question's words added, for ordering only, to a sentence naming a title entity.
+CENTRAL_BONUS = 0.1
 MAX_SCORE = 100.0
 DEFAULT_RESPONSE_TYPE = "multiple paragraphs"
 
@@ -189,9 +189,6 @@ _HEADER = re.compile(r"^\[Community ID: (-?\d+) \| summary part \d+\]$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'\[(])")
 _LABEL = re.compile(r"^[-*#\s]*(\[(?:Claim|Text unit) [^\]]*\]\s*(\([A-Z]+\)\s*)?)?")
 _SKIP = {"claims:", "source excerpts:", "findings:", "summary:"}
-# The offline report's own framing lines (`pipeline.ops.reports.offline`): they describe the community's
-# shape, not the corpus, so they answer no question.
-REPORT_FRAMING = re.compile(r"^(?:A community of \d+ entities around |Its largest parts: )")
 
 
 def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
@@ -214,7 +211,8 @@ def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
         body = _DATA_CITATION.sub("", _LABEL.sub("", line)).strip().strip('"')
         for sentence in _SENTENCE.split(body):
             sentence = sentence.strip()
-            if len(sentence.split()) >= 4 and not REPORT_FRAMING.match(sentence):
+            # The offline report's own framing lines describe the community's shape, not the corpus.
+            if len(sentence.split()) >= 4 and not sentence.startswith(TEMPLATE_OPENINGS):
                 if taken.get(community, 0) >= OFFLINE_SENTENCES_PER_COMMUNITY:
                     continue
                 taken[community] = taken.get(community, 0) + 1

@@ -14,7 +14,6 @@ Built once per process from the index tables and kept while they are unchanged (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +21,7 @@ import scipy.sparse as sp
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.sentence_rank import stemmer
 from pipeline.query.local import index as local_index
 from pipeline.query.local.index import LocalIndex, load_local_index
 
@@ -68,17 +68,10 @@ def vector_matrix(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeLi
     return np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(flat), -1)
 
 
-@cache
-def _stemmer():  # noqa: ANN202 - Stemmer.Stemmer
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
-
-
 def tokenize(texts: list[str]):  # noqa: ANN201 - bm25s.tokenization.Tokenized
     import bm25s  # imported when a query first needs it: the CLI's other commands do not pay for it
 
-    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+    return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer(), show_progress=False)
 
 
 def build_passage_index(store: NamespaceStore, graph: LocalIndex, versions: tuple = ()) -> PassageIndex:
