@@ -99,3 +99,19 @@ def test_a_replace_writes_only_what_changed_and_ends_with_exactly_the_new_rows(t
     assert data_files[-1].stat().st_size < data_files[0].stat().st_size / 10
     assert _bytes(tmp_path / "ns" / "lancedb") < 2 * before
     assert [r["id"] for r in table.search("added", query_type="fts").limit(1).to_list()] == ["e'300"]
+
+
+def test_lance_version_follows_appends_overwrites_and_drops(tmp_path):
+    # Query caches key on it: each commit must show at once, a dropped table as None.
+    store = NamespaceStore(tmp_path, "ns")
+    assert store.lance_version("t") is None
+    db = store.lancedb()
+    db.create_table("t", pa.table({"id": ["a"], "x": [1]}))
+    first = store.lance_version("t")
+    db.open_table("t").add(pa.table({"id": ["b"], "x": [2]}))
+    appended = store.lance_version("t")
+    db.create_table("t", pa.table({"id": ["a"], "x": [1]}), mode="overwrite")
+    overwritten = store.lance_version("t")
+    assert first < appended < overwritten
+    db.drop_table("t")
+    assert store.lance_version("t") is None

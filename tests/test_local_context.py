@@ -9,7 +9,13 @@ from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.intent import QueryIntent
 from pipeline.query.local.citations import resolve_citations
-from pipeline.query.local.context import ContextShares, build_local_context, prompt_tokens
+from pipeline.query.local.context import (
+    ContextShares,
+    build_local_context,
+    prompt_tokens,
+    rank_entities,
+    rank_relationships,
+)
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.tasks import answer_messages
 from tests.test_local_search import PARAGRAPHS, build_tiny_index, eid
@@ -110,6 +116,32 @@ def test_matched_entities_come_first_then_by_weight_and_relationships_between_ma
         ("Ebenezer Scrooge", "Fezziwig"),
     ]  # one end matched, by weight
     assert pairs[4:] == [("London", "Fezziwig")]
+
+
+@pytest.mark.parametrize("seeds", [("scrooge", "cratchit"), ("tim",), ("london", "scrooge", "marley"), ()])
+def test_relationships_come_in_tiers_of_matched_ends_then_inside_the_ranked_entities_then_by_weight(
+    index, seeds
+):
+    # The lazy, tiered ranking must equal one sort by the rule's full key over every relationship the
+    # ranked entities have.
+    seed_ids = [eid(s) for s in seeds]
+    entities = rank_entities(index, seed_ids, communities(index, sorted(index.communities)[:1]))
+    inside, seed_set = set(entities), set(seed_ids)
+    found = {r for e in entities for r in index.relationships_of.get(e, [])}
+
+    def key(rid: str) -> tuple:
+        r = index.relationships[rid]
+        ends = (r["source_id"], r["target_id"])
+        return (
+            -sum(e in seed_set for e in ends),
+            not all(e in inside for e in ends),
+            -float(r.get("weight") or 0.0),
+            -(r.get("combined_degree") or 0),
+            rid,
+        )
+
+    assert list(rank_relationships(index, seed_ids, entities)) == sorted(found, key=key)
+    assert found  # the tiny graph gives every case relationships to rank
 
 
 def test_a_small_budget_holds_the_whole_prompt_and_keeps_the_best_ranked_rows(index):

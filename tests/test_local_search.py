@@ -329,6 +329,16 @@ def run_local(store, question, embedder, **cfg):
     )
 
 
+def test_a_result_as_a_dict_equals_asdict_and_editing_it_leaves_the_result_alone(tiny, embedder):
+    store, _ = tiny
+    result = run_local(store, "How is Scrooge related to Jacob Marley?", embedder)
+    out = result.to_dict()
+    assert out == dataclasses.asdict(result)
+    out["passages"][0]["signals"]["edited"] = 1
+    out["seeds"].clear()
+    assert "edited" not in result.passages[0]["signals"] and result.seeds
+
+
 def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, embedder):
     store, text = tiny
     result = run_local(store, "How is Scrooge related to Jacob Marley?", embedder)

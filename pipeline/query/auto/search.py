@@ -22,7 +22,7 @@ Rules, in order:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
@@ -30,6 +30,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.sentence_rank import stems
 from pipeline.query.common.shown import mode_context
@@ -82,7 +83,7 @@ class AutoSearchResult:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def _available(store: NamespaceStore, route: str) -> bool:

@@ -14,7 +14,7 @@ deadline passed or the caller cancelled before the answer came back.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
@@ -27,6 +27,7 @@ from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.options import with_overrides
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
@@ -79,7 +80,7 @@ class BasicSearchResult:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def retrieve(

@@ -35,7 +35,8 @@ def table_versions(
     for file in [*(f"{name}.parquet" for name in parquet), *files]:
         key.append((file, store.file_modified(file), store.file_size(file)) if store.has_file(file) else None)
     for name in lance:
-        key.append((name, store.open_lance_table(name).version) if store.has_lance_table(name) else None)
+        version = store.lance_version(name)
+        key.append((name, version) if version is not None else None)
     return tuple(key)
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import pack
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.drift.steps import (
     Cancelled,
@@ -103,7 +104,7 @@ class DriftSearchResult:
         return outline(by_id[0]) if 0 in by_id else {}
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = plain(self)
         out["tree"] = self.tree()
         return out
 

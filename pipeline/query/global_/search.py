@@ -19,7 +19,7 @@ real tokenizer, and a result that never raises because some or all map batches f
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipeline.io.store import NamespaceStore
@@ -27,6 +27,7 @@ from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, build_batches
 from pipeline.query.common.intent import is_broad
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
 from pipeline.query.global_.map import (
@@ -79,7 +80,7 @@ class GlobalSearchResult:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def plan_batches(store: NamespaceStore, question: str, config: GlobalSearchConfig) -> list[Batch]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
@@ -33,6 +33,7 @@ from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.options import prefixed, require_counts, with_overrides
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
@@ -134,7 +135,7 @@ class LazySearchResult:
     duration_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def extract(text: str, subquery: str, keep: int) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.vector_cache import nearest, vector_matrix
 from pipeline.query.local.index import LocalIndex
 
 
@@ -48,39 +48,39 @@ def _eligible(index: LocalIndex, community: int, level: int | None) -> bool:
 
 def semantic_candidates(index: LocalIndex, vector: Any, level: int | None, k: int) -> list[tuple[int, float]]:
     """Community reports nearest to the question-and-themes vector, at the requested level (default: leaves)."""
-    store = index.store
-    if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-        return []
-    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
-    search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(max(4 * k, 32))
-    if level is not None:
-        search = search.where(f"level = {int(level)}", prefilter=True)
-    out = []
-    for row in search.to_list():
-        if _eligible(index, row["community"], level):
-            out.append((row["community"], 1.0 - float(row["_distance"])))
-        if len(out) >= k:
-            break
-    return out
+    store, limit = index.store, max(4 * k, 32)
+    hits = nearest(store, schema.LANCE_COMMUNITY_REPORTS, "community", vector, limit, level)
+    if hits is None:  # too many reports to hold in memory: LanceDB searches them
+        if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
+            return []
+        table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
+        search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(limit)
+        if level is not None:
+            search = search.where(f"level = {int(level)}", prefilter=True)
+        hits = [(row["community"], 1.0 - float(row["_distance"])) for row in search.to_list()]
+    return [(c, sim) for c, sim in hits if _eligible(index, c, level)][:k]
 
 
 def report_vectors(store: NamespaceStore, communities: list[int]) -> dict[int, Any]:
     """community -> the report vector `report_embeddings` stored, for those of `communities` it has.
 
-    All of a namespace's report vectors are read once per version of the table and kept (3,245 reports
-    of 384 floats are 5 MB): a filtered scan per question cost 60 ms on 1 MB of text."""
-    if not communities or not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
+    All of a namespace's report vectors are read once per version of the table and kept
+    (`vector_cache`): a filtered scan per question cost 60 ms on 1 MB of text."""
+    if not communities:
         return {}
-    versions = table_versions(store, lance=[schema.LANCE_COMMUNITY_REPORTS])
-    every = cached_index(store, "report_vectors", versions, lambda: _all_report_vectors(store))
-    return {c: every[c] for c in communities if c in every}
+    matrix = vector_matrix(store, schema.LANCE_COMMUNITY_REPORTS, "community")
+    if matrix is None:
+        if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
+            return {}
+        return _report_vectors_of(store, communities)  # too many to hold: only these are read
+    return {c: v for c in communities if (v := matrix.vector(c)) is not None}
 
 
-def _all_report_vectors(store: NamespaceStore) -> dict[int, np.ndarray]:
-    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS).to_arrow().select(["community", "vector"])
-    matrix = np.asarray(table.column("vector").combine_chunks().flatten(), dtype=np.float32)
-    matrix = matrix.reshape(table.num_rows, -1) if table.num_rows else matrix.reshape(0, 0)
-    return dict(zip(table.column("community").to_pylist(), matrix, strict=True))
+def _report_vectors_of(store: NamespaceStore, communities: list[int]) -> dict[int, np.ndarray]:
+    wanted = ", ".join(str(int(c)) for c in communities)
+    table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
+    rows = table.search().where(f"community IN ({wanted})").select(["community", "vector"]).to_list()
+    return {int(r["community"]): np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
 
 def rank_communities(

@@ -19,6 +19,7 @@ from pipeline.core.names import normalize_name
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.intent import STOPWORDS, QueryIntent
+from pipeline.query.common.vector_cache import nearest
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,11 @@ def fuzzy_channel(
 def semantic_channel(
     store: NamespaceStore, query_vector: np.ndarray, threshold: float, top_k: int
 ) -> list[tuple[str, float]]:
-    """Nearest entity vectors (of their titles) in LanceDB above `threshold` cosine."""
+    """Nearest entity vectors (of their titles) above `threshold` cosine: in memory, or in LanceDB for
+    a table too large to hold (`vector_cache`)."""
+    hits = nearest(store, schema.LANCE_ENTITIES, "id", query_vector, top_k)
+    if hits is not None:
+        return [h for h in hits if h[1] >= threshold]
     if not store.has_lance_table(schema.LANCE_ENTITIES):
         return []
     rows = (

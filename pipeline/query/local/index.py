@@ -43,6 +43,13 @@ class LocalIndex:
     relationships: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> row
     relationships_of: dict[str, list[str]] = field(default_factory=dict)  # entity id -> relationship ids
     names: NameLookup | None = None  # entity ids by name and alias, for the question's exact matches
+    # relationship id -> its place by weight, then combined degree (both descending), then id: the
+    # context's order within a tier, ranked once per load instead of once per question
+    relationship_order: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.relationship_order) != len(self.relationships):
+            self.relationship_order = relationship_order(self.relationships)
 
     @property
     def levels(self) -> list[int]:
@@ -132,3 +139,13 @@ def build_local_index(store: NamespaceStore) -> LocalIndex:
         dict(rel_of),
         NameLookup.build(entities),
     )
+
+
+def relationship_order(relationships: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """id -> rank by weight, then combined degree (both descending), then id."""
+
+    def key(rid: str) -> tuple:
+        r = relationships[rid]
+        return (-float(r.get("weight") or 0.0), -(r.get("combined_degree") or 0), rid)
+
+    return {rid: i for i, rid in enumerate(sorted(relationships, key=key))}

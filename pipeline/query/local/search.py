@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.options import require_counts, require_level
+from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (
@@ -118,7 +119,7 @@ class LocalSearchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds it took
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
 
 def evidence_chunks(

@@ -1,0 +1,32 @@
+"""A search result as plain JSON-shaped data, without `dataclasses.asdict`'s deep copy.
+
+`asdict` deep-copies every leaf and recurses through every row of every list: on MuSiQue a local
+result (its ranked passages with their signals, its context rows) took 27 ms to convert, a tenth of
+an auto question, which converts two. Results are built fresh for each query and handed over whole,
+so leaves are shared rather than copied; dataclasses, lists, tuples and dicts are still new objects,
+so editing the plain form never edits the result."""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def plain(value: Any) -> Any:
+    """`value` with every dataclass a dict and every tuple a list, recursively."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return {k: v if type(v) in _LEAVES else plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _LEAVES else plain(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
