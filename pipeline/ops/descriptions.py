@@ -73,12 +73,14 @@ def distinct(descriptions: Sequence[str]) -> tuple[str, ...]:
 
 def offline_summary(names: Sequence[str], descriptions: Sequence[str], max_tokens: int, encoding: str) -> str:
     """Representative sentences of the descriptions within `max_tokens` (at least one sentence)."""
-    keys = [normalize_name(n) for n in names if n]
-    longest = max((len(n) for n in names), default=0)
     sentences: dict[str, None] = {}
     for d in descriptions:
         for s in split_sentences(d):
             sentences.setdefault(s.clean, None)
+    if len(sentences) <= 1:  # nine in ten on MuSiQue: one sentence is kept whatever its length
+        return next(iter(sentences), "")
+    keys = [normalize_name(n) for n in names if n]
+    longest = max((len(n) for n in names), default=0)
 
     def rank(item: tuple[int, str]) -> tuple[int, int]:
         index, sentence = item
