@@ -303,6 +303,38 @@ def test_semantic_channel_uses_precomputed_entity_vectors(tiny, embedder):
     assert embedder.computed + embedder.cache_hits == before + 1  # only the question was embedded
 
 
+def test_tables_too_large_to_hold_are_searched_in_lancedb_with_the_same_rows(
+    tiny, embedder, tmp_path, monkeypatch
+):
+    # The in-memory search (tiny's store) and LanceDB's (a second store of the same index, with every
+    # table over the row limit) must give the same entities, report candidates and report vectors.
+    from pipeline.query.common import vector_cache
+    from pipeline.query.local.community_rank import report_vectors, semantic_candidates
+
+    held, _ = tiny
+    big = NamespaceStore(tmp_path, "tiny")
+    build_tiny_index(big, embedder)
+    vector = embedder.embed(["a miserly, cold-hearted old man and his clerk"])[0]
+    communities = sorted(load_local_index(held).communities)
+    in_memory = (
+        semantic_channel(held, vector, threshold=0.0, top_k=4),
+        semantic_candidates(load_local_index(held), vector, None, 3),
+        report_vectors(held, communities),
+    )
+    monkeypatch.setattr(vector_cache, "MAX_ROWS", 0)
+    assert vector_cache.nearest(big, schema.LANCE_ENTITIES, "id", vector, 4) is None
+    in_lance = (
+        semantic_channel(big, vector, threshold=0.0, top_k=4),
+        semantic_candidates(load_local_index(big), vector, None, 3),
+        report_vectors(big, communities),
+    )
+    for ours, theirs in zip(in_memory[:2], in_lance[:2], strict=True):
+        assert [k for k, _ in ours] == [k for k, _ in theirs] and ours
+        assert np.allclose([v for _, v in ours], [v for _, v in theirs], atol=1e-5)
+    assert in_memory[2].keys() == in_lance[2].keys() and in_memory[2]
+    assert all(np.allclose(in_memory[2][c], in_lance[2][c]) for c in communities if c in in_memory[2])
+
+
 def test_seed_cap_and_intent_merge(tiny):
     store, _ = tiny
     q = "Scrooge, Marley, Cratchit and Tiny Tim in London"

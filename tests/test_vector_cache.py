@@ -1,5 +1,5 @@
 """The in-memory vector search (`pipeline.query.common.vector_cache`) against LanceDB's own flat search
-on a real table, its level filter, its fallback for tables too large to hold, and re-index freshness."""
+on a real table, its level filter, its fallback for tables too large to hold, absent tables and re-index freshness."""
 
 from __future__ import annotations
 
@@ -57,7 +57,13 @@ def test_a_table_above_the_row_limit_is_left_to_lancedb(tmp_path, monkeypatch):
     store.lancedb().create_table("things", _table(3))
     monkeypatch.setattr(vector_cache, "MAX_ROWS", 199)
     assert nearest(store, "things", "id", np.ones(DIM, dtype=np.float32), 5) is None
-    assert nearest(store, "absent", "id", np.ones(DIM, dtype=np.float32), 5) is None
+
+
+def test_a_table_not_written_yet_finds_nothing(tmp_path):
+    store = NamespaceStore(tmp_path, "vc")
+    assert nearest(store, "absent", "id", np.ones(DIM, dtype=np.float32), 5) == []
+    store.lancedb().create_table("things", _table(6))
+    assert nearest(store, "absent", "id", np.ones(DIM, dtype=np.float32), 5) == []
 
 
 def test_a_reindexed_table_is_searched_at_its_new_version(tmp_path):

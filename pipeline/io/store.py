@@ -215,12 +215,8 @@ class NamespaceStore:
         # Asked before connecting: connecting to a local folder creates it, and a reader creates nothing.
         return self.storage.is_dir(self._key(LANCE_DIR))
 
-    def lance_tables(self) -> set[str]:
-        """The namespace's LanceDB table names (none before its first write)."""
-        return set(self.lancedb().list_tables().tables) if self._has_lance_dir() else set()
-
     def has_lance_table(self, name: str) -> bool:
-        return name in self.lance_tables()
+        return self._has_lance_dir() and name in self.lancedb().list_tables().tables
 
     def open_lance_table(self, name: str) -> Any:
         if not self.has_lance_table(name):

@@ -8,6 +8,7 @@ in-memory search returns the same rows; ties are broken by row order.
 
 A table above `MAX_ROWS` is not loaded (`nearest` returns None and the caller searches LanceDB): its
 matrix would cost more memory than a process answering many namespaces should hold for one of them.
+A table not written yet is searched as an empty one.
 """
 
 from __future__ import annotations
@@ -38,12 +39,24 @@ class VectorMatrix:
         return None if row is None else self.raw[row]
 
 
-def vector_matrix(store: NamespaceStore, table: str, key_column: str) -> VectorMatrix | None:
-    """The table's vectors in memory, read once per version of it; None when the table is missing or
-    above `MAX_ROWS` rows."""
+# A table not written yet holds nothing: searching it finds nothing, as LanceDB's absent table did.
+EMPTY = VectorMatrix([], np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32), None, {})
+
+
+def column_matrix(column: Any) -> np.ndarray:
+    """A pyarrow FixedSizeList column of vectors as a float32 [rows, dim] array."""
+    flat = column.combine_chunks()
+    if len(flat) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(flat), -1)
+
+
+def held_vectors(store: NamespaceStore, table: str, key_column: str) -> VectorMatrix | None:
+    """The table's vectors in memory, read once per version of it (`EMPTY` while the table does not
+    exist); None when it has more than `MAX_ROWS` rows, for the caller to search LanceDB."""
     versions = table_versions(store, lance=[table])
     if versions[0] is None:
-        return None
+        return EMPTY
     return cached_index(store, f"vectors:{table}", versions, lambda: _load(store, table, key_column))
 
 
@@ -51,13 +64,13 @@ def nearest(
     store: NamespaceStore, table: str, key_column: str, vector: np.ndarray, k: int, level: int | None = None
 ) -> list[tuple[Any, float]] | None:
     """The `k` rows nearest to `vector` by cosine, best first, as (key, cosine); only rows at `level`
-    when it is given. None when the table is not held in memory (missing or too large)."""
-    matrix = vector_matrix(store, table, key_column)
+    when it is given. None when the table is too large to hold (`held_vectors`)."""
+    matrix = held_vectors(store, table, key_column)
     if matrix is None:
         return None
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(query))
-    if not len(matrix.keys) or norm == 0.0:
+    if not matrix.keys or norm == 0.0:
         return []
     scores = matrix.unit @ (query / norm)
     rows = np.arange(len(scores))
@@ -79,11 +92,9 @@ def _load(store: NamespaceStore, table: str, key_column: str) -> VectorMatrix | 
         return None
     columns = [key_column, "vector"] + (["level"] if "level" in lance.schema.names else [])
     data = lance.to_arrow().select(columns)
-    n = data.num_rows
-    raw = np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
-    raw = raw.reshape(n, -1) if n else raw.reshape(0, 0)
-    norms = np.linalg.norm(raw, axis=1, keepdims=True) if n else np.zeros((0, 1), dtype=np.float32)
+    raw = column_matrix(data.column("vector"))
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
     unit = np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
     keys = data.column(key_column).to_pylist()
-    levels = np.asarray(data.column("level").to_pylist()) if "level" in columns else None
+    levels = data.column("level").to_numpy() if "level" in columns else None
     return VectorMatrix(keys, raw, unit, levels, {k: i for i, k in enumerate(keys)})

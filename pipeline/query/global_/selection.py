@@ -42,9 +42,9 @@ from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import Batch, build_batches, prompt_budget
 from pipeline.query.common.index_cache import cached_index, table_versions
 from pipeline.query.common.intent import is_broad
+from pipeline.query.common.vector_cache import column_matrix
 from pipeline.query.global_.context import LevelNotFoundError, ReportContext, load_report_contexts
 from pipeline.query.global_.selection_tasks import RateItem, RateRequest
-from pipeline.query.local.passage_index import vector_matrix
 
 FILL = 0.9  # of a batch's room, when packing is estimated from the reports' own token counts
 
@@ -169,7 +169,7 @@ def _tree(store: NamespaceStore) -> _Tree:
             store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS).to_arrow().select(["community", "vector"])
         )
         if table.num_rows:
-            matrix = vector_matrix(table.column("vector"))
+            matrix = column_matrix(table.column("vector"))
             vectors = dict(zip(table.column("community").to_pylist(), matrix, strict=True))
     return _Tree(
         parent={c["community"]: c["parent"] for c in communities},

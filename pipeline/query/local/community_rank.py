@@ -12,7 +12,7 @@ import numpy as np
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.vector_cache import nearest, vector_matrix
+from pipeline.query.common.vector_cache import held_vectors, nearest
 from pipeline.query.local.index import LocalIndex
 
 
@@ -51,8 +51,6 @@ def semantic_candidates(index: LocalIndex, vector: Any, level: int | None, k: in
     store, limit = index.store, max(4 * k, 32)
     hits = nearest(store, schema.LANCE_COMMUNITY_REPORTS, "community", vector, limit, level)
     if hits is None:  # too many reports to hold in memory: LanceDB searches them
-        if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-            return []
         table = store.open_lance_table(schema.LANCE_COMMUNITY_REPORTS)
         search = table.search(vector).metric("cosine").select(["community", "_distance"]).limit(limit)
         if level is not None:
@@ -68,10 +66,8 @@ def report_vectors(store: NamespaceStore, communities: list[int]) -> dict[int, A
     (`vector_cache`): a filtered scan per question cost 60 ms on 1 MB of text."""
     if not communities:
         return {}
-    matrix = vector_matrix(store, schema.LANCE_COMMUNITY_REPORTS, "community")
+    matrix = held_vectors(store, schema.LANCE_COMMUNITY_REPORTS, "community")
     if matrix is None:
-        if not store.has_lance_table(schema.LANCE_COMMUNITY_REPORTS):
-            return {}
         return _report_vectors_of(store, communities)  # too many to hold: only these are read
     return {c: v for c in communities if (v := matrix.vector(c)) is not None}
 

@@ -146,19 +146,10 @@ def semantic_channel(
     """Nearest entity vectors (of their titles) above `threshold` cosine: in memory, or in LanceDB for
     a table too large to hold (`vector_cache`)."""
     hits = nearest(store, schema.LANCE_ENTITIES, "id", query_vector, top_k)
-    if hits is not None:
-        return [h for h in hits if h[1] >= threshold]
-    if not store.has_lance_table(schema.LANCE_ENTITIES):
-        return []
-    rows = (
-        store.open_lance_table(schema.LANCE_ENTITIES)
-        .search(query_vector)
-        .metric("cosine")
-        .select(["id", "_distance"])
-        .limit(top_k)
-        .to_list()
-    )
-    hits = [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
+    if hits is None:  # too many entities to hold in memory: LanceDB searches them
+        table = store.open_lance_table(schema.LANCE_ENTITIES)
+        rows = table.search(query_vector).metric("cosine").select(["id", "_distance"]).limit(top_k).to_list()
+        hits = [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
     return [h for h in hits if h[1] >= threshold]
 
 

@@ -45,11 +45,10 @@ class LocalIndex:
     names: NameLookup | None = None  # entity ids by name and alias, for the question's exact matches
     # relationship id -> its place by weight, then combined degree (both descending), then id: the
     # context's order within a tier, ranked once per load instead of once per question
-    relationship_order: dict[str, int] = field(default_factory=dict)
+    relationship_order: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        if len(self.relationship_order) != len(self.relationships):
-            self.relationship_order = relationship_order(self.relationships)
+        self.relationship_order = relationship_order(self.relationships)
 
     @property
     def levels(self) -> list[int]:

@@ -22,6 +22,7 @@ from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.index_cache import cached_index, table_versions
 from pipeline.query.common.sentence_rank import stemmer
+from pipeline.query.common.vector_cache import column_matrix
 from pipeline.query.local import index as local_index
 from pipeline.query.local.index import LocalIndex, load_local_index
 
@@ -61,13 +62,6 @@ def load_passage_index(store: NamespaceStore, graph: LocalIndex | None = None) -
     )
 
 
-def vector_matrix(column) -> np.ndarray:  # noqa: ANN001 - a pyarrow FixedSizeList column
-    flat = column.combine_chunks()
-    if len(flat) == 0:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(flat), -1)
-
-
 def tokenize(texts: list[str]):  # noqa: ANN201 - bm25s.tokenization.Tokenized
     import bm25s  # imported when a query first needs it: the CLI's other commands do not pay for it
 
@@ -85,11 +79,11 @@ def build_passage_index(store: NamespaceStore, graph: LocalIndex, versions: tupl
     if store.has_lance_table(schema.LANCE_TEXT_UNIT_PIECES):
         pieces = store.open_lance_table(schema.LANCE_TEXT_UNIT_PIECES).to_arrow()
         owners = [position.get(u, -1) for u in pieces.column("text_unit_id").to_pylist()]
-        vectors = vector_matrix(pieces.column("vector"))
+        vectors = column_matrix(pieces.column("vector"))
     else:  # an index from before pieces existed: one piece per unit
         table = store.open_lance_table(schema.LANCE_TEXT_UNITS).to_arrow()
         owners = [position.get(u, -1) for u in table.column("id").to_pylist()]
-        vectors = vector_matrix(table.column("vector"))
+        vectors = column_matrix(table.column("vector"))
     owner = np.asarray(owners, dtype=np.int64)
     keep = owner >= 0  # a piece whose unit is gone (mid re-index) is not a passage
     piece_vectors, piece_owner = vectors[keep] if len(vectors) else vectors, owner[keep]
