@@ -2,49 +2,112 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
 from typing import BinaryIO
+from xml.sax.saxutils import escape
 
-import networkx as nx
 import pyarrow as pa
 
 _DEGREE_BUCKETS = ((0, 0), (1, 1), (2, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, None))
+
+
+# Characters XML 1.0 cannot hold at all (not even escaped): dropped from written values.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_HEADER = (
+    "<?xml version='1.0' encoding='utf-8'?>\n"
+    '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+    'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+    'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
+)
+
+
+def _text(value: str) -> str:
+    return escape(_NOT_XML.sub("", value))
+
+
+def _attr(value: object) -> str:
+    return escape(_NOT_XML.sub("", str(value)), {'"': "&quot;"})
 
 
 def write_graphml(
     sink: BinaryIO | pa.NativeFile, entities: pa.Table, relationships: pa.Table, communities: pa.Table
 ) -> None:
     """Write the graph to `sink`, a binary stream (the store's, so that the file lands where the namespace's
-    data lives and replaces the old one only when complete). Nodes are entities (title, type, description, degree, frequency, `community` = deepest community
-    and `community_level_<k>` per level, -1 where absent); edges carry weight and description."""
-    graph = nx.Graph()
+    data lives and replaces the old one only when complete). Nodes are entities (title, type, description,
+    degree, frequency, `community` = deepest community and `community_level_<k>` per level, -1 where
+    absent); edges carry weight and description.
+
+    Written row by row, as networkx's writer would lay it out (`nx.read_graphml` gives the same graph):
+    networkx builds the whole graph and then the whole XML tree in memory first, 6 s and most of the
+    communities stage on the 11 MB scale corpus."""
     levels = sorted(set(communities.column("level").to_pylist()))
     membership: dict[str, dict[int, int]] = defaultdict(dict)
     for row in communities.select(["community", "level", "entity_ids"]).to_pylist():
         for eid in row["entity_ids"]:
             membership[eid][row["level"]] = row["community"]
-    for e in entities.select(["id", "title", "type", "description", "degree", "frequency"]).to_pylist():
-        at = membership.get(e["id"], {})
-        attrs = {
-            "label": e["title"],
-            "type": e["type"],
-            "description": e["description"] or "",
-            "degree": int(e["degree"]),
-            "frequency": int(e["frequency"]),
-            "community": at[max(at)] if at else -1,
-        }
-        attrs.update({f"community_level_{lv}": at.get(lv, -1) for lv in levels})
-        graph.add_node(e["id"], **attrs)
-    for r in relationships.select(["id", "source_id", "target_id", "weight", "description"]).to_pylist():
-        graph.add_edge(
-            r["source_id"],
-            r["target_id"],
-            id=r["id"],
-            weight=float(r["weight"]),
-            description=r["description"] or "",
+    node_keys = [
+        ("label", "string"),
+        ("type", "string"),
+        ("description", "string"),
+        ("degree", "long"),
+        ("frequency", "long"),
+        ("community", "long"),
+        *((f"community_level_{lv}", "long") for lv in levels),
+    ]
+    edge_keys = [("id", "string"), ("weight", "double"), ("description", "string")]
+    parts = [_HEADER]
+    for i, (name, kind) in enumerate(node_keys):
+        parts.append(f'  <key id="n{i}" for="node" attr.name="{name}" attr.type="{kind}" />\n')
+    for i, (name, kind) in enumerate(edge_keys):
+        parts.append(f'  <key id="e{i}" for="edge" attr.name="{name}" attr.type="{kind}" />\n')
+    parts.append('  <graph edgedefault="undirected">\n')
+    sink.write("".join(parts).encode("utf-8"))
+
+    def data(prefix: str, values: list[object]) -> str:
+        return "".join(
+            f'      <data key="{prefix}{i}">{_text(v) if type(v) is str else v}</data>\n'
+            for i, v in enumerate(values)
         )
-    nx.write_graphml(graph, sink)
+
+    known: set[str] = set()
+    cols = ["id", "title", "type", "description", "degree", "frequency"]
+    for batch in entities.select(cols).to_batches(max_chunksize=4096):
+        out = []
+        for e in batch.to_pylist():
+            if e["id"] in known:  # a repeated id is one node, as networkx keeps it: its first place
+                continue
+            known.add(e["id"])
+            at = membership.get(e["id"], {})
+            values = [e["title"], e["type"], e["description"] or "", int(e["degree"]), int(e["frequency"])]
+            values += [at[max(at)] if at else -1, *(at.get(lv, -1) for lv in levels)]
+            out.append(f'    <node id="{_attr(e["id"])}">\n{data("n", values)}    </node>\n')
+        sink.write("".join(out).encode("utf-8"))
+    cols = ["id", "source_id", "target_id", "weight", "description"]
+    rels = relationships.select(cols).to_pylist()
+    # An endpoint that is no entity is still a node (networkx adds it with the edge), without data.
+    dangling = [n for r in rels for n in (r["source_id"], r["target_id"]) if n not in known]
+    sink.write("".join(f'    <node id="{_attr(n)}" />\n' for n in dict.fromkeys(dangling)).encode("utf-8"))
+    # networkx keeps one edge per pair of nodes, in the first pair's place, with the last row's data.
+    edges: dict[frozenset[str], dict] = {}
+    for r in rels:
+        edges[frozenset((r["source_id"], r["target_id"]))] = r
+    first: dict[frozenset[str], tuple[str, str]] = {}
+    for r in rels:
+        first.setdefault(frozenset((r["source_id"], r["target_id"])), (r["source_id"], r["target_id"]))
+    out = []
+    for pair, (source, target) in first.items():
+        r = edges[pair]
+        values = [r["id"], float(r["weight"]), r["description"] or ""]
+        out.append(
+            f'    <edge source="{_attr(source)}" target="{_attr(target)}">\n{data("e", values)}    </edge>\n'
+        )
+        if len(out) >= 4096:
+            sink.write("".join(out).encode("utf-8"))
+            out = []
+    sink.write(("".join(out) + "  </graph>\n</graphml>\n").encode("utf-8"))
 
 
 def degree_summary(entities: pa.Table) -> dict[str, object]:
