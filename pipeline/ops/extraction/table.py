@@ -7,6 +7,7 @@ from dataclasses import asdict
 import pyarrow as pa
 
 from pipeline.core import schema, tables
+from pipeline.core.plain import plain
 from pipeline.ops.extraction.models import (
     ExtractionFailure,
     RawClaim,
@@ -17,14 +18,7 @@ from pipeline.ops.extraction.models import (
 
 
 def to_table(units: list[UnitExtraction]) -> pa.Table:
-    rows = []
-    for u in units:
-        row = asdict(u)
-        row["entities"] = [asdict(e) for e in u.entities]
-        row["relationships"] = [asdict(r) for r in u.relationships]
-        row["claims"] = [asdict(c) for c in u.claims]
-        rows.append(row)
-    return tables.to_table(rows, schema.EXTRACTED_GRAPH_SCHEMA)
+    return tables.to_table([plain(u) for u in units], schema.EXTRACTED_GRAPH_SCHEMA)
 
 
 def from_table(table: pa.Table) -> list[UnitExtraction]:

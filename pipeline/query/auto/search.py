@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
-from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.sentence_rank import stems
 from pipeline.query.common.shown import mode_context

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.core.plain import plain
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
@@ -27,7 +28,6 @@ from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.options import with_overrides
-from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text

@@ -38,9 +38,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.batcher import pack
-from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.drift.steps import (
     Cancelled,

@@ -28,12 +28,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.options import prefixed, require_counts, with_overrides
-from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries

@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.options import require_counts, require_level
-from pipeline.query.common.plain import plain
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (

@@ -1,8 +1,10 @@
-"""A search result as plain JSON-shaped data, without `dataclasses.asdict`'s deep copy.
+"""Dataclasses as plain JSON-shaped data (a search result, extraction records for their table), without
+`dataclasses.asdict`'s deep copy.
 
 `asdict` deep-copies every leaf and recurses through every row of every list: on MuSiQue a local
 result (its ranked passages with their signals, its context rows) took 27 ms to convert, a tenth of
-an auto question, which converts two. Results are built fresh for each query and handed over whole,
+an auto question, which converts two; the 11 MB scale corpus's extraction records, 21 s of a
+re-index's 41 s extraction stage (profiled). What is converted is built fresh and handed over whole,
 so leaves are shared rather than copied; dataclasses, lists, tuples and dicts are still new objects,
 so editing the plain form never edits the result, and it equals what `asdict` gives."""
 
