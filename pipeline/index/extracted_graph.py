@@ -98,6 +98,13 @@ def _run(
     return run
 
 
+def _masked(store: NamespaceStore, units: pa.Table) -> pa.Table:
+    """Front matter (headings, captions, credits) is blank to the extractor (rule 0). Only the units to
+    extract are masked: a re-index reuses the rest, and masking all of them was 8 s of a 1% re-index's
+    extraction stage on the 11 MB scale corpus (profiled)."""
+    return mask_text_units(units, store.read_table(schema.INPUT_DOCUMENTS, ["id", "text"]))
+
+
 def _extract(
     store: NamespaceStore,
     units: pa.Table,
@@ -108,10 +115,8 @@ def _extract(
 ) -> tuple[pa.Table, pa.Table, ExtractionSummary]:
     """Extract `units`: the extracted_graph and failed_extractions rows, in `units` order (rule 2)."""
     identity = _identity(settings, engine, claims_engine)
-    # Front matter (headings, captions, credits) is blank to the extractor (rule 0).
-    units = mask_text_units(units, store.read_table(schema.INPUT_DOCUMENTS, ["id", "text"]))
     if not identity.reusable:
-        run = _run(units, settings, engine, claims_engine, progress)
+        run = _run(_masked(store, units), settings, engine, claims_engine, progress)
         table = to_table(run.units)
         reused = {}
     else:
@@ -121,7 +126,8 @@ def _extract(
         ids = units.column("id").to_pylist()
         reused = reuse_extractions(previous, identity.config, ids)
         todo = [i for i, uid in enumerate(ids) if uid not in reused]
-        run = _run(units.take(pa.array(todo, pa.int64())), settings, engine, claims_engine, progress)
+        todo_units = _masked(store, units.take(pa.array(todo, pa.int64())))
+        run = _run(todo_units, settings, engine, claims_engine, progress)
         fresh = {u.text_unit_id: u for u in run.units}
         run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
         table = tag_extraction_config(to_table(run.units), identity.config)
