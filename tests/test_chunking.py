@@ -44,3 +44,55 @@ def test_short_and_empty_documents():
 def test_overlap_must_be_smaller_than_size():
     with pytest.raises(ValueError, match="chunk_overlap"):
         chunk_text("d", "text", 10, 10)
+
+
+def _documents():
+    from pipeline.ops.ingest import Document, document_id, documents_table
+
+    book = (
+        "The Project Gutenberg eBook of Tests\n\n*** START OF THE PROJECT GUTENBERG EBOOK TESTS ***\n\n"
+        + "Scrooge counted his coins by candlelight while Marley's ghost rattled its chains. " * 60
+        + "\n\n*** END OF THE PROJECT GUTENBERG EBOOK TESTS ***\nLicence text follows here."
+    )
+    plain = "Ada Abbot met Ben Brandt in Lisbon, and they spoke of ships for an hour. " * 40
+    other = "A third document, short."
+    return documents_table(
+        [
+            Document(document_id(x), t, x, f"{t}.txt", len(x.encode()), "2026-12-03T00:00:00Z")
+            for t, x in (("book", book), ("plain", plain), ("other", other))
+        ]
+    )
+
+
+def test_a_rechunk_reusing_the_previous_table_equals_a_fresh_one():
+    from pipeline.ops.chunking import chunk_documents_table
+
+    docs = _documents()
+    first, _, _ = chunk_documents_table(docs.slice(0, 2), 200, 20, "o200k_base")
+    fresh, fresh_docs, fresh_outside = chunk_documents_table(docs, 200, 20, "o200k_base")
+    # the previous run held two of the three documents, in the other order
+    previous, _, _ = chunk_documents_table(docs.take([1, 0]), 200, 20, "o200k_base")
+    again, again_docs, again_outside = chunk_documents_table(docs, 200, 20, "o200k_base", previous)
+    assert fresh_outside and again_outside == fresh_outside  # the book's header and licence, from metadata
+    assert again.equals(fresh) and again.schema.metadata == fresh.schema.metadata
+    assert again_docs.equals(fresh_docs)
+    assert first.num_rows < fresh.num_rows
+
+
+def test_previous_rows_are_taken_only_under_the_same_chunking():
+    import pyarrow as pa
+
+    from pipeline.ops.chunking import chunk_documents_table
+
+    docs = _documents()
+    previous, _, _ = chunk_documents_table(docs, 200, 20, "o200k_base")
+    marked = previous.set_column(
+        previous.schema.get_field_index("text"), "text", pa.array(["MARK"] * previous.num_rows)
+    )
+    # same settings: the stored rows are taken as they are (the marks show it) ...
+    same, _, _ = chunk_documents_table(docs, 200, 20, "o200k_base", marked)
+    assert set(same.column("text").to_pylist()) == {"MARK"}
+    # ... other settings, or a table without the chunking tag, cut the documents again
+    for size, table in ((300, marked), (200, marked.replace_schema_metadata({}))):
+        cut, _, _ = chunk_documents_table(docs, size, 20, "o200k_base", table)
+        assert "MARK" not in cut.column("text").to_pylist()

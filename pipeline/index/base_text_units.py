@@ -10,7 +10,8 @@ Rules, in order:
 1. Each document is cut into windows of `chunk_size` tokens overlapping by `chunk_overlap`, counted
    with the configured encoding; a unit keeps its document id and character offsets.
 2. A unit's id is a hash of (document id, offsets): an unchanged document keeps its unit ids, so
-   every later stage can reuse what it did for them.
+   every later stage can reuse what it did for them. It keeps its rows too: a document the previous
+   table holds, cut under the same settings and rules, is not chunked again.
 3. The final `documents` takes its `text_unit_ids` from this table (`pipeline.index.documents`).
 """
 
@@ -28,13 +29,14 @@ def run(ctx: IndexContext) -> StageReport:
     settings, store = ctx.settings, ctx.store
     docs = store.read_table(schema.INPUT_DOCUMENTS)
     before = store.first_table(schema.BASE_TEXT_UNITS, schema.TEXT_UNITS)
-    previous = store.read_table(before, ["id"]) if before else None
+    previous = store.read_table(before) if before == schema.BASE_TEXT_UNITS else None
+    previous_ids = store.read_table(before, ["id"]).column("id").to_pylist() if before else []
     units, docs, outside = chunk_documents_table(
-        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
+        docs, settings.chunk_size, settings.chunk_overlap, settings.encoding, previous
     )
     store.write_table(schema.BASE_TEXT_UNITS, units)
     n_tokens = units.column("n_tokens").to_pylist()
-    before = previous.column("id").to_pylist() if previous is not None else []
+    before = previous_ids
     return StageReport(
         rows=units.num_rows,
         metadata={

@@ -18,6 +18,7 @@ fingerprint per namespace folder, cheap enough to compute every tick (file names
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ from pipeline.ops.extraction import UnitExtraction, from_table
 
 # Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
 EXTRACTION_CONFIG_KEY = b"extraction_config"
+# ... and the chunking a base_text_units table was cut with, with each document's boilerplate count.
+CHUNKING_CONFIG_KEY = b"chunking_config"
+BOILERPLATE_KEY = b"boilerplate_chars"
 
 
 # ---- the input root (sensor) -------------------------------------------------------------------
@@ -149,6 +153,33 @@ def unit_delta(previous_ids: Iterable[str], current_ids: Iterable[str]) -> dict[
         "text_units_removed": len(before - now),
         "text_units_unchanged": len(now & before),
     }
+
+
+# ---- chunk reuse ---------------------------------------------------------------------------------
+def tag_chunking(table: pa.Table, config: str, outside: Mapping[str, int]) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    meta[CHUNKING_CONFIG_KEY] = config.encode()
+    meta[BOILERPLATE_KEY] = json.dumps(dict(outside), sort_keys=True).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def reusable_chunks(
+    previous: pa.Table | None, config: str, document_ids: set[str]
+) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """({document id: its previous base_text_units rows in chunk order}, {document id: boilerplate
+    characters}) for the wanted documents, when `previous` was cut under `config`; empty otherwise.
+    A document's id is its text's sha256, so the same id means the same text."""
+    meta = (previous.schema.metadata or {}) if previous is not None else {}
+    if previous is None or meta.get(CHUNKING_CONFIG_KEY) != config.encode() or BOILERPLATE_KEY not in meta:
+        return {}, {}
+    by_doc: dict[str, list[dict]] = {}
+    for row in previous.to_pylist():
+        if row["document_id"] in document_ids:
+            by_doc.setdefault(row["document_id"], []).append(row)
+    for rows in by_doc.values():
+        rows.sort(key=lambda r: r["chunk_index"])
+    outside = {k: v for k, v in json.loads(meta[BOILERPLATE_KEY]).items() if k in by_doc}
+    return by_doc, outside
 
 
 # ---- extraction reuse ------------------------------------------------------------------------------
