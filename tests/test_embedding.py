@@ -3,6 +3,8 @@ from __future__ import annotations
 import multiprocessing as mp
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.embeddings.cached import CachedEmbedder
@@ -119,3 +121,61 @@ def test_int8_minilm_has_its_own_cache_identity_and_nearly_the_same_vectors():
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     assert (np.einsum("ij,ij->i", a, b) > 0.9).all()  # measured 0.94-0.96 on these
     assert not np.allclose(a, b, atol=1e-4)  # the quantized model really ran
+
+
+class _CountingSplits(LocalMiniLMEmbedder):
+    """The real model, counting the texts it is asked to split."""
+
+    def __init__(self, piece_overlap: int = 32) -> None:
+        super().__init__()
+        self.piece_overlap = piece_overlap
+        self.split_texts: list[str] = []
+
+    def split(self, text):
+        self.split_texts.append(text)
+        return super().split(text)
+
+
+def _index_pieces(tmp_path, model, texts):
+    from pipeline.core import schema
+    from pipeline.index.text_unit_embeddings import index_text_units
+    from pipeline.io.store import NamespaceStore
+
+    store = NamespaceStore(tmp_path / "storage", "pieces")
+    units, offset = [], 0
+    for i, text in enumerate(texts):
+        units.append(
+            {
+                "id": f"u{i}",
+                "text": text,
+                "document_id": "d",
+                "start_char": offset,
+                "end_char": offset + len(text),
+            }
+        )
+        offset += len(text) + 1
+    table = pa.Table.from_pylist([{**u, "n_tokens": len(u["text"].split())} for u in units])
+    docs = pa.Table.from_pylist([{"id": "d", "title": "Pieces"}])
+    emb = CachedEmbedder(model, EmbeddingCache(tmp_path / "e.sqlite"))
+    index_text_units(store, table, docs, emb)
+    pieces = store.open_lance_table(schema.LANCE_TEXT_UNIT_PIECES).to_arrow().sort_by("id")
+    return pieces.select(["id", "text_unit_id", "start_char", "end_char"]), pieces.column("vector")
+
+
+def test_a_reindex_takes_unchanged_units_pieces_instead_of_splitting_them_again(tmp_path):
+    long_a = " ".join(f"Scrooge counted coin number {i} by the fire." for i in range(80))
+    long_b = " ".join(f"Marley's ghost rattled chain link {i} slowly." for i in range(70))
+    model = _CountingSplits()
+    first, vectors = _index_pieces(tmp_path, model, [long_a, long_b])
+    assert first.num_rows > 2 and long_a in model.split_texts
+    model.split_texts.clear()
+    again, again_vectors = _index_pieces(tmp_path, model, [long_a, long_b, "A new short unit."])
+    # only the new unit and the probe that names the split rule are split
+    assert long_a not in model.split_texts and long_b not in model.split_texts
+    assert "A new short unit." in model.split_texts
+    kept = again.filter(pc.is_in(again.column("text_unit_id"), pa.array(["u0", "u1"])))
+    assert kept.equals(first)
+    # another split rule (a different overlap) cuts every unit again, into other pieces
+    other = _CountingSplits(piece_overlap=8)
+    changed, _ = _index_pieces(tmp_path, other, [long_a, long_b])
+    assert long_a in other.split_texts and changed.column("id").to_pylist() != first.column("id").to_pylist()

@@ -85,7 +85,9 @@ def lance_text_units_schema(dim: int) -> pa.Schema:
     )
 
 
-def lance_text_unit_pieces_schema(dim: int) -> pa.Schema:
+def lance_text_unit_pieces_schema(dim: int, split_tag: str = "") -> pa.Schema:
+    """`split_tag`: the embedder's split rule the pieces were cut by (`CachedEmbedder.split_tag`), so a
+    re-index can take an unchanged unit's pieces instead of tokenizing it again."""
     return pa.schema(
         [
             ("id", pa.string()),  # "<text unit id>:<offset of the piece in the unit>"
@@ -94,7 +96,8 @@ def lance_text_unit_pieces_schema(dim: int) -> pa.Schema:
             ("start_char", pa.int64()),  # in the document, like text_units' offsets
             ("end_char", pa.int64()),
             ("vector", pa.list_(pa.float32(), dim)),
-        ]
+        ],
+        metadata={"split_tag": split_tag} if split_tag else None,
     )
 
 

@@ -10,6 +10,8 @@ Rules, in order:
    re-normalised mean of theirs (GraphRAG's rule); the pieces are kept as rows of their own.
 2. Every vector comes through the embedding cache: unchanged text is never embedded twice, and what a
    shard run (`text_unit_embeddings_shard`) computed is found there.
+   An unchanged unit is not even split again: its pieces' offsets come from the stored
+   `text_unit_pieces` when the embedder's split rule is the one they were cut by (`split_tag`).
 3. Both tables are replaced in one commit each, so a reader sees the previous complete version.
 4. Checks: every unit has a finite vector; every unit's offsets give back its text.
 """
@@ -51,13 +53,16 @@ def index_text_units(
     before_hits, before_computed = embedder.cache_hits, embedder.computed
     texts = text_units.column("text").to_pylist()
     titles = dict(zip(documents.column("id").to_pylist(), documents.column("title").to_pylist(), strict=True))
+    unit_ids = text_units.column("id").to_pylist()
+    starts = text_units.column("start_char").to_pylist()
     vectors, pieces = embedder.embed_with_pieces(
-        texts, progress=progress, headers=unit_headers(text_units, titles)
+        texts,
+        progress=progress,
+        headers=unit_headers(text_units, titles),
+        spans=previous_splits(store, embedder.split_tag, unit_ids, starts),
     )
     dim = embedder.dimension
-    unit_ids = text_units.column("id").to_pylist()
     doc_ids = text_units.column("document_id").to_pylist()
-    starts = text_units.column("start_char").to_pylist()
     doc_titles = pa.array([titles.get(d) for d in doc_ids], pa.string())
     table = tables.to_table(
         {
@@ -86,7 +91,7 @@ def index_text_units(
                 np.stack([p.vector for p in pieces]) if pieces else np.zeros((0, dim)), dim
             ),
         },
-        schema.lance_text_unit_pieces_schema(dim),
+        schema.lance_text_unit_pieces_schema(dim, embedder.split_tag),
     )
     store.replace_lance_table(schema.LANCE_TEXT_UNIT_PIECES, piece_table)
     store.replace_lance_table(schema.LANCE_TEXT_UNITS, table, fts_columns=("text",))
@@ -97,6 +102,27 @@ def index_text_units(
         cache_hits=embedder.cache_hits - before_hits,
         dimension=dim,
     )
+
+
+def previous_splits(
+    store: NamespaceStore, split_tag: str, unit_ids: list[str], starts: list[int | None]
+) -> list[list[tuple[int, int]] | None]:
+    """Each unit's pieces as the stored `text_unit_pieces` cut it (offsets in the unit), where they were
+    cut under `split_tag`; None for a unit it lacks. A unit's id hashes its document's text and its
+    offsets, so the same id is the same text; a unit without offsets (imported) is always split anew."""
+    none: list[list[tuple[int, int]] | None] = [None] * len(unit_ids)
+    if not store.has_lance_table(schema.LANCE_TEXT_UNIT_PIECES):
+        return none
+    table = store.open_lance_table(schema.LANCE_TEXT_UNIT_PIECES)
+    if (table.schema.metadata or {}).get(b"split_tag") != split_tag.encode():
+        return none
+    stored = table.to_arrow().select(["text_unit_id", "start_char", "end_char"]).to_pydict()
+    start_of = {uid: s for uid, s in zip(unit_ids, starts, strict=True) if s is not None}
+    found: dict[str, list[tuple[int, int]]] = {}
+    for uid, s, e in zip(stored["text_unit_id"], stored["start_char"], stored["end_char"], strict=True):
+        if uid in start_of and s is not None and e is not None:
+            found.setdefault(uid, []).append((s - start_of[uid], e - start_of[uid]))
+    return [sorted(found[uid]) if uid in found else None for uid in unit_ids]
 
 
 def _at(unit_start: int | None, offset: int) -> int | None:
