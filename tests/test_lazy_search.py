@@ -180,22 +180,44 @@ def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
     assert (result.route, result.router) == ("lazy", "given") and "units_tested" in result.result
 
 
-def test_offline_auto_keeps_the_passage_mode_whose_context_shows_most_of_the_question(tiny, embedder):
-    from pipeline.query.common.sentence_rank import stems
+def test_offline_auto_keeps_the_passage_mode_whose_best_passage_shows_most_of_the_question(tiny, embedder):
+    from pipeline.query.auto.compare import context_scores, stem_frequencies
     from pipeline.query.common.shown import mode_context
 
     question = "Who was Scrooge's partner?"
     result = asyncio.run(auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), question))
     assert set(result.compared) == {"basic", "local", "lazy"}
-    assert result.compared[result.route] == max(result.compared.values())
-    # a tie keeps the earlier of basic, local, lazy
-    assert result.route == next(
-        m for m in ("basic", "local", "lazy") if result.compared[m] == max(result.compared.values())
+    ranked = sorted(
+        ("basic", "local", "lazy"),
+        key=lambda m: (-result.compared[m]["best_passage"], -result.compared[m]["context"]),
+    )  # a stable sort: a tie keeps the earlier of basic, local, lazy
+    assert result.route == ranked[0]
+    # the kept mode's scores are those of the context it shows
+    shown = mode_context(result.route, result.result, tiny).texts
+    assert context_scores(question, shown, stem_frequencies(tiny)) == result.compared[result.route]
+    assert "held the most of the question in one passage" in result.reason
+
+
+def test_a_rare_word_outweighs_a_common_one_and_the_whole_context_breaks_a_tie():
+    from collections import Counter
+
+    from pipeline.query.auto.compare import StemFrequencies, context_scores, keep
+    from pipeline.query.common.sentence_rank import stems
+
+    frequencies = StemFrequencies(
+        100, Counter({s: 90 for s in stems("ghost")} | {s: 2 for s in stems("Marley")})
     )
-    shown = stems(" ".join(mode_context(result.route, result.result, tiny).texts))
-    terms = stems(question)
-    assert round(len(terms & shown) / len(terms), 3) == result.compared[result.route]
-    assert "held the most of the question's words" in result.reason
+    question = "Which ghost was Marley?"
+    rare = context_scores(question, ["Marley was dead.", "Nothing else."], frequencies)
+    common = context_scores(question, ["A ghost appeared.", "Nothing else."], frequencies)
+    assert rare["context"] == common["context"] and rare["best_passage"] > common["best_passage"]
+    assert keep({"basic": common, "local": rare}) == "local"
+    # the same best passage: the context that holds the rest of the question wins, then basic over local
+    one = context_scores(question, ["Marley was dead."], frequencies)
+    both = context_scores(question, ["Marley was dead.", "The ghost wore chains."], frequencies)
+    assert one["best_passage"] == both["best_passage"] and both["context"] > one["context"]
+    assert keep({"basic": one, "lazy": both}) == "lazy"
+    assert keep({"local": one, "basic": one}) == "basic"
 
 
 def test_the_lazy_estimate_is_its_call_bound(tiny, embedder):

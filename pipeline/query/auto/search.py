@@ -9,12 +9,14 @@ Rules, in order:
 3. A mode whose tables the namespace lacks is replaced by lazy search, which needs only text units and
    the graph: global needs community reports, DRIFT their vectors, local the entities.
 4. Offline (the `ROUTE` task's offline form asks for it), unless the route was given or is global
-   (summary wording: the whole collection), the three passage modes (basic, local, lazy) all run, which costs no model call, and the one whose
-   context holds the most of the question's content words is kept (`compared`: each one's share);
-   equal shares keep basic, then local. The question's form cannot tell which of them suits a corpus:
-   on MuSiQue-100 local's entity graph reaches the second hop that basic's passages miss (answer
-   coverage 91.5 vs 70.6), on a GraphRAG-Bench novel basic leads (89.1 vs 87.2), and routing by form
-   stayed below the best mode on both. The question's words in the context are what auto can see.
+   (summary wording: the whole collection), the three passage modes (basic, local, lazy) all run, which
+   costs no model call, and `auto.compare` keeps one: the context whose best passage holds most of the
+   question (its words weighted by rarity), then the one whose whole context holds most of its words,
+   then basic, local (`compared`: each one's scores). The question's form cannot tell which of them
+   suits a corpus: on MuSiQue-100 local's entity graph reaches the second hop that basic's passages
+   miss (answer coverage 91.5 vs 70.6), on GraphRAG-Bench novel split A basic leads (81.2 vs 79.2),
+   and routing by form stayed below the best mode on both. What each context shows of the question is
+   what auto can see.
 5. The chosen mode runs with its configured defaults; its whole result is `result`, its status and
    answer are repeated at the top, with `route` and `reason`.
 """
@@ -29,11 +31,10 @@ from pipeline.core import schema
 from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.query.auto.compare import keep, mode_scores
 from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.query.common.sentence_rank import stems
-from pipeline.query.common.shown import mode_context
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
@@ -78,7 +79,8 @@ class AutoSearchResult:
     status: str = ""
     answer: str = ""
     result: dict[str, Any] = field(default_factory=dict)  # the routed mode's result
-    compared: dict[str, float] = field(default_factory=dict)  # offline (rule 4): mode -> question words shown
+    # offline (rule 4): mode -> its scores (`compare.context_scores`: best passage, whole context)
+    compared: dict[str, dict[str, float]] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -141,7 +143,7 @@ async def auto_search_async(
         out.usage = scope.usage()
         return out
     route, reason = choice.route, choice.reason
-    compared: dict[str, float] = {}
+    compared: dict[str, dict[str, float]] = {}
     if isinstance(choice, ComparedRoute) and choice.compare:  # the offline form's (rule 4)
         route, reason, inner, compared = await _compare(scope, question, config, reason, choice.compare)
     else:
@@ -162,19 +164,21 @@ async def auto_search_async(
 
 async def _compare(
     scope: QueryScope, question: str, config: AutoSearchConfig, reason: str, modes: tuple[str, ...]
-) -> tuple[str, str, dict[str, Any], dict[str, float]]:
-    """Rule 4: the passage modes' results, and the one whose context shows most of the question's words."""
-    terms = stems(question)
+) -> tuple[str, str, dict[str, Any], dict[str, dict[str, float]]]:
+    """Rule 4: the passage modes' results, and the one `compare.keep` keeps."""
     results: dict[str, dict[str, Any]] = {}
-    shares: dict[str, float] = {}
+    scores: dict[str, dict[str, float]] = {}
     for mode in modes:
         if not _available(scope.store, mode):
             continue
         results[mode] = (await run_mode(mode, scope, question, config)).to_dict()
         if results[mode].get("status") == "cancelled":
             break
-        shown = stems(" ".join(mode_context(mode, results[mode], scope.store).texts))
-        shares[mode] = round(len(terms & shown) / len(terms), 3) if terms else 0.0
-    best = max(shares, key=lambda m: shares[m]) if shares else next(iter(results))
-    why = f"{reason}; offline, {best}'s context held the most of the question's words ({shares.get(best, 0):.0%})"
-    return best, why[:400], results[best], shares
+        scores[mode] = mode_scores(mode, question, results[mode], scope.store)
+    best = keep(scores) if scores else next(iter(results))
+    got = scores.get(best, {"best_passage": 0.0, "context": 0.0})
+    why = (
+        f"{reason}; offline, {best}'s context held the most of the question in one passage "
+        f"({got['best_passage']:.0%} by weight; {got['context']:.0%} of its words in the whole context)"
+    )
+    return best, why[:400], results[best], scores
