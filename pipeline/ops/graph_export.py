@@ -9,19 +9,16 @@ from typing import BinaryIO
 from xml.sax.saxutils import escape
 
 import pyarrow as pa
+from networkx.readwrite.graphml import GraphML
 
 _DEGREE_BUCKETS = ((0, 0), (1, 1), (2, 2), (3, 5), (6, 10), (11, 20), (21, 50), (51, None))
 
 
 # Characters XML 1.0 cannot hold at all (not even escaped): dropped from written values.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_HEADER = (
-    "<?xml version='1.0' encoding='utf-8'?>\n"
-    '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
-    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-    'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
-    'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
-)
+# The GraphML namespace is a name readers match elements by, never fetched; networkx's constant is the
+# one its reader expects. No schema location: nothing needs to find the XSD.
+_HEADER = f"<?xml version='1.0' encoding='utf-8'?>\n<graphml xmlns=\"{GraphML.NS_GRAPHML}\">\n"
 
 
 def _text(value: str) -> str:
