@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +28,23 @@ PASSAGE_MODES = ("basic", "local", "lazy")
 TIE_ORDER = {m: i for i, m in enumerate(PASSAGE_MODES)}  # what today's rule prefers on equal shares
 
 
-def _features(terms: set[str], texts: list[str], answer: str, df: Counter, n_docs: int) -> dict[str, float]:
+def _features(question: str, texts: list[str], answer: str, frequencies: Any) -> dict[str, float]:
+    """The candidate rules' inputs; `best_passage_idf` and `union` are auto's own scores
+    (`compare.context_scores`), the others variants of them."""
+    from pipeline.query.auto.compare import context_scores
     from pipeline.query.common.sentence_rank import stems
 
-    per_text = [stems(t) for t in texts]
+    terms = stems(question)
+    per_text = [terms & stems(t) for t in texts]
     shown = set().union(*per_text) if per_text else set()
-    idf = {t: math.log(1 + n_docs / (1 + df.get(t, 0))) for t in terms}
+    idf = {t: frequencies.idf(t) for t in terms}
     total = sum(idf.values()) or 1.0
-    best_one = max((len(terms & s) for s in per_text), default=0)
+    auto = context_scores(question, texts, frequencies)
     return {
-        "union": len(terms & shown) / len(terms) if terms else 0.0,
-        "idf_union": sum(idf[t] for t in terms & shown) / total,
-        "best_passage": best_one / len(terms) if terms else 0.0,
-        "best_passage_idf": max((sum(idf[t] for t in terms & s) for s in per_text), default=0) / total,
+        "union": auto["context"],
+        "best_passage_idf": auto["best_passage"],
+        "idf_union": sum(idf[t] for t in shown) / total,
+        "best_passage": max(map(len, per_text), default=0) / len(terms) if terms else 0.0,
         "words": float(sum(len(t.split()) for t in texts)),
         "answer_union": len(terms & stems(answer)) / len(terms) if terms else 0.0,
     }
@@ -50,12 +52,11 @@ def _features(terms: set[str], texts: list[str], answer: str, df: Counter, n_doc
 
 def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
     """One row per question: its half, and per passage mode the rules' features and the gold coverage."""
-    from pipeline.core import schema
     from pipeline.eval.metrics import score
     from pipeline.eval.questions import load_questions
+    from pipeline.query.auto.compare import stem_frequencies
     from pipeline.query.auto.search import AutoSearchConfig, run_mode
     from pipeline.query.common.scope import QueryScope
-    from pipeline.query.common.sentence_rank import stems
     from pipeline.query.common.shown import mode_context
     from pipeline.runtime import query_runtime
 
@@ -67,10 +68,7 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
     books = sorted({r.get("source", "") for r in raw}) if name == "novel" else []
     source = {str(r.get("id", i)): r.get("source", "") for i, r in enumerate(raw)}
     rt = query_runtime(NAMESPACES[name])
-    units = rt.store.read_table(schema.TEXT_UNITS, ["text"]).column("text").to_pylist()
-    df: Counter = Counter()
-    for text in units:
-        df.update(stems(text))
+    frequencies = stem_frequencies(rt.store)
     config = AutoSearchConfig.from_settings(rt.settings)
     rows = []
     for i, q in enumerate(questions):
@@ -78,7 +76,6 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
             half = "choose" if books.index(source.get(q.id, books[0])) < len(books) // 2 else "held_out"
         else:
             half = "choose" if i < len(questions) // 2 else "held_out"
-        terms = stems(q.question)
         row: dict[str, Any] = {"set": name, "id": q.id, "type": q.type, "half": half, "modes": {}}
         for mode in PASSAGE_MODES:
             scope = QueryScope(rt.store, rt.engine, rt.embedder)
@@ -87,7 +84,7 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
             _, _, coverage, _ = score(q, context)
             row["modes"][mode] = {
                 "coverage": coverage or 0.0,
-                **_features(terms, context.texts, result.get("answer") or "", df, len(units)),
+                **_features(q.question, context.texts, result.get("answer") or "", frequencies),
             }
         rows.append(row)
         if (i + 1) % 100 == 0:
