@@ -17,7 +17,8 @@ a key for another namespace, a malformed namespace, an unknown field, an empty q
 that is not JSON, an unknown path, a body over the size limit). The questions are made from the corpus's
 own page titles, so that few repeat. Reported: requests and throughput, latency p50/p95/p99 per mode,
 responses by status code, 5xx responses, invalid requests answered without a 4xx and a message, and the
-server's RSS after warm-up (one question per mode) and at the end.
+server's RSS after warm-up (one question per mode), at each tenth of the run (sampled once a second: a
+cache filling levels off, a leak does not) and at the end.
 """
 
 from __future__ import annotations
@@ -221,12 +222,27 @@ def main() -> int:
             )
             for i in range(args.clients)
         ]
+        samples: list[int] = []  # the server's RSS once a second: does it level off or keep growing?
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(1.0):
+                with contextlib.suppress(psutil.Error):
+                    samples.append(proc.memory_info().rss)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        sampling.set()
+        sampler.join()
         elapsed = time.perf_counter() - started
         rss_end = proc.memory_info().rss
+        tenths = (
+            [samples[min(len(samples) - 1, len(samples) * k // 10)] for k in range(1, 11)] if samples else []
+        )
         valid = [r for r in rows if r["kind"] != "invalid"]
         invalid = [r for r in rows if r["kind"] == "invalid"]
         result = {
@@ -250,7 +266,11 @@ def main() -> int:
                 not (400 <= r["status"] < 500 and r["message"]) for r in invalid
             ),
             "invalid_kinds": dict(Counter(r["invalid"] for r in invalid)),
-            "server_rss_mb": {"start": round(rss_start / 2**20), "end": round(rss_end / 2**20)},
+            "server_rss_mb": {
+                "start": round(rss_start / 2**20),
+                "end": round(rss_end / 2**20),
+                "each_tenth_of_the_run": [round(r / 2**20) for r in tenths],
+            },
             "rss_growth": round(rss_end / rss_start - 1, 4),
             "targets": TARGETS,
         }
