@@ -148,14 +148,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
-        try:
-            if mcp_server is None:
-                yield
-            else:
-                async with mcp_server.session_manager.run():
-                    yield
-        finally:
-            service.close()
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
 
     app = FastAPI(
         title="GraphRAG query service",
