@@ -14,6 +14,7 @@ Where the caches live, in order:
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,22 @@ def make_engine(
         client = make_llm_client(settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run)
         return LLMEngine(client, OutputLimits.from_settings(settings))
     return OfflineEngine(usage=usage)
+
+
+# With a model, a graph query spends its seconds waiting on HTTP: 32 in flight keep a provider busy
+# without holding a thread per client of a large deployment.
+LLM_GRAPH_QUERY_WORKERS = 32
+
+
+def graph_query_workers(settings: Settings) -> int:
+    """How many graph queries (global, local, DRIFT, lazy, auto) the service runs at once: the setting,
+    else one per core offline, where a query is pure computation and more threads only share the same
+    cores (each query then takes longer and every query waits), else `LLM_GRAPH_QUERY_WORKERS`."""
+    if settings.service_graph_workers is not None:
+        return settings.service_graph_workers
+    if settings.llm_provider == "openai":
+        return LLM_GRAPH_QUERY_WORKERS
+    return os.cpu_count() or 2
 
 
 # ---- indexing methods: the engine of each stage ------------------------------------------------------

@@ -295,3 +295,72 @@ def test_a_vector_query_past_its_deadline_frees_its_slot_one_step_later(
             f"{url}/v1/query/vector", json={**body, "timeout_s": 60}, headers=auth(KEY_A), timeout=WAIT_S
         )
         assert ok.status_code == 200 and "search" in steps
+
+
+def test_a_quick_query_is_answered_while_every_graph_worker_is_busy_and_a_queued_one_times_out_unstarted(
+    data,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[str] = []  # every user message the model was sent, in arrival order
+    opened: list[str] = []  # the namespace stores the workers opened, one per query that started
+    real_open = queries_module.NamespaceStore.from_settings
+    monkeypatch.setattr(
+        queries_module.NamespaceStore,
+        "from_settings",
+        lambda settings, namespace: opened.append(namespace) or real_open(settings, namespace),
+    )
+
+    def model(request: dict) -> str:
+        asked.append(request["messages"][-1]["content"])
+        return scripted_model(request)
+
+    os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
+    with FaultProxy(None, hang_s=10, responder=model) as proxy:
+        settings = offline_settings(
+            data,
+            llm_provider="openai",
+            llm_base_url=proxy.base_url,
+            llm_api_key_env=LLM_KEY_ENV,
+            llm_model="m",
+            service_graph_workers=1,
+            service_key_concurrency=3,  # the three queries below share acme's key
+        )
+        svc = QueryService(settings, embedder=data.embedder)
+        svc.warm_up()
+        answers: dict[str, httpx.Response] = {}
+
+        def ask(name: str, key: str, question: str, timeout_s: float) -> None:
+            body = {"namespace": "acme", "question": question, "timeout_s": timeout_s}
+            answers[name] = httpx.post(
+                f"{url}/v1/query/global", json=body, headers=auth(key), timeout=WAIT_S * 2
+            )
+
+        with serving(svc) as url:
+            hold = proxy.hold()  # the first global query keeps the one graph worker until released
+            first = threading.Thread(target=ask, args=("first", KEY_A, "What did Scrooge own?", WAIT_S))
+            queued = threading.Thread(target=ask, args=("queued", KEY_A, "Who was Marley's partner?", 1.0))
+            try:
+                first.start()
+                hold.wait_held(1, timeout=WAIT_S)  # its map request is at the model: the lane is full
+                queued.start()
+                assert wait_for(lambda: svc.limiter.in_flight() == 2)  # admitted, waiting for the worker
+                body = {"namespace": "acme", "query": "Marley had been dead seven years.", "timeout_s": 20}
+                quick = httpx.post(f"{url}/v1/query/vector", json=body, headers=auth(KEY_A), timeout=WAIT_S)
+                assert quick.status_code == 200, quick.text
+                assert quick.json()["result"]["hits"]
+                queued.join(timeout=WAIT_S * 2)  # its 1 s deadline passes while it waits for the worker
+                assert not hold.released
+            finally:
+                hold.release()
+            first.join(timeout=WAIT_S * 2)
+            assert answers["first"].status_code == 200, answers["first"].text
+            late = answers["queued"]
+            assert late.status_code == 504, late.text
+            assert (
+                late.json()["error"]["detail"]["done"] == "nothing: it waited for a free graph-query worker"
+            )
+            # Once the worker was free the queued query gave its slot back without starting any work.
+            assert wait_for(lambda: svc.limiter.in_flight() == 0)
+            assert len(opened) == 2  # the first global query and the vector query
+            assert asked and not any("Marley's partner" in m for m in asked)
+    os.environ.pop(LLM_KEY_ENV, None)

@@ -24,7 +24,7 @@ from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.llm.batch import deadline_in, remaining
+from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.query.basic.search import BasicSearchError
 from pipeline.query.drift.search import DriftSearchError
@@ -81,6 +81,17 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Which worker pool runs each kind. Retrieval-only queries take about a tenth of a second offline, a
+# graph query up to a few seconds: in one first-come queue, 16 clients left basic searches waiting
+# seconds behind DRIFT and global ones (bench/bench_serve_load.py). Each lane has its own threads,
+# so a quick query starts at once however many graph queries wait their turn.
+QUICK_KINDS = frozenset({"basic", "vector", "chunks"})
+
+
+def lane_of(kind: str) -> str:
+    return "quick" if kind in QUICK_KINDS else "graph"
+
+
 class UpstreamError(ServiceError):
     status, code = 502, "upstream_error"
 
@@ -121,6 +132,19 @@ class QueryService:
         self._embedder_lock = threading.Lock()
         self.warm = threading.Event()
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="admission")
+        from pipeline.runtime import graph_query_workers
+
+        self.lanes = {
+            "quick": ThreadPoolExecutor(settings.service_quick_workers, thread_name_prefix="quick-query"),
+            "graph": ThreadPoolExecutor(graph_query_workers(settings), thread_name_prefix="graph-query"),
+        }
+
+    def close(self) -> None:
+        """Stop taking new work, without waiting. Queued queries still run to their `finally` (at once,
+        if their deadline has passed): each gives back its key's slot, which with shared limits is a
+        row in PostgreSQL that would otherwise outlive this process."""
+        for pool in (*self.lanes.values(), self._admission):
+            pool.shutdown(wait=False)
 
     # ---- shared, read-only pieces ---------------------------------------------------------------
     @property
@@ -162,11 +186,20 @@ class QueryService:
         )
         deadline = deadline_in(timeout)
         cancel = threading.Event()
+        began = threading.Event()  # set when a worker of the query's lane takes it up
         started = time.monotonic()
         await self._admitted(principal.key_id)
         try:
             worker = asyncio.get_running_loop().run_in_executor(
-                None, self._work, principal.key_id, kind, namespace, request, deadline, cancel
+                self.lanes[lane_of(kind)],
+                self._work,
+                principal.key_id,
+                kind,
+                namespace,
+                request,
+                deadline,
+                cancel,
+                began,
             )
         except BaseException:
             self.limiter.release(principal.key_id)
@@ -183,7 +216,12 @@ class QueryService:
                 outcome = "deadline"
                 raise DeadlineExceeded(
                     f"the {kind} query did not finish within {timeout:g}s and was cancelled",
-                    detail={"timeout_s": timeout, "done": "unknown: the query was inside a stage"},
+                    detail={
+                        "timeout_s": timeout,
+                        "done": "unknown: the query was inside a stage"
+                        if began.is_set()
+                        else f"nothing: it waited for a free {lane_of(kind)}-query worker",
+                    },
                 )
             result = worker.result()
             bounded, truncated = bound_result(kind, result, self.bounds)
@@ -251,8 +289,12 @@ class QueryService:
         request: Request,
         deadline: float,
         cancel: threading.Event,
+        began: threading.Event,
     ) -> dict[str, Any]:
+        began.set()
         try:
+            if stopped(cancel, deadline):  # it waited for a worker past its deadline, or its client left
+                return {"status": "cancelled", "reason": "the deadline passed before a worker was free"}
             store = NamespaceStore.from_settings(self.settings, namespace)
             if not store.exists():  # checked first so that a query never creates the folder
                 raise TableNotFoundError("no tables at all")

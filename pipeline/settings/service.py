@@ -32,6 +32,17 @@ class ServiceSettings(BaseModel):
         description="postgresql:// URL: the per-key limit counted across every service process on that "
         "server (the cluster's PostgreSQL); unset = each process counts its own",
     )
+    service_quick_workers: int = Field(
+        default=4,
+        ge=1,
+        description="Threads for basic, vector and chunk-graph queries, which never queue behind graph queries",
+    )
+    service_graph_workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads for global, local, DRIFT, lazy and auto queries (more wait their turn); unset = "
+        "the CPU count offline (a query is compute), 32 with an LLM provider (a query mostly waits on it)",
+    )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
