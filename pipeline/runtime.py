@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -101,8 +102,10 @@ def make_llm_client(
     cache: bool = True,
     spent_usd: float = 0.0,
     dry_run: CallLedger | None = None,
+    shared_cache: ResponseCache | None = None,
 ) -> LLMClient:
-    """The chat client the settings describe (`llm_*`), with the cache `open_llm_cache` picks.
+    """The chat client the settings describe (`llm_*`), with the cache `open_llm_cache` picks
+    (or `shared_cache`, one already open).
 
     `spent_usd`: what the run spent before this client (`llm_budget_usd` counts it). `dry_run`: send
     nothing, count every call in the ledger instead (`pipeline.llm.dry_run`; no API key needed)."""
@@ -125,7 +128,7 @@ def make_llm_client(
         max_retries=settings.llm_max_retries,
         concurrency=settings.llm_concurrency,
         json_mode=settings.llm_json_mode,
-        cache=open_llm_cache(settings) if cache else None,
+        cache=(shared_cache or open_llm_cache(settings)) if cache else None,
         usage=usage,
         prices={**DEFAULT_PRICES, **settings.llm_prices},
         budget=budget,
@@ -148,6 +151,27 @@ def make_engine(
         client = make_llm_client(settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run)
         return LLMEngine(client, OutputLimits.from_settings(settings))
     return OfflineEngine(usage=usage)
+
+
+def engine_factory(settings: Settings) -> Callable[[], Engine]:
+    """`make_engine` for a long-running process: a new engine per call, so that each query counts its
+    own usage, but one LLM response cache for all of them, opened by the first LLM engine. A cache
+    opened per query costs a connection and its pragmas each time (a thread-local connection per cache
+    instance, so a new one on every query), and more concurrent openers of one SQLite file mean more
+    chances of the `database is locked` a test once saw and that could not be reproduced since."""
+    opened: list[ResponseCache] = []
+    lock = threading.Lock()
+
+    def new_engine() -> Engine:
+        if settings.llm_provider != "openai":
+            return OfflineEngine()
+        with lock:
+            if not opened:
+                opened.append(open_llm_cache(settings))
+        client = make_llm_client(settings, shared_cache=opened[0])
+        return LLMEngine(client, OutputLimits.from_settings(settings))
+
+    return new_engine
 
 
 # With a model, a graph query spends its seconds waiting on HTTP: 32 in flight keep a provider busy

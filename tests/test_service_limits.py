@@ -157,6 +157,28 @@ def test_the_per_key_limit_answers_429_and_frees_its_slots(
     assert r.json()["status"] == "completed" and "counting-house" in r.json()["result"]["answer"]
 
 
+def test_the_service_opens_its_llm_cache_once_and_each_query_gets_its_own_engine(
+    data, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipeline.runtime as runtime
+
+    opened = []
+    real_open = runtime.open_llm_cache
+    monkeypatch.setattr(runtime, "open_llm_cache", lambda s: opened.append(real_open(s)) or opened[-1])
+    monkeypatch.setenv(LLM_KEY_ENV, "sk-test-llm-key")
+    settings = offline_settings(
+        data, llm_provider="openai", llm_base_url=proxy.base_url, llm_api_key_env=LLM_KEY_ENV, llm_model="m"
+    )
+    svc = QueryService(settings, embedder=data.embedder)
+    try:
+        engines = [svc.new_engine() for _ in range(3)]
+    finally:
+        svc.close()
+    assert len(opened) == 1  # one cache for the process, not one per query
+    assert all(e.client.cache is opened[0] for e in engines)
+    assert len({id(e.client) for e in engines}) == 3  # usage and connections stay the query's own
+
+
 # ---- fuzzing against the OpenAPI spec ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def offline_url(data) -> Iterator[str]:  # noqa: ANN001

@@ -172,7 +172,7 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s: %s", type(exc).__name__, exc)
+        log.error("unhandled %s: %s", type(exc).__name__, exc, exc_info=exc)
         return _error_response(ServiceError("internal error; the server log has the details"))
 
     for kind, body in BODIES.items():

@@ -127,13 +127,14 @@ class QueryService:
             settings.service_max_evidence_items,
             settings.service_max_text_chars,
         )
-        self._engine_factory = engine_factory
+        from pipeline.runtime import engine_factory as default_factory
+        from pipeline.runtime import graph_query_workers
+
+        self._engine_factory = engine_factory if engine_factory is not None else default_factory(settings)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self.warm = threading.Event()
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="admission")
-        from pipeline.runtime import graph_query_workers
-
         self.lanes = {
             "quick": ThreadPoolExecutor(settings.service_quick_workers, thread_name_prefix="quick-query"),
             "graph": ThreadPoolExecutor(graph_query_workers(settings), thread_name_prefix="graph-query"),
@@ -168,11 +169,7 @@ class QueryService:
 
     def new_engine(self) -> Engine:
         # One engine per query: its usage counters and connection pool belong to that query alone.
-        if self._engine_factory is not None:
-            return self._engine_factory()
-        from pipeline.runtime import make_engine
-
-        return make_engine(self.settings)
+        return self._engine_factory()
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
         return self.keys.authenticate(key_from_headers(headers))
