@@ -14,7 +14,6 @@ Where the caches live, in order:
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -177,17 +176,21 @@ def engine_factory(settings: Settings) -> Callable[[], Engine]:
 # With a model, a graph query spends its seconds waiting on HTTP: 32 in flight keep a provider busy
 # without holding a thread per client of a large deployment.
 LLM_GRAPH_QUERY_WORKERS = 32
+# Offline, a graph query is Python computation and holds the GIL for most of its time, so a second graph
+# thread runs no faster but takes the GIL from the quick lane. Under bench/bench_serve_load.py (2 cores,
+# 16 clients, 11 MB index; two runs each) one graph thread gave basic p99 0.83-0.88 s and 7.6-7.9
+# requests a second, two gave 1.3-1.6 s and 7.6. More cores are used by more processes, not threads.
+OFFLINE_GRAPH_QUERY_WORKERS = 1
 
 
 def graph_query_workers(settings: Settings) -> int:
     """How many graph queries (global, local, DRIFT, lazy, auto) the service runs at once: the setting,
-    else one per core offline, where a query is pure computation and more threads only share the same
-    cores (each query then takes longer and every query waits), else `LLM_GRAPH_QUERY_WORKERS`."""
+    else `LLM_GRAPH_QUERY_WORKERS` with a model, else `OFFLINE_GRAPH_QUERY_WORKERS`."""
     if settings.service_graph_workers is not None:
         return settings.service_graph_workers
     if settings.llm_provider == "openai":
         return LLM_GRAPH_QUERY_WORKERS
-    return os.cpu_count() or 2
+    return OFFLINE_GRAPH_QUERY_WORKERS
 
 
 # ---- indexing methods: the engine of each stage ------------------------------------------------------

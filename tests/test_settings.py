@@ -94,3 +94,16 @@ def test_the_readme_check_sees_a_missing_and_a_stale_row():
     documented, unknown = _readme_settings(table, fields)
     assert documented == {"PIPELINE_LLM_TIMEOUT_S", "PIPELINE_LLM_MAX_RETRIES"}
     assert unknown == ["PIPELINE_LLM_GONE"]
+
+
+def test_graph_query_workers_are_one_offline_many_with_a_model_and_the_setting_wins(monkeypatch):
+    from pipeline.runtime import LLM_GRAPH_QUERY_WORKERS, graph_query_workers
+
+    monkeypatch.delenv("PIPELINE_LLM_PROVIDER", raising=False)
+    monkeypatch.delenv("PIPELINE_SERVICE_GRAPH_WORKERS", raising=False)
+    monkeypatch.delenv("PIPELINE_CONFIG_FILE", raising=False)
+    assert graph_query_workers(load_settings()) == 1  # the GIL: a second thread only slows the quick lane
+    monkeypatch.setenv("PIPELINE_LLM_PROVIDER", "openai")
+    assert graph_query_workers(load_settings()) == LLM_GRAPH_QUERY_WORKERS
+    monkeypatch.setenv("PIPELINE_SERVICE_GRAPH_WORKERS", "3")
+    assert graph_query_workers(load_settings()) == 3

@@ -27,6 +27,7 @@ from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import BodyLimitMiddleware
+from pipeline.service.memory import limit_malloc_arenas
 from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
@@ -227,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     settings = load_settings()
+    if settings.service_malloc_arenas:  # before the worker threads exist and take arenas of their own
+        limit_malloc_arenas(settings.service_malloc_arenas)
     if settings.api_keys_file is None:
         log.warning("PIPELINE_API_KEYS_FILE is not set: every /v1/ request will be refused with 401")
     uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)

@@ -41,7 +41,13 @@ class ServiceSettings(BaseModel):
         default=None,
         ge=1,
         description="Threads for global, local, DRIFT, lazy and auto queries (more wait their turn); unset = "
-        "the CPU count offline (a query is compute), 32 with an LLM provider (a query mostly waits on it)",
+        "1 offline (a query is Python computation under the GIL), 32 with an LLM provider (it mostly waits)",
+    )
+    service_malloc_arenas: int = Field(
+        default=2,
+        ge=0,
+        description="graphrag-serve caps glibc's malloc arenas at this (0 = glibc's default of 8 per core; "
+        "MALLOC_ARENA_MAX in the environment wins): more arenas let RSS creep up under many threads",
     )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
