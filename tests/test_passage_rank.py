@@ -127,3 +127,28 @@ def test_cache_keeps_the_most_recently_used_namespaces(tmp_path, monkeypatch):
         load(store)
     # ns_b was the least recently used when ns_c came in, so only it was built twice.
     assert built == ["ns_a", "ns_b", "ns_c", "ns_b"]
+
+
+def test_a_serving_process_keeps_built_indexes_out_of_gc_and_frees_a_replaced_one(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    from pipeline.query.common import index_cache
+
+    class Loaded:  # holds a reference cycle, so only the collector can free it
+        def __init__(self) -> None:
+            self.me = self
+
+    store = NamespaceStore(tmp_path, "ns_gc")
+    monkeypatch.setattr(index_cache, "_freeze_after_build", False)  # restored after the test
+    index_cache.freeze_indexes_after_build()
+    try:
+        first = index_cache.cached_index(store, "gc_test", (1,), Loaded)
+        assert not any(o is first for o in gc.get_objects())  # frozen: full passes no longer walk it
+        gone = weakref.ref(first)
+        del first
+        second = index_cache.cached_index(store, "gc_test", (2,), Loaded)  # the tables changed
+        assert gone() is None  # the replaced version was unfrozen and collected, cycle and all
+        assert not any(o is second for o in gc.get_objects())
+    finally:
+        gc.unfreeze()

@@ -24,11 +24,12 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
+from pipeline.query.common.index_cache import freeze_indexes_after_build
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import BodyLimitMiddleware
-from pipeline.service.memory import limit_malloc_arenas
 from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
+from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
 
@@ -230,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     if settings.service_malloc_arenas:  # before the worker threads exist and take arenas of their own
         limit_malloc_arenas(settings.service_malloc_arenas)
+    if settings.service_compute_threads:  # before torch loads with the embedding model
+        limit_compute_threads(settings.service_compute_threads)
+    freeze_indexes_after_build()
     if settings.api_keys_file is None:
         log.warning("PIPELINE_API_KEYS_FILE is not set: every /v1/ request will be refused with 401")
     uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)

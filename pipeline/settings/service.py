@@ -49,6 +49,12 @@ class ServiceSettings(BaseModel):
         description="graphrag-serve caps glibc's malloc arenas at this (0 = glibc's default of 8 per core; "
         "MALLOC_ARENA_MAX in the environment wins): more arenas let RSS creep up under many threads",
     )
+    service_compute_threads: int = Field(
+        default=1,
+        ge=0,
+        description="graphrag-serve's torch and OpenBLAS threads unless OMP_NUM_THREADS is set (0 = leave "
+        "them): concurrent queries are the service's parallelism",
+    )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")

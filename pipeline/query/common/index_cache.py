@@ -9,6 +9,7 @@ the service, the CLI and the query assets all see a new index on their next ques
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -21,6 +22,13 @@ T = TypeVar("T")
 # A service answering many namespaces keeps the most recently used ones: the MuSiQue index (1,890
 # passages, 10,800 entities) takes about 150 MB in memory, so 16 stay well inside a laptop's RAM.
 MAX_ENTRIES = 16
+
+# A loaded index is millions of Python objects that live until its tables change, and each of Python's full
+# collections walks all of them with every thread stopped: 0.1-0.6 s a pass on the 11 MB index, which under
+# bench/bench_serve_load.py landed on whatever queries were in flight. A long-running server
+# (`graphrag-serve`) therefore freezes what it holds after each build; elsewhere (CLI, tests, Dagster) a
+# process builds few indexes and a full collection after each would only cost time.
+_freeze_after_build = False
 
 _lock = threading.Lock()
 _entries: OrderedDict[tuple[str, str], tuple[tuple[Any, ...], Any]] = OrderedDict()
@@ -56,10 +64,23 @@ def cached_index(store: NamespaceStore, kind: str, versions: tuple[Any, ...], bu
             hit = _entries.get(slot)
             if hit is not None and hit[0] == versions:
                 return hit[1]
+        hit = None  # a replaced version must not stay reachable from here while it is collected
         value = build()
         with _lock:
             _entries[slot] = (versions, value)
             _entries.move_to_end(slot)
             while len(_entries) > MAX_ENTRIES:
                 _entries.popitem(last=False)
+        if _freeze_after_build:
+            # Unfrozen first, so that the collection frees a replaced version's reference cycles too.
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
         return value
+
+
+def freeze_indexes_after_build(enabled: bool = True) -> None:
+    """Keep every loaded index out of the garbage collector's full passes (`gc.freeze` after each build,
+    with one full collection first). For a process that serves queries for hours."""
+    global _freeze_after_build
+    _freeze_after_build = enabled

@@ -1,4 +1,5 @@
-"""graphrag-serve caps glibc's malloc arenas: counted with glibc's own `malloc_info` in a fresh process."""
+"""graphrag-serve's process set-up: glibc's malloc arenas, counted with glibc's own `malloc_info` in a fresh
+process, and torch's compute threads."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # cap (8 per core by default), so the arenas counted are min(cap, threads + the main one).
 PROBE = r"""
 import ctypes, ctypes.util, json, sys, tempfile, threading
-from pipeline.service.memory import limit_malloc_arenas
+from pipeline.service.process import limit_malloc_arenas
 applied = limit_malloc_arenas(2) if sys.argv[1] == "capped" else None
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
@@ -56,3 +57,16 @@ def test_the_service_caps_glibc_malloc_arenas_at_two_and_the_environment_wins() 
     assert capped == {"applied": True, "arenas": 2}
     chosen = probe("capped", MALLOC_ARENA_MAX="4")  # the operator's choice is left as it is
     assert chosen == {"applied": False, "arenas": 4}
+
+
+def test_the_service_sets_one_compute_thread_unless_the_environment_chose(monkeypatch) -> None:
+    from pipeline.service import process
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(process.sys, "modules", {k: v for k, v in sys.modules.items() if k != "torch"})
+    assert process.limit_compute_threads(1) and os.environ["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert not process.limit_compute_threads(1) and os.environ["OMP_NUM_THREADS"] == "3"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(process.sys, "modules", {"torch": object()})  # too late: torch read it already
+    assert not process.limit_compute_threads(1) and "OMP_NUM_THREADS" not in os.environ
