@@ -59,14 +59,33 @@ def test_the_service_caps_glibc_malloc_arenas_at_two_and_the_environment_wins() 
     assert chosen == {"applied": False, "arenas": 4}
 
 
-def test_the_service_sets_one_compute_thread_unless_the_environment_chose(monkeypatch) -> None:
-    from pipeline.service import process
+THREADS_PROBE = r"""
+import json, os
+import numpy  # loads OpenBLAS with its default thread count first, as the service's imports do
+from threadpoolctl import threadpool_info
+from pipeline.service.process import limit_compute_threads
+applied = limit_compute_threads(1)
+blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+print(json.dumps({"applied": applied, "omp": os.environ.get("OMP_NUM_THREADS"), "blas": blas}))
+"""
 
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(process.sys, "modules", {k: v for k, v in sys.modules.items() if k != "torch"})
-    assert process.limit_compute_threads(1) and os.environ["OMP_NUM_THREADS"] == "1"
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert not process.limit_compute_threads(1) and os.environ["OMP_NUM_THREADS"] == "3"
-    monkeypatch.delenv("OMP_NUM_THREADS")
-    monkeypatch.setattr(process.sys, "modules", {"torch": object()})  # too late: torch read it already
-    assert not process.limit_compute_threads(1) and "OMP_NUM_THREADS" not in os.environ
+
+def threads_probe(**env: str) -> dict:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", THREADS_PROBE],
+        cwd=ROOT,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_the_service_runs_torch_and_openblas_on_one_thread_unless_the_environment_chose() -> None:
+    chosen = threads_probe()
+    assert chosen["applied"] and chosen["omp"] == "1"  # torch, loaded later, reads it
+    assert chosen["blas"] and set(chosen["blas"]) == {1}  # numpy's OpenBLAS, already loaded, is capped
+    left = threads_probe(OMP_NUM_THREADS="2")
+    assert left == {"applied": False, "omp": "2", "blas": [2] * len(chosen["blas"])}  # OpenBLAS reads it too
