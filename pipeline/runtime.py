@@ -143,34 +143,27 @@ def make_engine(
     *,
     spent_usd: float = 0.0,
     dry_run: CallLedger | None = None,
+    llm_cache: ResponseCache | None = None,
 ) -> Engine:
     """`OfflineEngine` unless `PIPELINE_LLM_PROVIDER=openai` (or `dry_run`: the LLM engine, sending
-    nothing). `spent_usd` is the run's spend so far, for `llm_budget_usd`."""
+    nothing). `spent_usd` is the run's spend so far, for `llm_budget_usd`; `llm_cache` an LLM response
+    cache already open, else the engine opens its own."""
     if settings.llm_provider == "openai" or dry_run is not None:
-        client = make_llm_client(settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run)
+        client = make_llm_client(
+            settings, usage=usage, spent_usd=spent_usd, dry_run=dry_run, shared_cache=llm_cache
+        )
         return LLMEngine(client, OutputLimits.from_settings(settings))
     return OfflineEngine(usage=usage)
 
 
 def engine_factory(settings: Settings) -> Callable[[], Engine]:
     """`make_engine` for a long-running process: a new engine per call, so that each query counts its
-    own usage, but one LLM response cache for all of them, opened by the first LLM engine. A cache
-    opened per query costs a connection and its pragmas each time (a thread-local connection per cache
-    instance, so a new one on every query), and more concurrent openers of one SQLite file mean more
-    chances of the `database is locked` a test once saw and that could not be reproduced since."""
-    opened: list[ResponseCache] = []
-    lock = threading.Lock()
-
-    def new_engine() -> Engine:
-        if settings.llm_provider != "openai":
-            return OfflineEngine()
-        with lock:
-            if not opened:
-                opened.append(open_llm_cache(settings))
-        client = make_llm_client(settings, shared_cache=opened[0])
-        return LLMEngine(client, OutputLimits.from_settings(settings))
-
-    return new_engine
+    own usage, but one LLM response cache for all of them. A cache opened per query costs a connection
+    and its pragmas each time (a thread-local connection per cache instance, so a new one on every
+    query), and more concurrent openers of one SQLite file mean more chances of the `database is
+    locked` a test once saw and that could not be reproduced since."""
+    cache = open_llm_cache(settings) if settings.llm_provider == "openai" else None
+    return lambda: make_engine(settings, llm_cache=cache)
 
 
 # With a model, a graph query spends its seconds waiting on HTTP: 32 in flight keep a provider busy
