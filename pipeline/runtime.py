@@ -245,6 +245,7 @@ def make_embedder(settings: Settings) -> Embedder:
             device=settings.embedding_device,
             batch_size=settings.embedding_batch_size,
             quantize=settings.embedding_quantize,
+            precision=settings.embedding_precision,
         )
     if settings.embedding_provider == "openai":
         from pipeline.embeddings.openai import OpenAIEmbedder
@@ -263,6 +264,7 @@ def shared_embedder(settings: Settings) -> Embedder:
         settings.embedding_device,
         settings.embedding_batch_size,
         settings.embedding_quantize,
+        settings.embedding_precision,
     )
     with _models_lock:
         if key not in _models:

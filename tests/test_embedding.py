@@ -5,10 +5,11 @@ import multiprocessing as mp
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder, cpu_has_native_bf16
 
 
 def test_minilm_loads_offline_from_the_package_and_gives_unit_vectors():
@@ -71,7 +72,9 @@ class _Recording(LocalMiniLMEmbedder):
     """The real model, with each call's texts recorded."""
 
     def __init__(self) -> None:
-        super().__init__()
+        # fp32: this test is about which texts reach the model, and bf16 results move by ~1e-3 with
+        # the batch a text shares (its padded length), fp32 by less than the 1e-5 compared below
+        super().__init__(precision="fp32")
         self.calls: list[list[str]] = []
 
     def embed(self, texts):
@@ -88,7 +91,7 @@ def test_uncached_texts_reach_the_model_longest_first_in_calls_of_batch_size(tmp
     assert [len(c) for c in model.calls] == [3, 3, 1]
     assert [len(t) for t in sent] == sorted((len(t) for t in texts), reverse=True)
     # each text's vector is its own, whatever order the model saw it in
-    assert np.allclose(vectors, LocalMiniLMEmbedder().embed(texts), atol=1e-5)
+    assert np.allclose(vectors, LocalMiniLMEmbedder(precision="fp32").embed(texts), atol=1e-5)
 
 
 def test_a_text_no_longer_than_the_window_in_characters_has_no_more_tokens_than_that():
@@ -121,6 +124,51 @@ def test_int8_minilm_has_its_own_cache_identity_and_nearly_the_same_vectors():
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     assert (np.einsum("ij,ij->i", a, b) > 0.9).all()  # measured 0.94-0.96 on these
     assert not np.allclose(a, b, atol=1e-4)  # the quantized model really ran
+
+
+def test_auto_precision_is_bf16_exactly_where_the_cpu_multiplies_bf16_natively(monkeypatch):
+    import pipeline.embeddings.minilm as minilm
+
+    monkeypatch.setattr(minilm, "cpu_has_native_bf16", lambda: True)
+    assert LocalMiniLMEmbedder().precision == "bf16"
+    assert LocalMiniLMEmbedder().model_id.endswith(":normalized:bf16")
+    assert LocalMiniLMEmbedder(quantize="int8").precision == "fp32"  # int8 asked for: no bf16 on top
+    assert LocalMiniLMEmbedder(device="cuda").precision == "fp32"
+    monkeypatch.setattr(minilm, "cpu_has_native_bf16", lambda: False)
+    assert LocalMiniLMEmbedder().precision == "fp32"
+    assert LocalMiniLMEmbedder().model_id.endswith(":normalized")
+    with pytest.raises(ValueError, match="bf16 instructions"):
+        LocalMiniLMEmbedder(precision="bf16")
+    with pytest.raises(ValueError, match="exclude each other"):
+        LocalMiniLMEmbedder(precision="bf16", quantize="int8")
+
+
+def test_bf16_minilm_gives_unit_vectors_at_fp32_cosine_under_its_own_cache_identity():
+    texts = [
+        "A ghost visits Scrooge on Christmas Eve.",
+        "Quarterly revenue grew by ten percent.",
+        " ".join(f"word{i} of a window that fills the model" for i in range(30)),
+    ]
+    fp32 = LocalMiniLMEmbedder(precision="fp32")
+    if not cpu_has_native_bf16():  # this CPU would emulate bf16: the default is fp32 and bf16 is refused
+        assert LocalMiniLMEmbedder().model_id == fp32.model_id
+        with pytest.raises(ValueError, match="bf16 instructions"):
+            LocalMiniLMEmbedder(precision="bf16")
+        return
+    bf16 = LocalMiniLMEmbedder(precision="bf16")
+    assert bf16.model_id == f"{fp32.model_id}:bf16" and LocalMiniLMEmbedder().model_id == bf16.model_id
+    a, b = fp32.embed(texts), bf16.embed(texts)
+    assert b.dtype == np.float32
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    assert (np.einsum("ij,ij->i", a, b) > 0.999).all()  # measured >= 0.9998 on full windows
+    assert not np.allclose(a, b, atol=1e-5)  # bf16 really ran
+
+
+def test_settings_refuse_bf16_together_with_int8():
+    from pipeline.settings import Settings
+
+    with pytest.raises(ValueError, match="exclude each other"):
+        Settings(embedding_precision="bf16", embedding_quantize="int8")
 
 
 class _CountingSplits(LocalMiniLMEmbedder):

@@ -191,6 +191,10 @@ class Settings(
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
             )
+        if self.embedding_precision == "bf16" and self.embedding_quantize == "int8":
+            raise ValueError(
+                "embedding_precision 'bf16' and embedding_quantize 'int8' exclude each other: choose one"
+            )
         return self
 
     @classmethod
