@@ -11,7 +11,8 @@ default (1 MB) keeps `make bench` short; the issue's figures are `--size 11` and
 
 Every indexing stage runs as `pipeline index` runs it (`pipeline.index.run.index_folder`, the runners
 the Dagster assets call, in the job's order). Per stage: seconds, rows written, and the peak RSS of
-this process while the stage ran (sampled every 50 ms). Then query latency on the finished index:
+this process and its children (the extraction workers) while the stage ran (sampled every 50 ms). Then
+query latency on the finished index:
 basic, local, global with dynamic selection and DRIFT, p50/p95 over `--questions` questions, after one
 warm-up question per mode (which loads the namespace's tables). An HTML plot (`bench_scale.html`, bokeh) of per-stage
 time and memory, and of time and memory against size over the runs kept in `--out`, goes to `--out`
@@ -25,6 +26,7 @@ their share of the full run's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -69,8 +71,8 @@ QUESTIONS = [
 
 
 class PeakRss:
-    """The process's peak RSS since the last `take()`, sampled on a thread (getrusage keeps only the
-    whole run's peak)."""
+    """The peak RSS of the process and its children since the last `take()`, sampled on a thread
+    (getrusage keeps only the whole run's peak, and one process's)."""
 
     def __init__(self, every_s: float = 0.05) -> None:
         self._proc = psutil.Process()
@@ -80,16 +82,24 @@ class PeakRss:
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
         self._thread.start()
 
+    def _tree_rss(self) -> int:
+        """This process's RSS plus its children's (the offline extractor's worker processes)."""
+        rss = self._proc.memory_info().rss
+        for child in self._proc.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # it ended between the listing and the read
+                rss += child.memory_info().rss
+        return rss
+
     def _run(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            rss = self._proc.memory_info().rss
+            rss = self._tree_rss()
             with self._lock:
                 self._peak = max(self._peak, rss)
 
     def take(self) -> int:
         """The peak since the last call, in bytes; the next interval starts at the RSS of now."""
         with self._lock:
-            peak, self._peak = self._peak, self._proc.memory_info().rss
+            peak, self._peak = self._peak, self._tree_rss()
         return peak
 
     def stop(self) -> None:

@@ -44,6 +44,12 @@ class ExtractionSettings(BaseModel):
     extraction_pack_tokens: int = Field(
         default=1200, ge=0, description="LLM extraction: text tokens packed into one request; 0 = one unit"
     )
+    extraction_processes: int = Field(
+        default=0,
+        ge=0,
+        description="Offline extraction: worker processes that extract the packs (the rules and spaCy are "
+        "one core's work each); 0 = one per core when a run has 256 units or more, 1 = in process",
+    )
     extract_claims: bool = True
     claim_description: str = "Any claims or facts that could be relevant to information discovery."
     offline_cooccurrence_window: int = Field(

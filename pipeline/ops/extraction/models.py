@@ -83,6 +83,7 @@ class ExtractionOptions:
     ner: bool = True  # offline: spaCy's NER types and adds names (the nlp method); False: the rules alone
     encoding: str = "o200k_base"  # counts the text units packed into one request (`packed.plan_packs`)
     pack_tokens: int = 1200  # text tokens packed into one request at most; 0: one unit per request
+    processes: int = 0  # offline: worker processes for the packs; 0: one per core on a long run
 
     @classmethod
     def from_settings(cls, settings: ExtractionSettings) -> ExtractionOptions:
@@ -94,6 +95,7 @@ class ExtractionOptions:
             window=settings.offline_cooccurrence_window,
             encoding=settings.encoding,
             pack_tokens=settings.extraction_pack_tokens,
+            processes=settings.extraction_processes,
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +23,8 @@ from pipeline.ops.extraction.models import (
     UnitExtraction,
 )
 from pipeline.ops.extraction.packed import plan_packs
+from pipeline.ops.extraction.processes import shutdown as shutdown_workers
+from pipeline.ops.extraction.processes import workers_for
 from pipeline.ops.extraction.task import EXTRACT, EXTRACT_PACK
 
 PROGRESS_EVERY = 100  # units between progress reports
@@ -59,6 +61,7 @@ def extract_graph(
     started = time.monotonic()
     identity = engine.identity(EXTRACT, options)
     rows = text_units.select(["id", "document_id", "text", "start_char"]).to_pylist()
+    options = replace(options, processes=workers_for(options.processes, len(rows)))
     requests = [
         ExtractionRequest(row["text"], row["id"], row["document_id"], row["start_char"] or 0, options)
         for row in rows
@@ -74,7 +77,11 @@ def extract_graph(
             progress(done, len(rows))
         return outcomes
 
-    by_pack = engine.run_batch(packs, one)
+    try:
+        by_pack = engine.run_batch(packs, one)
+    finally:
+        if options.processes > 1:
+            shutdown_workers()  # their memory (spaCy in each) goes back before the next stage
     outcomes: list[Any] = [None] * len(rows)
     for pack, outcome in zip(packs, by_pack, strict=True):
         for k, i in enumerate(pack):

@@ -13,6 +13,7 @@ from pipeline.ops.extraction.llm import extract_request_llm, llm_identity
 from pipeline.ops.extraction.models import ExtractionFailure, ExtractionRequest, UnitExtraction
 from pipeline.ops.extraction.offline import extract_request, extract_requests, offline_identity
 from pipeline.ops.extraction.packed import extract_pack_llm
+from pipeline.ops.extraction.processes import run_in_workers
 
 Outcome = tuple[UnitExtraction, ExtractionFailure | None]
 Pack = tuple[ExtractionRequest, ...]
@@ -41,7 +42,8 @@ EXTRACT: Task[ExtractionRequest, Outcome] = Task(
 
 
 async def _offline_pack(requests: Pack, ctx: TaskContext) -> list[Outcome]:
-    return [(unit, None) for unit in extract_requests(requests)]
+    workers = requests[0].options.processes if requests else 1
+    return [(unit, None) for unit in await run_in_workers(extract_requests, requests, workers)]
 
 
 async def _model_pack(requests: Pack, ctx: TaskContext) -> list[Outcome]:
