@@ -227,3 +227,26 @@ def test_a_reindex_takes_unchanged_units_pieces_instead_of_splitting_them_again(
     other = _CountingSplits(piece_overlap=8)
     changed, _ = _index_pieces(tmp_path, other, [long_a, long_b])
     assert long_a in other.split_texts and changed.column("id").to_pylist() != first.column("id").to_pylist()
+
+
+def test_the_cache_closes_every_connection_it_opens(tmp_path):
+    """sqlite3's `with conn:` only commits: a connection it leaves sits in a reference cycle, with the
+    database, WAL and shared-memory files open, until a garbage collection (measured: 43 descriptors
+    after 20 calls with the collector off)."""
+    import gc
+    import os
+
+    def open_files() -> int:
+        fds = os.listdir("/proc/self/fd")
+        return sum(1 for fd in fds if str(tmp_path) in os.path.realpath(f"/proc/self/fd/{fd}"))
+
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    gc.disable()
+    try:
+        for i in range(20):
+            cache.put_many("m", {f"h{i}": np.ones(4, dtype=np.float32)})
+            assert set(cache.get_many("m", [f"h{i}"])) == {f"h{i}"}
+            assert cache.count("m") == i + 1
+        assert open_files() == 0
+    finally:
+        gc.enable()

@@ -3,9 +3,10 @@ of the text), safe for several processes on one machine."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +27,17 @@ class EmbeddingCache:
                 " PRIMARY KEY (model, text_hash))"
             )
 
-    def _connect(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One connection for one transaction, closed after it: sqlite3's own `with conn:` commits but
+        leaves the connection (and its file handles) open until garbage collection."""
         conn = sqlite3.connect(self.path, timeout=60)
-        conn.execute("PRAGMA busy_timeout=60000")
-        return conn
+        try:
+            conn.execute("PRAGMA busy_timeout=60000")
+            with conn:  # commit on success, roll back on an error
+                yield conn
+        finally:
+            conn.close()
 
     def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

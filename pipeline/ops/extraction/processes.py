@@ -8,10 +8,10 @@ are deterministic).
 
 Spawned, not forked: the parent may already hold torch's and OpenBLAS's thread pools, which a fork copies
 in a state that can hang the child. Each worker keeps BLAS on one thread, so n workers use n cores. A
-process that cannot have children (dask's daemonic worker processes) extracts in process, and so does a
-pack whose worker died: the pool is dropped, the next pack gets a new one, and no unit is lost. The pool
-lives for one extraction run (`run.extract_graph` shuts it down), so its memory is back before the next
-stage.
+process that cannot have children (dask's daemonic worker processes) extracts in process, and so do the
+packs of a pool whose worker died (an OOM kill): the pool is dropped, the packs it still held are extracted
+here, and no unit is lost. The pool lives for one extraction run (`run.extract_graph` shuts it down), so
+its memory is back before the next stage.
 """
 
 from __future__ import annotations
