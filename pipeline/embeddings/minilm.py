@@ -150,10 +150,11 @@ def resolve_precision(precision: str, device: str, quantize: str) -> str:
     """'auto' is bf16 on a CPU with native bf16 and no int8 quantization, fp32 everywhere else.
 
     Why bf16 by default there: MiniLM's time is its matrix products, and bf16 instructions do twice the
-    multiply-adds of fp32 per cycle. On the 2-core AMD EPYC (Zen 4) bench machine, 256 windows of
-    Python's documentation took 62 ms a window in fp32 and 29-32 ms in bf16, vectors at cosine
-    >= 0.9998 of fp32's (`bench/bench_embed_precision.py`). Without the instructions torch emulates
-    bf16, slower than fp32, so 'auto' stays fp32 there; GPUs keep fp32 as before."""
+    multiply-adds of fp32 per cycle. On the 2-core AMD EPYC (Zen 4) bench machine a 254-token window
+    took 50-52 ms in fp32 and 24-26 ms in bf16, vectors at cosine >= 0.9998 of fp32's
+    (`bench/bench_embed_precision.py`); in the scale bench's index runs, 56-61 ms and 30-31 ms. Without
+    the instructions torch emulates bf16, slower than fp32, so 'auto' stays fp32 there; GPUs keep fp32
+    as before."""
     if precision != "auto":
         return precision
     if quantize == "none" and device == "cpu" and cpu_has_native_bf16():
