@@ -162,6 +162,11 @@ def test_bf16_minilm_gives_unit_vectors_at_fp32_cosine_under_its_own_cache_ident
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     assert (np.einsum("ij,ij->i", a, b) > 0.999).all()  # measured >= 0.9998 on full windows
     assert not np.allclose(a, b, atol=1e-5)  # bf16 really ran
+    # one compiled kernel set per padded length, not per token count: the service's memory stays flat
+    lengths = {
+        bf16._load()[0].preprocess([" ".join(["word"] * n)])["input_ids"].shape[1] for n in range(1, 60)
+    }
+    assert lengths == {16, 32, 48, 64}
 
 
 def test_settings_refuse_bf16_together_with_int8():
