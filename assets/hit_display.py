@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_rows
+from pipeline.query.common.front_matter import document_regions
 from pipeline.query.matched_piece import matching_pieces
 
 
@@ -20,8 +20,8 @@ def add_matches(hits: list[dict[str, Any]], query: str, store: NamespaceStore, e
         {"text": h.get("text") or "", "document_id": h.get("document_id"), "start_char": h.get("start_char")}
         for h in hits
     ]
-    if store.has_table(schema.DOCUMENTS):
-        passages = mask_rows(passages, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
+    if (regions := document_regions(store)) is not None:
+        passages = mask_rows(passages, regions)
     for hit, match in zip(hits, matching_pieces(query, passages, embedder), strict=True):
         hit["match"] = match.to_dict() if match else None
 

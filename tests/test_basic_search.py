@@ -92,3 +92,44 @@ def test_min_score_leaves_out_passages_below_it_and_none_left_is_no_results(tiny
     assert all(c["text_unit_id"] in {s["text_unit_id"] for s in kept.sources} for c in kept.citations)
     none = asyncio.run(basic_search_async(scope, QUESTION, BasicSearchConfig(top_k=6, min_score=1.0)))
     assert none.status == "no_results" and "min_score" in none.reason and none.usage["calls"] == 0
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 40])
+def test_held_piece_vectors_rank_units_as_lancedb_flat_search_does(tiny, embedder, k):
+    from pipeline.query.common.search import _best_units_held, _best_units_lance
+
+    units = [r["id"] for r in tiny.read_table(schema.TEXT_UNITS, columns=["id"]).to_pylist()]
+    questions = [QUESTION, "Who is Marley?", "Christmas dinner at the Cratchits' house", "ghost"]
+    for question in questions:
+        vector = embedder.embed([question])[0]
+        for allowed in (None, set(units[::2])):
+            held = _best_units_held(tiny, vector, k, allowed)
+            flat = _best_units_lance(tiny, vector, k, allowed)
+            assert held is not None and [u for u, _ in held] == [u for u, _ in flat], (question, k)
+            assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(held, flat, strict=True))
+            assert allowed is None or {u for u, _ in held} <= allowed
+
+
+def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
+    from pipeline.core.tables import to_table
+    from pipeline.ops.boilerplate import content_span
+    from pipeline.query.common.front_matter import document_regions
+
+    def write(text: str) -> None:
+        row = {name: None for name in schema.DOCUMENTS_SCHEMA.names} | {
+            "id": "d1",
+            "title": "t",
+            "text": text,
+        }
+        store.write_table(schema.DOCUMENTS, to_table([row], schema.DOCUMENTS_SCHEMA))
+
+    store = NamespaceStore(tmp_path, "docs")
+    assert document_regions(store) is None  # no documents table: nothing to mask
+    first = "[Illustration: a door knocker]\n\nMarley was dead: to begin with."
+    write(first)
+    regions = document_regions(store)
+    assert regions is document_regions(store)  # unchanged table: the same held regions, no re-read
+    assert regions("d1") == content_span(first).regions != () and regions("unknown") == ()
+    second = "Marley was dead: to begin with. There is no doubt whatever about that."
+    write(second)  # a re-index rewrote the table: its regions are the new text's
+    assert document_regions(store)("d1") == content_span(second).regions == ()

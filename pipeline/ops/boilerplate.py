@@ -20,7 +20,7 @@ offsets stay intact: `mask` keeps every character's position.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,17 +271,13 @@ def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
     return units.set_column(units.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
 
 
-def mask_rows(rows: list[dict[str, Any]], documents: pa.Table) -> list[dict[str, Any]]:
+def mask_rows(
+    rows: list[dict[str, Any]], regions_of: Callable[[str], tuple[Region, ...]]
+) -> list[dict[str, Any]]:
     """Rows with `text`, `document_id` and `start_char` (retrieved passages), each text's front matter
-    blanked as `mask_text_units` does; the rows' offsets still name the unmasked source."""
-    if not rows:
-        return rows
-    units = pa.table(
-        {
-            "text": [r.get("text") or "" for r in rows],
-            "document_id": [r.get("document_id") for r in rows],
-            "start_char": [r.get("start_char") or 0 for r in rows],
-        }
-    )
-    texts = mask_text_units(units, documents).column("text").to_pylist()
-    return [{**r, "text": t} for r, t in zip(rows, texts, strict=True)]
+    blanked as `mask_text_units` does, by `regions_of(document_id)` (no regions for an unknown
+    document); the rows' offsets still name the unmasked source."""
+    return [
+        {**r, "text": mask(r.get("text") or "", regions_of(r.get("document_id")), r.get("start_char") or 0)}
+        for r in rows
+    ]

@@ -27,6 +27,7 @@ from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
+from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.options import with_overrides
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
@@ -113,8 +114,8 @@ def retrieve(
                 "text": row.get("text") or "",
             }
         )
-    if store.has_table(schema.DOCUMENTS):  # front matter is not a passage to answer from
-        out = mask_rows(out, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
+    if (regions := document_regions(store)) is not None:  # front matter is not a passage to answer from
+        out = mask_rows(out, regions)
     return out, max((r["score"] for r in dense), default=-1.0)
 
 

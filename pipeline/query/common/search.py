@@ -10,6 +10,7 @@ from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
 from pipeline.embeddings.base import Embedder
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.io.store import NamespaceStore
+from pipeline.query.common.vector_cache import cosines, held_vectors
 
 
 def _clean(rows: list[dict[str, Any]], include_vectors: bool) -> list[dict[str, Any]]:
@@ -53,12 +54,57 @@ def _search_units_by_pieces(
     store: NamespaceStore, vector: np.ndarray, k: int, where: str | None, include_vectors: bool
 ) -> list[dict[str, Any]]:
     units = store.open_lance_table(LANCE_TEXT_UNITS)
-    pieces = store.open_lance_table(LANCE_TEXT_UNIT_PIECES)
     allowed: set[str] | None = None
     if where:
         allowed = {r["id"] for r in units.search().where(where).select(["id"]).limit(None).to_list()}
         if not allowed:
             return []
+    top = _best_units_held(store, vector, k, allowed)
+    if top is None:
+        top = _best_units_lance(store, vector, k, allowed)
+    if not top:
+        return []
+    quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
+    rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
+    # Pieces and units are two tables: mid re-index a piece may outlive its unit.
+    return _clean([{**rows[uid], "score": score} for uid, score in top if uid in rows], include_vectors)
+
+
+def _best_units_held(
+    store: NamespaceStore, vector: np.ndarray, k: int, allowed: set[str] | None
+) -> list[tuple[str, float]] | None:
+    """The `k` units whose best piece is nearest, from the pieces' vectors held in memory
+    (`vector_cache`); None when the table is too large to hold.
+
+    LanceDB searched the pieces flat on every question (they carry no ANN index): 24 ms of a 50 ms basic
+    query on the 11 MB corpus, with read buffers that grew the server by ~85 MB under load. The matrix
+    product gives the same ranking; ties go to the earlier piece, as in `vector_cache.nearest`."""
+    matrix = held_vectors(store, LANCE_TEXT_UNIT_PIECES, "text_unit_id")
+    if matrix is None:
+        return None
+    scores = cosines(matrix, vector)
+    if not len(scores):
+        return []
+    limit = max(4 * k, 50)  # pieces looked at first; enough for k units unless a unit has many near pieces
+    while True:
+        n = min(limit, len(scores))
+        rows = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+        rows = rows[np.lexsort((rows, -scores[rows]))]
+        best: dict[str, float] = {}
+        for row in rows:
+            uid = matrix.keys[row]
+            if allowed is None or uid in allowed:
+                best.setdefault(uid, float(scores[row]))
+        if len(best) >= k or n >= len(scores):
+            return list(best.items())[:k]
+        limit *= 4
+
+
+def _best_units_lance(
+    store: NamespaceStore, vector: np.ndarray, k: int, allowed: set[str] | None
+) -> list[tuple[str, float]]:
+    """`_best_units_held` by LanceDB's flat search, for a pieces table too large to hold."""
+    pieces = store.open_lance_table(LANCE_TEXT_UNIT_PIECES)
     best: dict[str, float] = {}
     limit = max(4 * k, 50)
     total = pieces.count_rows()
@@ -78,13 +124,7 @@ def _search_units_by_pieces(
         if len(best) >= k or limit >= total:
             break
         limit *= 4
-    top = sorted(best.items(), key=lambda kv: -kv[1])[:k]
-    if not top:
-        return []
-    quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
-    rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
-    # Pieces and units are two tables: mid re-index a piece may outlive its unit.
-    return _clean([{**rows[uid], "score": score} for uid, score in top if uid in rows], include_vectors)
+    return sorted(best.items(), key=lambda kv: -kv[1])[:k]
 
 
 def text_search(

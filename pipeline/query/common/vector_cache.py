@@ -68,11 +68,9 @@ def nearest(
     matrix = held_vectors(store, table, key_column)
     if matrix is None:
         return None
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(query))
-    if not matrix.keys or norm == 0.0:
+    scores = cosines(matrix, vector)
+    if not len(scores):
         return []
-    scores = matrix.unit @ (query / norm)
     rows = np.arange(len(scores))
     if level is not None:
         if matrix.levels is None:
@@ -84,6 +82,15 @@ def nearest(
         rows, scores = rows[top], scores[top]
     order = np.lexsort((rows, -scores))
     return [(matrix.keys[rows[i]], float(scores[i])) for i in order]
+
+
+def cosines(matrix: VectorMatrix, vector: np.ndarray) -> np.ndarray:
+    """Each row's cosine to `vector`; none when the matrix is empty or the vector is zero."""
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(query))
+    if not matrix.keys or norm == 0.0:
+        return np.zeros(0, dtype=np.float32)
+    return matrix.unit @ (query / norm)
 
 
 def _load(store: NamespaceStore, table: str, key_column: str) -> VectorMatrix | None:
