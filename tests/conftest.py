@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 from collections.abc import Iterator
@@ -18,6 +19,14 @@ SHARED_DATA = Path(os.environ.get("SHARED_DATA", REPO_ROOT.parent / "shared" / "
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Kill any child process a failed test left running: multiprocessing joins its non-daemon children at
+    exit, and one blocked on a dead peer would otherwise keep the run from ever ending."""
+    for child in multiprocessing.active_children():
+        child.kill()
+        child.join(timeout=30)
 
 
 def shared_data(*parts: str) -> Path:

@@ -25,6 +25,7 @@ from pipeline.settings import load_settings
 from tests.support.fault_proxy import FaultProxy
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
 from tests.support.pg import pg_dsn  # noqa: F401 - session fixture: a throwaway PostgreSQL server
+from tests.support.processes import run_to_completion
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +76,13 @@ def _put_same_key(url: str, table: str, worker: int, n: int, start: Any) -> None
 def test_pg_llm_cache_concurrent_puts_of_one_key_from_several_processes_keep_one_row(cache_url: str) -> None:
     table, workers, n = _table("llm_race"), 4, 50
     ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(workers)
-    procs = [ctx.Process(target=_put_same_key, args=(cache_url, table, w, n, start)) for w in range(workers)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    # timeout: a worker that dies early breaks the barrier instead of hanging the rest
+    start = ctx.Barrier(workers, timeout=120)
+    procs = [
+        ctx.Process(target=_put_same_key, args=(cache_url, table, w, n, start), daemon=True)
+        for w in range(workers)
+    ]
+    run_to_completion(procs)
     cache = PgLLMCache(cache_url, table=table)
     assert cache.count() == 1 + workers * n
     assert cache.get("shared").response in {f"worker {w}" for w in range(workers)}

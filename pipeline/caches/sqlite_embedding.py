@@ -11,6 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.caches.sqlite_wal import prepare_wal_file
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS embeddings ("
+    " model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,"
+    " PRIMARY KEY (model, text_hash))"
+)
+
 
 class EmbeddingCache:
     """SQLite store of vectors keyed by (model id, sha256 of text). Safe for several processes on one
@@ -19,13 +27,7 @@ class EmbeddingCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings ("
-                " model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,"
-                " PRIMARY KEY (model, text_hash))"
-            )
+        prepare_wal_file(self.path, _SCHEMA)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

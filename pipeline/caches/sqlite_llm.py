@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from pipeline.caches.base import ResponseCacheBase
+from pipeline.caches.sqlite_wal import prepare_wal_file
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses ("
@@ -33,9 +34,7 @@ class LLMCache(ResponseCacheBase):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__()
         self._local = threading.local()
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(_SCHEMA)
+        prepare_wal_file(self.path, _SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
         """This thread's connection. Kept open: closing the last one checkpoints the WAL (an fsync)."""
