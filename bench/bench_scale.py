@@ -110,7 +110,14 @@ class PeakRss:
 def ensure_sources() -> Path:
     if not SOURCES.is_dir():
         print("installing python3.11-doc (apt-get) ...", file=sys.stderr, flush=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", "python3.11-doc"], check=True, capture_output=True)
+        install = ["apt-get", "install", "-y", "-q", "python3.11-doc"]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if subprocess.run(install, capture_output=True, env=env).returncode != 0:
+            # A new machine's package lists may be empty or stale: 'Unable to locate package'.
+            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env)
+            done = subprocess.run(install, capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                raise SystemExit(f"apt-get could not install python3.11-doc:\n{done.stderr.strip()}")
     return SOURCES
 
 
