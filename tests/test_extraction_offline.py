@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from pipeline.ops.extraction import GENERIC_TYPE, from_table, to_table
+from dataclasses import replace
+
+from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
+from pipeline.ops.extraction import GENERIC_TYPE, from_table, table_counts, to_table
 from pipeline.ops.extraction.offline import extract_unit
+from pipeline.ops.extraction.run import ExtractionRun
 from pipeline.ops.extraction.text import find_dates, split_sentences
+from pipeline.ops.incremental import reuse_extractions, tag_extraction_config
 
 PARAGRAPH = (
     "Marie Curie was born in Warsaw in November 1867. She studied physics at the University of Paris. "
@@ -90,6 +95,33 @@ def test_deterministic_and_round_trips_through_the_table():
     assert from_table(to_table([first])) == [first]
 
 
+def test_the_tables_counts_are_the_records_counts():
+    first = _extract()
+    units = [
+        first,
+        replace(
+            first, text_unit_id="unit-2", status="partial", rounds=3, dropped_records=2, retyped_entities=1
+        ),
+        replace(first, text_unit_id="unit-3", status="failed", entities=[], relationships=[], claims=[]),
+    ]
+    counts = table_counts(to_table(units))
+    assert counts == ExtractionRun("", units).counts()
+    assert counts["entity_mentions"] == 2 * len(first.entities) > 0
+    assert (counts["failed_text_units"], counts["partial_text_units"], counts["gleaning_rounds_used"]) == (
+        1,
+        1,
+        2,
+    )
+
+
+def test_a_read_without_the_graph_columns_decodes_the_claims_alone():
+    unit = _extract()
+    table = to_table([unit]).drop_columns(["entities", "relationships"])
+    (decoded,) = from_table(table)
+    assert decoded.claims == unit.claims and unit.claims
+    assert decoded.entities == [] and decoded.relationships == []
+
+
 def test_possessives_honorifics_and_headings():
     text = (
         "STAVE ONE. MARLEY'S GHOST\n\n"
@@ -117,3 +149,18 @@ def test_dates_are_iso_at_the_stated_precision():
         "1950-05",
         "1940",
     ]
+
+
+def test_a_reindex_takes_the_stored_rows_of_unchanged_units_under_the_same_config():
+    first = _extract()
+    second = replace(first, text_unit_id="unit-2")
+    failed = replace(first, text_unit_id="unit-3", status="failed")
+    previous = tag_extraction_config(to_table([first, second, failed]), "config-1")
+    rows = reuse_extractions(previous, "config-1", ["unit-2", "unit-3", "unit-9"])
+    assert from_table(rows) == [second]  # a failed unit is extracted again
+    assert rows.schema.names == EXTRACTED_GRAPH_SCHEMA.names
+    assert reuse_extractions(previous, "config-2", ["unit-2"]) is None
+    # A table written before two columns were added is brought to today's columns.
+    old = previous.drop_columns(["dropped_records", "retyped_entities"])
+    rows = reuse_extractions(old, "config-1", ["unit-1"])
+    assert rows.schema.names == EXTRACTED_GRAPH_SCHEMA.names and from_table(rows) == [first]

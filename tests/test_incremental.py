@@ -147,6 +147,12 @@ def test_each_step_redoes_only_the_changed_work(cycle, step, docs, delta, units,
     x = _meta(result, "extracted_graph")
     assert x["reused_offline_extractions"] == reused and x["text_units"] == docs
     assert x["llm_calls"] == 0  # offline
+    g = _meta(result, "entities")
+    # Every description is written once, taken from the last run, or empty; after the first run the
+    # unchanged documents' entities are taken (the tables equal a fresh index's: the test below).
+    written = g["descriptions_offline"] + g["descriptions_reused"] + g["descriptions_kept_as_is"]
+    assert written == g["rows"] + _meta(result, "relationships")["rows"]
+    assert (g["descriptions_reused"] > 0) == (step != "initial")
 
 
 def test_deleted_document_leaves_nothing_behind(cycle):

@@ -9,12 +9,16 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 _POSSESSIVE = re.compile(r"(?<=\w)['’`]s?$|(?<=\w)['’`]s(?=\s)", re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _LEADING_ARTICLE = re.compile(r"^(the|a|an)\s+")
 
 
+# Resolution keys every mention and both ends of every relationship mention: 250k calls on the 11 MB
+# scale corpus, for a few thousand distinct names.
+@lru_cache(maxsize=65_536)
 def normalize_name(name: str) -> str:
     """The merge key of a name: 'The  Scrooge’s' -> 'scrooge', 'Wiley-Blackwell' -> 'wiley blackwell'."""
     text = unicodedata.normalize("NFKC", name).strip()

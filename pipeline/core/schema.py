@@ -108,6 +108,9 @@ ENTITIES = "entities"
 RELATIONSHIPS = "relationships"
 COVARIATES = "covariates"  # GraphRAG's name for claims
 COMMUNITIES = "communities"
+# The offline description summaries of the last resolution, by digest of what each summarized, for the
+# next run to reuse (pipeline.ops.descriptions.SummaryReuse); not a GraphRAG table.
+DESCRIPTION_SUMMARIES = "description_summaries"
 GRAPHML_EXPORT = "graph.graphml"  # for Gephi / Cytoscape, in the namespace folder
 GRAPH_VIEW = "graph.html"  # a self-contained page of the graph (pipeline.ops.graph_view)
 
@@ -188,6 +191,7 @@ ENTITIES_SCHEMA = pa.schema(
         ("name_key", pa.string()),  # normalised name (pipeline.core.names.normalize_name)
     ]
 )
+DESCRIPTION_SUMMARIES_SCHEMA = pa.schema([("digest", pa.string()), ("summary", pa.string())])
 RELATIONSHIPS_SCHEMA = pa.schema(
     [
         ("id", pa.string()),  # sha256 of the (sorted) endpoint ids

@@ -13,11 +13,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Json, StageReport
 from pipeline.io.store import NamespaceStore
+from pipeline.ops.descriptions import SummaryReuse
 from pipeline.ops.extraction import from_table
 from pipeline.ops.graph_export import degree_summary
 from pipeline.ops.resolution import (
@@ -38,6 +42,14 @@ class EntitiesSummary:
     duration_s: float
 
 
+def previous_summaries(store: NamespaceStore) -> dict[str, str]:
+    """The last resolution's description summaries by digest (none before the first run)."""
+    if not store.has_table(schema.DESCRIPTION_SUMMARIES):
+        return {}
+    table = store.read_table(schema.DESCRIPTION_SUMMARIES)
+    return dict(zip(table.column("digest").to_pylist(), table.column("summary").to_pylist(), strict=True))
+
+
 def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> EntitiesSummary:
     """extracted_graph -> entities + relationships."""
     started = time.monotonic()
@@ -49,20 +61,32 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
         if options.drop_common_words
         else None
     )
-    graph = resolve_graph(units, options, engine, lowercase)
+    reuse = SummaryReuse(previous_summaries(store))
+    graph = resolve_graph(units, options, engine, lowercase, reuse)
     store.write_table(schema.ENTITIES, graph.entities)
     store.write_table(schema.RELATIONSHIPS, graph.relationships)
+    # Keyed by content, so whatever run wrote them last, a summary found under a digest is still right.
+    store.write_table(
+        schema.DESCRIPTION_SUMMARIES,
+        pa.table(
+            {"digest": list(reuse.current), "summary": list(reuse.current.values())},
+            schema=schema.DESCRIPTION_SUMMARIES_SCHEMA,
+        ),
+    )
 
     ids = graph.entities.column("id").to_pylist()
     known = set(ids)
-    rels = graph.relationships.select(["source_id", "target_id"]).to_pylist()
+    entity_ids = graph.entities.column("id").combine_chunks()
+    rels = graph.relationships
+    resolved = pc.and_(
+        pc.is_in(rels.column("source_id"), value_set=entity_ids),
+        pc.is_in(rels.column("target_id"), value_set=entity_ids),
+    )
     return EntitiesSummary(
         stats=graph.stats,
         types=dict(Counter(graph.entities.column("type").to_pylist()).most_common()),
         degrees=degree_summary(graph.entities),
-        dangling_relationships=sum(
-            1 for r in rels if r["source_id"] not in known or r["target_id"] not in known
-        ),
+        dangling_relationships=rels.num_rows - (pc.sum(resolved).as_py() or 0),
         duplicate_entity_ids=len(ids) - len(known),
         duration_s=round(time.monotonic() - started, 3),
     )
@@ -88,6 +112,7 @@ def run(ctx: IndexContext) -> dict[str, StageReport]:
             "degree_distribution": Json(summary.degrees),
             "descriptions_kept_as_is": s.summaries.kept_as_is,
             "descriptions_offline": s.summaries.offline,
+            "descriptions_reused": s.summaries.reused,
             "description_llm_calls": s.summaries.llm_calls,
             "description_llm_failures": s.summaries.llm_failures,
         },

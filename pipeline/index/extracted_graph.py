@@ -40,7 +40,7 @@ from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_text_units
-from pipeline.ops.extraction import ExtractionFailure, failures_table, from_table, to_table
+from pipeline.ops.extraction import ExtractionFailure, failures_table, table_counts, to_table
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
 from pipeline.ops.extraction.run import ExtractionRun, extract_graph
 from pipeline.ops.extraction.task import EXTRACT
@@ -118,20 +118,23 @@ def _extract(
     if not identity.reusable:
         run = _run(_masked(store, units), settings, engine, claims_engine, progress)
         table = to_table(run.units)
-        reused = {}
+        reused = set()
     else:
         previous = (
             store.read_table(schema.EXTRACTED_GRAPH) if store.has_table(schema.EXTRACTED_GRAPH) else None
         )
         ids = units.column("id").to_pylist()
-        reused = reuse_extractions(previous, identity.config, ids)
+        kept = reuse_extractions(previous, identity.config, ids)
+        reused = set() if kept is None else set(kept.column("text_unit_id").to_pylist())
         todo = [i for i, uid in enumerate(ids) if uid not in reused]
         todo_units = _masked(store, units.take(pa.array(todo, pa.int64())))
         run = _run(todo_units, settings, engine, claims_engine, progress)
-        fresh = {u.text_unit_id: u for u in run.units}
-        run.units = [reused[uid] if uid in reused else fresh[uid] for uid in ids]
-        table = tag_extraction_config(to_table(run.units), identity.config)
-    summary = ExtractionSummary(run.method, run.counts(), run.failures, round(run.duration_s, 3), len(reused))
+        fresh = to_table(run.units)
+        table = fresh if kept is None else order_like(pa.concat_tables([kept, fresh]), "text_unit_id", ids)
+        table = tag_extraction_config(table, identity.config)
+    summary = ExtractionSummary(
+        run.method, table_counts(table), run.failures, round(run.duration_s, 3), len(reused)
+    )
     failures = sorted(run.failures, key=lambda f: (f.text_unit_id, f.round))
     return table, failures_table(failures), summary
 
@@ -226,11 +229,10 @@ def index_extracted_graph(
     stale = stale_parts(store.files(SHARD_FOLDER, ".parquet"), shards)
     for name in stale:
         store.delete_file(name)
-    run = ExtractionRun("", from_table(merged))
     return ExtractionSummary(
         method=identity.method,
         counts={
-            **run.counts(),
+            **table_counts(merged),
             "shards": shards,
             "shards_merged": merged_shards,
             "stale_shard_parts_removed": len(stale),

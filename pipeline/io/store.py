@@ -169,6 +169,11 @@ class NamespaceStore:
         with self.open_input_file(f"{table}.parquet") as source:
             return pq.read_table(source, columns=columns)
 
+    def read_schema(self, table: str) -> pa.Schema:
+        """A stored table's schema (its columns as written), without reading its rows."""
+        with self.open_input_file(f"{table}.parquet") as source:
+            return pq.read_schema(source)
+
     # ---- LanceDB -------------------------------------------------------------------------
     @property
     def lance_uri(self) -> str:

@@ -49,6 +49,7 @@ from pipeline.ops.canonical import canonical_keys, majority_type
 from pipeline.ops.descriptions import (
     DescriptionItem,
     DescriptionOptions,
+    SummaryReuse,
     SummaryStats,
     distinct,
     summarize_all,
@@ -129,10 +130,12 @@ def resolve_graph(
     options: ResolutionOptions,
     engine: Engine,
     lowercase: Mapping[str, int] | None = None,
+    reuse: SummaryReuse | None = None,
 ) -> ResolvedGraph:
     """The `entities` and `relationships` tables of the units, by the rules in the module docstring; the
-    engine writes the descriptions (`pipeline.ops.descriptions`). `lowercase` counts the corpus's
-    lower-case words (`lowercase_words`), for the common-word rule."""
+    engine writes the descriptions (`pipeline.ops.descriptions`; `reuse`: the previous run's, where the
+    engine's are reusable). `lowercase` counts the corpus's lower-case words (`lowercase_words`), for the
+    common-word rule."""
     stats = ResolutionStats()
     mentions = _mentions(units, stats)
     common: set[str] = set()
@@ -181,7 +184,7 @@ def resolve_graph(
     items += [
         DescriptionItem((titles[r["source_id"]], titles[r["target_id"]]), r["descriptions"]) for r in rel_rows
     ]
-    summaries, stats.summaries = summarize_all(items, options.descriptions, engine)
+    summaries, stats.summaries = summarize_all(items, options.descriptions, engine, reuse)
     for row, summary in zip([*ent_rows, *rel_rows], summaries, strict=True):
         row["description"] = summary
         del row["descriptions"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionFailure, UnitExtraction
 from pipeline.ops.extraction.offline import OFFLINE_VERSION, extract_unit
-from pipeline.ops.extraction.table import failures_table, from_table, to_table
+from pipeline.ops.extraction.table import failures_table, from_table, table_counts, to_table
 
 __all__ = [
     "GENERIC_TYPE",
@@ -21,5 +21,6 @@ __all__ = [
     "extract_unit",
     "failures_table",
     "from_table",
+    "table_counts",
     "to_table",
 ]

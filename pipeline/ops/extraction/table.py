@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.core import schema, tables
 from pipeline.core.plain import plain
@@ -22,6 +23,8 @@ def to_table(units: list[UnitExtraction]) -> pa.Table:
 
 
 def from_table(table: pa.Table) -> list[UnitExtraction]:
+    """The records of an `extracted_graph` table; a record column left out of the read (a stage that
+    needs only the claims) decodes as empty."""
     units = []
     for row in table.to_pylist():
         units.append(
@@ -36,12 +39,39 @@ def from_table(table: pa.Table) -> list[UnitExtraction]:
                 # absent from tables written before records were validated one by one
                 dropped_records=row.get("dropped_records") or 0,
                 retyped_entities=row.get("retyped_entities") or 0,
-                entities=[RawEntity(**e) for e in row["entities"] or []],
-                relationships=[RawRelationship(**r) for r in row["relationships"] or []],
-                claims=[RawClaim(**c) for c in row["claims"] or []],
+                entities=[RawEntity(**e) for e in row.get("entities") or []],
+                relationships=[RawRelationship(**r) for r in row.get("relationships") or []],
+                claims=[RawClaim(**c) for c in row.get("claims") or []],
             )
         )
     return units
+
+
+def table_counts(table: pa.Table) -> dict[str, int]:
+    """`ExtractionRun.counts()` of the records in an `extracted_graph` table, read off its columns: the
+    stage reports them without decoding every record (1-2 s on the 11 MB scale corpus)."""
+
+    def total(values: pa.ChunkedArray | pa.Array) -> int:
+        return int(pc.sum(pc.fill_null(values, 0)).as_py() or 0)
+
+    def mentions(column: str) -> int:
+        return total(pc.list_value_length(table.column(column)))
+
+    def has_status(status: str) -> int:
+        return total(pc.cast(pc.equal(table.column("status"), status), pa.int64()))
+
+    rounds = pc.fill_null(table.column("rounds"), 0)
+    return {
+        "text_units": table.num_rows,
+        "entity_mentions": mentions("entities"),
+        "relationship_mentions": mentions("relationships"),
+        "claims": mentions("claims"),
+        "failed_text_units": has_status("failed"),
+        "partial_text_units": has_status("partial"),
+        "gleaning_rounds_used": total(pc.max_element_wise(pc.subtract(rounds, 1), 0)),
+        "dropped_records": total(table.column("dropped_records")),
+        "retyped_entities": total(table.column("retyped_entities")),
+    }
 
 
 def failures_table(failures: list[ExtractionFailure]) -> pa.Table:
