@@ -152,6 +152,7 @@ def client_loop(base: str, i: int, key: str, other: str, questions: list[str], s
                     "status": r.status_code,
                     "s": latency,
                     "message": bool(message),
+                    "at": started,
                 }  # fmt: skip
             )
 
@@ -256,6 +257,12 @@ def main() -> int:
                 for kind in dict.fromkeys(MIX)
                 if kind != "invalid"
             },
+            # When the slowest basic answers were asked (seconds into the run): a burst at the start,
+            # when every client asks at once, or all along.
+            "slowest_basic": [
+                {"at_s": round(r["at"] - started, 1), "s": round(r["s"], 3)}
+                for r in sorted((r for r in valid if r["kind"] == "basic"), key=lambda r: -r["s"])[:5]
+            ],
             "statuses": dict(sorted(Counter(str(r["status"]) for r in rows).items())),
             "statuses_by_kind": {
                 kind: dict(Counter(str(r["status"]) for r in rows if r["kind"] == kind))

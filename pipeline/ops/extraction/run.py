@@ -37,19 +37,6 @@ class ExtractionRun:
     failures: list[ExtractionFailure] = field(default_factory=list)
     duration_s: float = 0.0
 
-    def counts(self) -> dict[str, int]:
-        return {
-            "text_units": len(self.units),
-            "entity_mentions": sum(len(u.entities) for u in self.units),
-            "relationship_mentions": sum(len(u.relationships) for u in self.units),
-            "claims": sum(len(u.claims) for u in self.units),
-            "failed_text_units": sum(1 for u in self.units if u.status == "failed"),
-            "partial_text_units": sum(1 for u in self.units if u.status == "partial"),
-            "gleaning_rounds_used": sum(max(u.rounds - 1, 0) for u in self.units),
-            "dropped_records": sum(u.dropped_records for u in self.units),
-            "retyped_entities": sum(u.retyped_entities for u in self.units),
-        }
-
 
 def extract_graph(
     text_units: pa.Table,
