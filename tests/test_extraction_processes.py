@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.engine.offline import OfflineEngine
-from pipeline.ops.extraction import processes, to_table
+from pipeline.ops.extraction import processes, table_counts, to_table
 from pipeline.ops.extraction.models import ExtractionOptions
 from pipeline.ops.extraction.run import extract_graph
 
@@ -51,8 +51,8 @@ def test_worker_processes_extract_the_same_records_as_one_process(monkeypatch):
     two = extract_graph(units, ExtractionOptions(processes=2), OfflineEngine())
     assert _CountingPool.submitted >= 2  # the packs went to the workers
     assert not processes._pools  # and the pool ended with the run
-    assert one.counts()["entity_mentions"] > 500 and one.counts()["relationship_mentions"] > 100
-    assert two.counts() == one.counts()
+    counts = table_counts(to_table(one.units))
+    assert counts["entity_mentions"] > 500 and counts["relationship_mentions"] > 100
     assert to_table(two.units).equals(to_table(one.units))
 
 
