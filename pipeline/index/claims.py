@@ -25,7 +25,8 @@ class ClaimsSummary:
 def index_claims(store: NamespaceStore) -> ClaimsSummary:
     """extracted_graph + entities -> covariates."""
     started = time.monotonic()
-    # Only the claims: decoding every unit's entities and relationships too was 1 s at 11 MB.
+    # Only the claims: decoding every unit's entities and relationships too made the stage 1.7 s of a 1%
+    # re-index at 11 MB (0.2 s without).
     stored = store.read_schema(schema.EXTRACTED_GRAPH).names  # older tables lack a column or two
     columns = [c for c in stored if c not in ("entities", "relationships")]
     units = from_table(store.read_table(schema.EXTRACTED_GRAPH, columns))
