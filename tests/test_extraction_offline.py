@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pyarrow as pa
+
 from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
 from pipeline.ops.extraction import GENERIC_TYPE, from_table, table_counts, to_table
 from pipeline.ops.extraction.offline import extract_unit
@@ -167,3 +169,12 @@ def test_a_reindex_takes_the_stored_rows_of_unchanged_units_under_the_same_confi
     old = previous.drop_columns(["dropped_records", "retyped_entities"])
     rows = reuse_extractions(old, "config-1", ["unit-1"])
     assert rows.schema.names == EXTRACTED_GRAPH_SCHEMA.names and from_table(rows) == [first]
+    # ... and one written before a record field was added ('inferred' of an entity) to today's records.
+    entity = EXTRACTED_GRAPH_SCHEMA.field("entities").type.value_type
+    older = pa.struct([f for f in entity if f.name != "inferred"])
+    index = previous.schema.get_field_index("entities")
+    old = previous.set_column(
+        index, pa.field("entities", pa.list_(older)), previous.column("entities").cast(pa.list_(older))
+    )
+    rows = reuse_extractions(old, "config-1", ["unit-1"])
+    assert rows.schema.equals(EXTRACTED_GRAPH_SCHEMA, check_metadata=False) and from_table(rows) == [first]

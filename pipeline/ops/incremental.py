@@ -209,6 +209,7 @@ def reuse_extractions(previous: pa.Table | None, config: str, unit_ids: Iterable
     rows = previous.filter(pc.fill_null(keep, False))
     if rows.num_rows == 0:
         return None
-    if rows.schema.names != EXTRACTED_GRAPH_SCHEMA.names:  # written before a column was added
+    if not rows.schema.equals(EXTRACTED_GRAPH_SCHEMA, check_metadata=False):
+        # Written before a column or a record field was added: decoding fills in the defaults.
         return extraction_table(from_table(rows))
     return rows.replace_schema_metadata(EXTRACTED_GRAPH_SCHEMA.metadata)
