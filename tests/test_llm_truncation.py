@@ -299,9 +299,10 @@ def test_one_invalid_record_among_valid_ones_is_dropped_and_counted_the_rest_kep
         ("Pierre Curie", "SUSPECTED"),
     ]
     assert (unit.dropped_records, unit.retyped_entities) == (3, 1)
-    counts = table_counts(to_table(run.units))  # what the stage reports
+    table = to_table(run.units)
+    counts = table_counts(table)  # what the stage reports
     assert (counts["dropped_records"], counts["retyped_entities"]) == (3, 1)
-    row = to_table(run.units).to_pylist()[0]
+    row = table.to_pylist()[0]
     assert (row["dropped_records"], row["retyped_entities"]) == (3, 1)
 
 

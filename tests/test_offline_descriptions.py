@@ -9,9 +9,9 @@ from dataclasses import replace
 from pipeline.core.tokens import count_tokens
 from pipeline.engine.offline import OfflineEngine
 from pipeline.ops.descriptions import SummaryReuse, offline_summary
-from pipeline.ops.extraction.models import RawEntity, RawRelationship, UnitExtraction
 from pipeline.ops.resolution import ResolutionOptions, resolve_graph
 from pipeline.settings import Settings
+from tests.support.records import unit
 
 LONG = "Jacob Marley " + " ".join(["was Scrooge's partner in the counting-house for many years"] * 12) + "."
 
@@ -41,30 +41,20 @@ def test_several_sentences_put_the_one_opening_with_the_name_first_and_fit_the_b
 
 # ---- reuse across runs (SummaryReuse) ------------------------------------------------------------------
 def _graph_units():
-    def unit(uid: str, doc: str, entities, relationships=()) -> UnitExtraction:
-        return UnitExtraction(
-            uid,
-            doc,
-            "offline",
-            "test",
-            entities=[RawEntity(*e) for e in entities],
-            relationships=[RawRelationship(*r) for r in relationships],
-        )
-
     marley = "Jacob Marley was Scrooge's partner for many years. He died seven years before this night."
+    clerk = "Bob Cratchit was Scrooge's clerk. He had a small fire."
     return [
         unit(
             "u1",
-            "d1",
             [
                 ("Jacob Marley", "person", marley),
                 ("Ebenezer Scrooge", "person", "Scrooge kept the counting-house."),
             ],
             [("Jacob Marley", "Ebenezer Scrooge", "Marley was Scrooge's partner.", 1.0)],
+            doc="d1",
+            method="offline",
         ),
-        unit(
-            "u2", "d2", [("Bob Cratchit", "person", "Bob Cratchit was Scrooge's clerk. He had a small fire.")]
-        ),
+        unit("u2", [("Bob Cratchit", "person", clerk)], doc="d2", method="offline"),
     ]
 
 

@@ -7,24 +7,11 @@ import pytest
 from pipeline.core.names import entity_id, normalize_name
 from pipeline.engine.offline import OfflineEngine
 from pipeline.ops.claims import build_covariates
-from pipeline.ops.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship, UnitExtraction
+from pipeline.ops.extraction.models import GENERIC_TYPE, RawClaim, RawEntity, RawRelationship
 from pipeline.ops.relationships import npmi
 from pipeline.ops.resolution import ResolutionOptions, link_text_units, resolve_graph
 from pipeline.settings import Settings
-
-
-def unit(
-    uid: str, entities, relationships=(), doc: str = "doc-a", method: str = "llm", **kw
-) -> UnitExtraction:
-    return UnitExtraction(
-        uid,
-        doc,
-        method,
-        "test",
-        entities=[RawEntity(*e) if isinstance(e, tuple) else e for e in entities],
-        relationships=[RawRelationship(*r) if isinstance(r, tuple) else r for r in relationships],
-        **kw,
-    )
+from tests.support.records import unit
 
 
 @pytest.fixture

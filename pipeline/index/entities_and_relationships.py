@@ -74,8 +74,6 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
         ),
     )
 
-    ids = graph.entities.column("id").to_pylist()
-    known = set(ids)
     entity_ids = graph.entities.column("id").combine_chunks()
     rels = graph.relationships
     resolved = pc.and_(
@@ -87,7 +85,7 @@ def index_entities(store: NamespaceStore, settings: Any, engine: Engine) -> Enti
         types=dict(Counter(graph.entities.column("type").to_pylist()).most_common()),
         degrees=degree_summary(graph.entities),
         dangling_relationships=rels.num_rows - (pc.sum(resolved).as_py() or 0),
-        duplicate_entity_ids=len(ids) - len(known),
+        duplicate_entity_ids=len(entity_ids) - pc.count_distinct(entity_ids).as_py(),
         duration_s=round(time.monotonic() - started, 3),
     )
 
