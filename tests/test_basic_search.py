@@ -133,3 +133,63 @@ def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
     second = "Marley was dead: to begin with. There is no doubt whatever about that."
     write(second)  # a re-index rewrote the table: its regions are the new text's
     assert document_regions(store)("d1") == content_span(second).regions == ()
+
+
+def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_documents(tmp_path):
+    from pipeline.core.tables import to_table
+    from pipeline.ops.boilerplate import Region, content_span
+    from pipeline.ops.incremental import REGIONS_KEY
+    from pipeline.query.common.front_matter import DocumentRegions, document_regions
+
+    store = NamespaceStore(tmp_path, "docs")
+    text = "[Illustration: a door knocker]\n\nMarley was dead: to begin with."
+    doc = {name: None for name in schema.DOCUMENTS_SCHEMA.names} | {"id": "d1", "title": "t", "text": text}
+    store.write_table(schema.DOCUMENTS, to_table([doc], schema.DOCUMENTS_SCHEMA))
+    unit = {name: None for name in schema.TEXT_UNITS_SCHEMA.names} | {
+        "id": "u1",
+        "text": "M",
+        "document_id": "d1",
+    }
+    units = to_table([unit], schema.TEXT_UNITS_SCHEMA)
+    # Stored regions that the rules would not find in the text: what is answered must come from storage.
+    stored = {REGIONS_KEY: b'{"d1":[[0,5,"heading"]]}'}
+    store.write_table(schema.TEXT_UNITS, units.replace_schema_metadata(stored))
+    regions = document_regions(store)
+    assert regions("d1") == (Region(0, 5, "heading"),) and regions("d2") == () and regions(None) == ()
+    store.write_table(schema.TEXT_UNITS, units)  # units cut before regions were stored: from the documents
+    regions = document_regions(store)
+    assert isinstance(regions, DocumentRegions) and regions("d1") == content_span(text).regions != ()
+
+
+def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_path):
+    import pyarrow as pa
+
+    from pipeline.query.common.row_cache import EMPTY, held_rows
+
+    store = NamespaceStore(tmp_path, "docs")
+
+    def write(texts: list[str]) -> None:
+        vectors = pa.array([[float(i), 1.0] for i in range(len(texts))], pa.list_(pa.float32(), 2))
+        rows = pa.table({"id": [f"u{i}" for i in range(len(texts))], "text": texts, "vector": vectors})
+        store.replace_lance_table("passages", rows)
+
+    assert held_rows(store, "passages") is EMPTY and EMPTY.rows(["u0"]) == {}  # no table: nothing held
+    write(["first", "second", "third"])
+    held = held_rows(store, "passages")
+    lance = {
+        r["id"]: r for r in store.open_lance_table("passages").to_arrow().drop_columns(["vector"]).to_pylist()
+    }
+    assert held.rows(["u2", "u0", "missing"]) == {"u2": lance["u2"], "u0": lance["u0"]}
+    assert held_rows(store, "passages") is held  # unchanged table: no second read
+    write(["first", "second, rewritten", "third"])  # a re-index lands: the next fetch sees it
+    assert held_rows(store, "passages").rows(["u1"]) == {"u1": {"id": "u1", "text": "second, rewritten"}}
+
+
+def test_basic_search_fetches_the_same_units_from_held_rows_as_from_lancedb(tiny, embedder, monkeypatch):
+    import pipeline.query.common.search as search
+
+    questions = [QUESTION, "Who is Marley?", "Christmas dinner at the Cratchits' house"]
+    held = [search.vector_search(tiny, embedder, q, k=3) for q in questions]
+    monkeypatch.setattr(search, "held_rows", lambda store, table: None)  # as for a table too large to hold
+    from_lance = [search.vector_search(tiny, embedder, q, k=3) for q in questions]
+    assert held == from_lance and all(len(hits) == 3 for hits in held)

@@ -96,3 +96,36 @@ def test_previous_rows_are_taken_only_under_the_same_chunking():
     for size, table in ((300, marked), (200, marked.replace_schema_metadata({}))):
         cut, _, _ = chunk_documents_table(docs, size, 20, "o200k_base", table)
         assert "MARK" not in cut.column("text").to_pylist()
+
+
+def test_front_matter_regions_are_stored_with_the_units_and_carried_on_reuse(monkeypatch):
+    import pipeline.ops.chunking as chunking
+    from pipeline.ops.boilerplate import content_span
+    from pipeline.ops.incremental import REGIONS_KEY, stored_regions
+    from pipeline.ops.ingest import Document, document_id, documents_table
+
+    texts = {
+        "captioned": "Marley was dead.\n\n[Illustration: a door knocker]\n\n" + "Scrooge sat alone. " * 80,
+        "plain": "Ada Abbot met Ben Brandt in Lisbon, and they spoke of ships for an hour. " * 40,
+    }
+    docs = documents_table(
+        [
+            Document(document_id(x), t, x, f"{t}.txt", len(x.encode()), "2026-12-06T00:00:00Z")
+            for t, x in texts.items()
+        ]
+    )
+    fresh, _, _ = chunking.chunk_documents_table(docs, 200, 20, "o200k_base")
+    expected = {document_id(x): content_span(x).regions for x in texts.values()}
+    assert expected[document_id(texts["captioned"])] and not expected[document_id(texts["plain"])]
+    assert stored_regions(fresh.schema.metadata) == {k: v for k, v in expected.items() if v}
+
+    calls = []
+    monkeypatch.setattr(chunking, "content_span", lambda text: calls.append(text) or content_span(text))
+    again, _, _ = chunking.chunk_documents_table(docs, 200, 20, "o200k_base", fresh)
+    assert calls == [] and again.schema.metadata == fresh.schema.metadata  # reused: the rules never ran
+    # A table cut before the regions were stored is cut again, once, so that they are stored.
+    older = fresh.replace_schema_metadata(
+        {k: v for k, v in fresh.schema.metadata.items() if k != REGIONS_KEY}
+    )
+    upgraded, _, _ = chunking.chunk_documents_table(docs, 200, 20, "o200k_base", older)
+    assert len(calls) == 2 and upgraded.equals(fresh) and upgraded.schema.metadata == fresh.schema.metadata

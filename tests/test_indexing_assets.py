@@ -18,6 +18,7 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import content_span
 from pipeline.ops.chunking import offset_mismatches
+from pipeline.ops.incremental import stored_regions
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.runtime import open_embedding_cache
 from pipeline.settings import Settings
@@ -85,6 +86,9 @@ def test_the_ebook_licence_is_kept_in_documents_but_reaches_no_text_unit(indexed
     inside = sum(r.end - r.start for r in content_span(doc["text"]).regions)  # front matter, chunked
     assert meta["boilerplate_chars_by_document"][doc["id"]] == outside + inside
     assert outside > 10_000 and inside > 1_000
+    # The final text units carry the regions chunking found, for the queries that blank front matter.
+    stored = stored_regions(store.read_schema(schema.TEXT_UNITS).metadata)
+    assert stored is not None and stored[doc["id"]] == content_span(doc["text"]).regions
 
 
 def test_bad_files_are_reported_with_reasons_and_good_ones_indexed(indexed):

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.core.tokens import get_encoding
-from pipeline.ops.boilerplate import content_span
+from pipeline.ops.boilerplate import Region, content_span
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,9 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     `previous`, the base_text_units table of an earlier run: a document it holds (same id, so the same
     text) keeps its rows when the table was cut under the same `chunking_config`, instead of being
     tokenized again (a 1% re-index of the 11 MB scale corpus re-chunked all of it: 10.6 s). The table is
-    the one a fresh chunking gives (`human_readable_id` renumbered); it carries its config and the
-    per-document boilerplate counts in its schema metadata for the next run."""
+    the one a fresh chunking gives (`human_readable_id` renumbered); it carries its config, the
+    per-document boilerplate counts and the front-matter regions in its schema metadata, for the next
+    run and for the queries that blank front matter (`pipeline.query.common.front_matter`)."""
     import pyarrow as pa
 
     from pipeline.core.schema import TEXT_UNITS_SCHEMA
@@ -140,20 +141,23 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
 
     config = chunking_config(chunk_size, chunk_overlap, encoding)
     ids = documents.column("id").to_pylist()
-    reused, reused_outside = reusable_chunks(previous, config, set(ids))
+    reused, reused_outside, reused_regions = reusable_chunks(previous, config, set(ids))
     texts = documents.column("text").to_pylist()
     rows: list[dict] = []
     per_doc: list[list[str]] = []
     outside: dict[str, int] = {}
+    regions: dict[str, tuple[Region, ...]] = {}
     for doc_id, text in zip(ids, texts, strict=True):
         if doc_id in reused:
             if doc_id in reused_outside:
                 outside[doc_id] = reused_outside[doc_id]
+            regions[doc_id] = reused_regions.get(doc_id, ())
             per_doc.append([r["id"] for r in reused[doc_id]])
             for row in reused[doc_id]:
                 rows.append({**row, "human_readable_id": len(rows)})
             continue
         span = content_span(text)
+        regions[doc_id] = span.regions
         if span.removed or span.regions:
             outside[doc_id] = span.outside(len(text))
         units = chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, (span.start, span.end))
@@ -174,7 +178,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
                     "chunk_index": u.chunk_index,
                 }
             )
-    text_units = tag_chunking(to_table(rows, TEXT_UNITS_SCHEMA), config, outside)
+    text_units = tag_chunking(to_table(rows, TEXT_UNITS_SCHEMA), config, outside, regions)
     col = documents.schema.get_field_index("text_unit_ids")
     documents = documents.set_column(col, "text_unit_ids", pa.array(per_doc, type=pa.list_(pa.string())))
     return text_units, documents, outside

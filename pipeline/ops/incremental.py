@@ -29,14 +29,17 @@ import pyarrow.compute as pc
 
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
+from pipeline.ops.boilerplate import Region
 from pipeline.ops.extraction import from_table
 from pipeline.ops.extraction import to_table as extraction_table
 
 # Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
 EXTRACTION_CONFIG_KEY = b"extraction_config"
-# ... and the chunking a base_text_units table was cut with, with each document's boilerplate count.
+# ... and the chunking a base_text_units table was cut with, with each document's boilerplate count
+# and its front-matter regions ([start, end, kind] each; documents without any are left out).
 CHUNKING_CONFIG_KEY = b"chunking_config"
 BOILERPLATE_KEY = b"boilerplate_chars"
+REGIONS_KEY = b"front_matter_regions"
 
 
 # ---- the input root (sensor) -------------------------------------------------------------------
@@ -159,22 +162,42 @@ def unit_delta(previous_ids: Iterable[str], current_ids: Iterable[str]) -> dict[
 
 
 # ---- chunk reuse ---------------------------------------------------------------------------------
-def tag_chunking(table: pa.Table, config: str, outside: Mapping[str, int]) -> pa.Table:
+def tag_chunking(
+    table: pa.Table, config: str, outside: Mapping[str, int], regions: Mapping[str, tuple[Region, ...]]
+) -> pa.Table:
     meta = dict(table.schema.metadata or {})
     meta[CHUNKING_CONFIG_KEY] = config.encode()
     meta[BOILERPLATE_KEY] = json.dumps(dict(outside), sort_keys=True).encode()
+    stored = {doc: [[r.start, r.end, r.kind] for r in found] for doc, found in regions.items() if found}
+    meta[REGIONS_KEY] = json.dumps(stored, sort_keys=True, separators=(",", ":")).encode()
     return table.replace_schema_metadata(meta)
+
+
+def stored_regions(metadata: Mapping[bytes, bytes] | None) -> dict[str, tuple[Region, ...]] | None:
+    """{document id: its front-matter regions} as `tag_chunking` stored them (documents without any
+    left out); None for a table cut before they were stored."""
+    raw = (metadata or {}).get(REGIONS_KEY)
+    if raw is None:
+        return None
+    return {doc: tuple(Region(s, e, kind) for s, e, kind in found) for doc, found in json.loads(raw).items()}
 
 
 def reusable_chunks(
     previous: pa.Table | None, config: str, document_ids: set[str]
-) -> tuple[dict[str, list[dict]], dict[str, int]]:
+) -> tuple[dict[str, list[dict]], dict[str, int], dict[str, tuple[Region, ...]]]:
     """({document id: its previous base_text_units rows in chunk order}, {document id: boilerplate
-    characters}) for the wanted documents, when `previous` was cut under `config`; empty otherwise.
-    A document's id is its text's sha256, so the same id means the same text."""
+    characters}, {document id: front-matter regions}) for the wanted documents, when `previous` was cut
+    under `config`; empty otherwise. A document's id is its text's sha256, so the same id means the
+    same text."""
     meta = (previous.schema.metadata or {}) if previous is not None else {}
-    if previous is None or meta.get(CHUNKING_CONFIG_KEY) != config.encode() or BOILERPLATE_KEY not in meta:
-        return {}, {}
+    regions = stored_regions(meta)
+    if (
+        previous is None
+        or meta.get(CHUNKING_CONFIG_KEY) != config.encode()
+        or BOILERPLATE_KEY not in meta
+        or regions is None  # cut before the regions were stored: chunked again once, to store them
+    ):
+        return {}, {}, {}
     by_doc: dict[str, list[dict]] = {}
     for row in previous.to_pylist():
         if row["document_id"] in document_ids:
@@ -182,7 +205,7 @@ def reusable_chunks(
     for rows in by_doc.values():
         rows.sort(key=lambda r: r["chunk_index"])
     outside = {k: v for k, v in json.loads(meta[BOILERPLATE_KEY]).items() if k in by_doc}
-    return by_doc, outside
+    return by_doc, outside, {k: v for k, v in regions.items() if k in by_doc}
 
 
 # ---- extraction reuse ------------------------------------------------------------------------------

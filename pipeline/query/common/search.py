@@ -10,6 +10,7 @@ from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
 from pipeline.embeddings.base import Embedder
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.io.store import NamespaceStore
+from pipeline.query.common.row_cache import held_rows
 from pipeline.query.common.vector_cache import cosines, held_vectors
 
 
@@ -53,9 +54,9 @@ def vector_search(
 def _search_units_by_pieces(
     store: NamespaceStore, vector: np.ndarray, k: int, where: str | None, include_vectors: bool
 ) -> list[dict[str, Any]]:
-    units = store.open_lance_table(LANCE_TEXT_UNITS)
     allowed: set[str] | None = None
     if where:
+        units = store.open_lance_table(LANCE_TEXT_UNITS)
         allowed = {r["id"] for r in units.search().where(where).select(["id"]).limit(None).to_list()}
         if not allowed:
             return []
@@ -64,8 +65,13 @@ def _search_units_by_pieces(
         top = _best_units_lance(store, vector, k, allowed)
     if not top:
         return []
-    quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
-    rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
+    held = None if include_vectors else held_rows(store, LANCE_TEXT_UNITS)  # held rows have no vector
+    if held is not None:
+        rows = held.rows([uid for uid, _ in top])
+    else:
+        quoted = ", ".join("'" + uid.replace("'", "''") + "'" for uid, _ in top)
+        units = store.open_lance_table(LANCE_TEXT_UNITS)
+        rows = {r["id"]: r for r in units.search().where(f"id IN ({quoted})").limit(None).to_list()}
     # Pieces and units are two tables: mid re-index a piece may outlive its unit.
     return _clean([{**rows[uid], "score": score} for uid, score in top if uid in rows], include_vectors)
 
