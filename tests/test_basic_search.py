@@ -164,7 +164,7 @@ def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_docume
 def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_path):
     import pyarrow as pa
 
-    from pipeline.query.common.row_cache import EMPTY, held_rows
+    from pipeline.query.common.row_cache import held_rows
 
     store = NamespaceStore(tmp_path, "docs")
 
@@ -173,7 +173,7 @@ def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_pat
         rows = pa.table({"id": [f"u{i}" for i in range(len(texts))], "text": texts, "vector": vectors})
         store.replace_lance_table("passages", rows)
 
-    assert held_rows(store, "passages") is EMPTY and EMPTY.rows(["u0"]) == {}  # no table: nothing held
+    assert held_rows(store, "passages") is None  # no table: LanceDB is asked, and names it missing
     write(["first", "second", "third"])
     held = held_rows(store, "passages")
     lance = {
@@ -185,7 +185,7 @@ def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_pat
     assert held_rows(store, "passages").rows(["u1"]) == {"u1": {"id": "u1", "text": "second, rewritten"}}
 
 
-def test_basic_search_fetches_the_same_units_from_held_rows_as_from_lancedb(tiny, embedder, monkeypatch):
+def test_vector_search_fetches_the_same_units_from_held_rows_as_from_lancedb(tiny, embedder, monkeypatch):
     import pipeline.query.common.search as search
 
     questions = [QUESTION, "Who is Marley?", "Christmas dinner at the Cratchits' house"]
