@@ -6,12 +6,12 @@ Kept as the smallest complete task: its models, its prompt's use, both forms and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
+from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
 
 
@@ -24,15 +24,12 @@ class Summary(BaseModel):
     summary: str = Field(description="The summary, using only facts from the texts")
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def extractive_summary(texts: Sequence[str], max_words: int) -> str:
     """Sentences in their original order, duplicates dropped, cut at `max_words` words."""
     seen: set[str] = set()
     words: list[str] = []
     for text in texts:
-        for sentence in _SENTENCE_END.split(" ".join(text.split())):
+        for sentence in (s.text for s in split_sentences(" ".join(text.split()))):
             key = sentence.lower().strip(" .!?")
             if not key or key in seen:
                 continue

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from pipeline import prompts
+from pipeline.core.sentences import split_sentences
 from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
@@ -186,7 +187,6 @@ def batch_points(answer: MapAnswer, batch_community_ids: list[int]) -> list[MapP
 # ---- offline -----------------------------------------------------------------------------------------
 _WORD = re.compile(r"\w+")
 _HEADER = re.compile(r"^\[Community ID: (-?\d+) \| summary part \d+\]$")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'\[(])")
 _LABEL = re.compile(r"^[-*#\s]*(\[(?:Claim|Text unit) [^\]]*\]\s*(\([A-Z]+\)\s*)?)?")
 _SKIP = {"claims:", "source excerpts:", "findings:", "summary:"}
 
@@ -209,8 +209,7 @@ def _sentences_by_community(context: str) -> list[tuple[int, str, bool]]:
         if not line or line.lower() in _SKIP:
             continue
         body = _DATA_CITATION.sub("", _LABEL.sub("", line)).strip().strip('"')
-        for sentence in _SENTENCE.split(body):
-            sentence = sentence.strip()
+        for sentence in (s.text for s in split_sentences(body)):
             # The offline report's own framing lines describe the community's shape, not the corpus.
             if len(sentence.split()) >= 4 and not sentence.startswith(TEMPLATE_OPENINGS):
                 if taken.get(community, 0) >= OFFLINE_SENTENCES_PER_COMMUNITY:
