@@ -58,6 +58,14 @@ def test_missing_config_file_is_named(monkeypatch, tmp_path):
         load_settings()
 
 
+def test_config_file_that_is_not_a_mapping_is_named(monkeypatch, tmp_path):
+    cfg = tmp_path / "list.yaml"
+    cfg.write_text("- chunk_size\n- 800\n", encoding="utf-8")
+    monkeypatch.setenv("PIPELINE_CONFIG_FILE", str(cfg))
+    with pytest.raises(ConfigError, match="list.yaml: expected a mapping"):
+        load_settings()
+
+
 def _readme_settings(readme: str, fields: set[str]) -> tuple[set[str], list[str]]:
     """The `PIPELINE_*` names README's configuration table documents, and those that name no setting.
     A row may shorten names after its first (`PIPELINE_LLM_TIMEOUT_S`, `_MAX_RETRIES`): a short name is

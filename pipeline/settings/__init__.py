@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
 
 from pipeline.core.location import parse_location
 from pipeline.settings.indexing import (
@@ -36,24 +40,20 @@ class ConfigError(ValueError):
     """A setting is missing or invalid; the message names the setting and what to do."""
 
 
-class _YamlSource(PydanticBaseSettingsSource):
+class _YamlSource(YamlConfigSettingsSource):
+    """pydantic-settings' YAML source with the two checks it lacks: a file that was named but is missing
+    would read as empty, and a file that is not a mapping would fail with a message naming no setting."""
+
     def __init__(self, settings_cls: type[BaseSettings], path: str | None) -> None:
-        super().__init__(settings_cls)
-        self._data: dict[str, Any] = {}
-        if path:
-            p = Path(path)
-            if not p.is_file():
-                raise ConfigError(f"PIPELINE_CONFIG_FILE={path!r} does not exist")
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-            if not isinstance(loaded, dict):
-                raise ConfigError(f"{path}: expected a mapping of setting names to values")
-            self._data = loaded
+        if path and not Path(path).is_file():
+            raise ConfigError(f"PIPELINE_CONFIG_FILE={path!r} does not exist")
+        super().__init__(settings_cls, yaml_file=path or None)
 
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self._data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return {k: v for k, v in self._data.items() if k in self.settings_cls.model_fields}
+    def _read_file(self, file_path: Path) -> dict[str, Any]:  # type: ignore[override]
+        loaded = super()._read_file(file_path)
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{file_path}: expected a mapping of setting names to values")
+        return loaded
 
 
 def _aws_secret(name: str) -> SecretStr | None:
