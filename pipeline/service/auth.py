@@ -13,7 +13,9 @@ a new random key). A plain key is held only while a request is checked: never st
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import re
 import secrets
 import threading
@@ -25,14 +27,38 @@ from typing import Any
 import yaml
 
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
-from pipeline.service.errors import Forbidden, Unauthorized
+from pipeline.service.errors import Forbidden, ServiceError, Unauthorized
 
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 KEY_HEADER = "x-api-key"
+log = logging.getLogger("pipeline.service")
 
 
 class KeysFileError(ValueError):
-    """The keys file is missing or malformed; the message names the file and the entry."""
+    """The keys file is missing, unreadable or malformed; the message names the file and the entry (never
+    a value from it), `reason` says which of the three for the refusal's body."""
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        if message is None:  # KeysFileError(message): a malformed entry
+            reason, message = "invalid entry", reason
+        super().__init__(message)
+        self.reason = reason
+
+
+class KeysUnavailable(ServiceError):
+    """Every key is refused: the keys file cannot be used, so no key can be told valid or revoked."""
+
+    status, code = 503, "keys_unavailable"
+
+    def __init__(self, reason: str) -> None:
+        # The body says why, not where or which entry: the operator's log names both.
+        state = {"invalid entry": "not valid (an invalid entry; the server's log names it)"}.get(
+            reason, reason
+        )
+        super().__init__(
+            f"the server's API keys file is {state}; every key is refused until it is fixed",
+            detail={"reason": reason},
+        )
 
 
 def hash_key(key: str) -> str:
@@ -71,7 +97,7 @@ class KeyRing:
                 raise KeysFileError(f"{where}: expected {{key_sha256, namespaces}}")
             digests = entry.get("key_sha256")
             digests = [digests] if isinstance(digests, str) else digests
-            if not digests or not all(isinstance(d, str) and _DIGEST.match(d.lower()) for d in digests):
+            if not digests or not all(isinstance(d, str) and _DIGEST.fullmatch(d.lower()) for d in digests):
                 raise KeysFileError(
                     f"{where}: key_sha256 must be a 64-hex-digit sha256 digest (or a list of them); "
                     "make one with `python -m pipeline.service hash-key`"
@@ -93,14 +119,25 @@ class KeyRing:
     def from_file(cls, path: str | Path) -> KeyRing:
         p = Path(path)
         if not p.is_file():
-            raise KeysFileError(f"API keys file {str(p)!r} does not exist (setting PIPELINE_API_KEYS_FILE)")
+            raise KeysFileError(
+                "missing", f"API keys file {str(p)!r} does not exist (setting PIPELINE_API_KEYS_FILE)"
+            )
+        return cls.from_bytes(p.read_bytes(), source=str(p))
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, source: str = "<keys>") -> KeyRing:
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}  # YAML is a superset of JSON
+            data = yaml.safe_load(raw.decode("utf-8")) or {}  # YAML is a superset of JSON
+        except UnicodeDecodeError:
+            raise KeysFileError(f"{source}: not UTF-8 text") from None
         except yaml.YAMLError as exc:
-            raise KeysFileError(f"{p}: not valid YAML/JSON: {exc}") from None
+            # Where only: YAML's own message quotes the offending line, which may hold a key.
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise KeysFileError(f"{source}: not valid YAML/JSON{where}") from None
         if isinstance(data, Mapping) and "tenants" in data:
             data = data["tenants"]
-        return cls(data, source=str(p))
+        return cls(data, source=source)
 
     def __len__(self) -> int:
         return len(self._by_digest)
@@ -115,32 +152,67 @@ class KeyRing:
 
 
 class KeyStore:
-    """The keys file, re-read when it changes on disk, so keys can be added or revoked without a restart."""
+    """The keys file, re-read when it changes on disk, so keys can be added or revoked without a restart.
+
+    It fails closed: while the file is missing, unreadable or has any invalid entry, every key is refused
+    (`KeysUnavailable`, 503) rather than served from the last good copy, which would keep a revoked key
+    working whenever the same edit broke another entry. The file's bytes are read on every request (a
+    few KB, one read) and parsed only when they differ from the last read, so a revocation takes effect
+    on the key's very next request even when an editor keeps the size and the mtime.
+    """
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._raw: bytes | None = None
         self._ring = KeyRing({})
-        self.reload()
+        self._failure: KeysFileError | None = None
+        self._logged: str | None = None  # the failure last logged: one line per change, not per request
+        if self.path is not None:
+            with contextlib.suppress(KeysUnavailable):  # logged; requests are refused until it is valid
+                self.reload()
 
     def reload(self) -> KeyRing:
+        """The current keys; `KeysUnavailable` while the file cannot be used."""
         if self.path is None:
             return self._ring  # no keys file: every request is refused with 401
-        stat = self.path.stat() if self.path.is_file() else None
-        stamp = (stat.st_mtime_ns, stat.st_size) if stat else None
+        try:
+            raw: bytes | None = self.path.read_bytes()
+            failure = None
+        except FileNotFoundError:
+            raw, failure = None, KeysFileError("missing", f"API keys file {str(self.path)!r} does not exist")
+        except OSError as exc:
+            raw = None
+            failure = KeysFileError("unreadable", f"API keys file {str(self.path)!r}: {exc.strerror or exc}")
         with self._lock:
-            if stamp != self._stamp or stamp is None:
-                self._ring = KeyRing.from_file(self.path)
-                self._stamp = stamp
+            if failure is None and raw != self._raw:
+                try:
+                    self._ring = KeyRing.from_bytes(raw or b"", source=str(self.path))
+                except KeysFileError as exc:
+                    failure = exc
+            if failure is None:
+                self._raw = raw
+            else:
+                self._raw = None  # read and judged again once it changes
+                self._ring = KeyRing({})
+            self._report(failure)
+            self._failure = failure
+            if failure is not None:
+                raise KeysUnavailable(failure.reason)
             return self._ring
 
+    def _report(self, failure: KeysFileError | None) -> None:
+        text = str(failure) if failure is not None else None
+        if text == self._logged:
+            return
+        if failure is not None:
+            log.error("API keys file unusable, refusing every key until it is fixed: %s", text)
+        elif self._logged is not None:
+            log.warning("API keys file %s is valid again (%d keys)", self.path, len(self._ring))
+        self._logged = text
+
     def authenticate(self, key: str | None) -> Principal:
-        try:
-            ring = self.reload()
-        except (KeysFileError, OSError):
-            ring = self._ring  # a bad edit keeps the last good keys rather than locking everyone out
-        return ring.lookup(key)
+        return self.reload().lookup(key)
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:

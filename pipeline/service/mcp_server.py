@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.service.auth import Principal
+from pipeline.service.auth import KeysUnavailable, Principal
 from pipeline.service.errors import InvalidRequest, ServiceError, Unauthorized
 from pipeline.service.models import BODIES
 from pipeline.service.queries import QueryService
@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     key = os.environ.get(KEY_ENV)
     try:
         service.keys.authenticate(key)
+    except KeysUnavailable as exc:
+        print(f"error: {exc.message} (PIPELINE_API_KEYS_FILE)", file=sys.stderr)
+        return 2
     except Unauthorized:
         print(
             f"error: set {KEY_ENV} to an API key listed (as its sha256) in PIPELINE_API_KEYS_FILE",
