@@ -16,6 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from pipeline.eval.chart import bar_chart
 from pipeline.eval.metrics import Scored
 
@@ -149,14 +151,8 @@ def markdown(report: dict[str, Any], rows: list[Scored]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _html_table(md: str) -> str:
-    lines = [line for line in md.splitlines() if line.strip()]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
-    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
-    for line in lines[2:]:
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        out.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    return "\n".join(out + ["</table>"])
+# CommonMark with GFM tables; raw HTML off, so a question's '<' or '&' is escaped, never markup.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 def chart_page(report: dict[str, Any]) -> str:
@@ -169,17 +165,12 @@ def chart_page(report: dict[str, Any]) -> str:
 
 def html(report: dict[str, Any], rows: list[Scored]) -> str:
     """The whole report as one page: inline CSS and SVG, nothing fetched."""
-    body = []
-    for block in markdown(report, rows).split("\n\n"):
-        if block.startswith("|"):
-            body.append(_html_table(block))
-        elif block.startswith("#"):
-            level = len(block) - len(block.lstrip("#"))
-            body.append(f"<h{level}>{escape(block.lstrip('#').strip()).replace('`', '')}</h{level}>")
-            if block.startswith("## Per mode"):
-                body.insert(-1, f'<div class="charts">{charts(report["metrics"])}</div>')
-        else:
-            body.append(f"<p>{escape(block)}</p>")
+    # The charts open the page's body, between the introduction and the "Per mode" table.
+    body = _MARKDOWN.render(markdown(report, rows)).replace(
+        "<h2>Per mode</h2>\n",
+        f'<div class="charts">{charts(report["metrics"])}</div>\n<h2>Per mode</h2>\n',
+        1,
+    )
     style = (
         "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 18px}"
         "td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;vertical-align:top}th{background:#f3f3f3}"
@@ -188,7 +179,7 @@ def html(report: dict[str, Any], rows: list[Scored]) -> str:
     title = escape(f"pipeline eval: {report['namespace']}")
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title><style>{style}</style>'
-        f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+        f"</head><body>\n{body}</body></html>\n"
     )
 
 
