@@ -11,13 +11,17 @@ Several keys in one object are ANDed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
 LOGICAL = ("$and", "$or")
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# fullmatch only: with re.match, "$" also matches before a final newline, so "i\n" passed.
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_DEPTH = 32  # $and / $or levels; a deeper filter is a mistake or an attack on the recursion
+_INT64 = (-(2**63), 2**63 - 1)
 
 Scalar = str | int | float | bool | None
 
@@ -35,6 +39,8 @@ def parse_filter(value: Any) -> dict[str, Any] | None:
             return None
         try:
             value = json.loads(value)
+        except RecursionError:
+            raise FilterError(f"filter nested too deeply: at most {MAX_DEPTH} levels of $and / $or") from None
         except json.JSONDecodeError as exc:
             raise FilterError(
                 f"Invalid filter format: {exc.msg} at position {exc.pos} in {value!r}"
@@ -47,17 +53,21 @@ def parse_filter(value: Any) -> dict[str, Any] | None:
     return dict(value) or None
 
 
-def validate(node: Mapping[str, Any]) -> None:
+def validate(node: Mapping[str, Any], depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise FilterError(f"filter nested too deeply: at most {MAX_DEPTH} levels of $and / $or")
     for key, value in node.items():
         if key in LOGICAL:
             if not isinstance(value, list) or not value or not all(isinstance(v, Mapping) for v in value):
-                raise FilterError(f"{key} takes a non-empty list of filter objects, got {value!r}")
+                raise FilterError(f"{key} takes a non-empty list of filter objects, got {_shown(value)}")
             for sub in value:
-                validate(sub)
+                validate(sub, depth + 1)
         elif key.startswith("$"):
             raise FilterError(f"unknown operator {key!r} at the top of a filter; use {LOGICAL}")
-        elif not _FIELD.match(key):
-            raise FilterError(f"invalid field name {key!r}: letters, digits and '_' only")
+        elif not isinstance(key, str) or not _FIELD.fullmatch(key):
+            raise FilterError(
+                f"invalid field name {_shown(key)}: a letter or '_', then letters, digits and '_' only"
+            )
         elif isinstance(value, Mapping):
             if not value:
                 raise FilterError(f"empty condition for field {key!r}")
@@ -66,15 +76,38 @@ def validate(node: Mapping[str, Any]) -> None:
                     raise FilterError(f"unknown operator {op!r} for field {key!r}; use {COMPARISONS}")
                 if op in ("$in", "$nin"):
                     if not isinstance(operand, list) or not all(_is_scalar(v) for v in operand):
-                        raise FilterError(f"{op} for field {key!r} takes a list of values, got {operand!r}")
+                        raise FilterError(
+                            f"{op} for field {key!r} takes a list of values, got {_shown(operand)}"
+                        )
+                    for v in operand:
+                        _check_number(key, v)
                 elif not _is_scalar(operand):
-                    raise FilterError(f"{op} for field {key!r} takes a single value, got {operand!r}")
+                    raise FilterError(f"{op} for field {key!r} takes a single value, got {_shown(operand)}")
+                else:
+                    _check_number(key, operand)
         elif not _is_scalar(value):
-            raise FilterError(f"field {key!r}: expected a value or an operator object, got {value!r}")
+            raise FilterError(f"field {key!r}: expected a value or an operator object, got {_shown(value)}")
+        else:
+            _check_number(key, value)
 
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
+
+
+def _check_number(field: str, value: Any) -> None:
+    """Numbers every store can compare: finite (NaN and Infinity would reach SQL as bare names), and
+    integers within 64 bits (a longer one is not a column's value anywhere)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FilterError(f"field {field!r}: numbers must be finite, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        raise FilterError(f"field {field!r}: integers must fit in 64 bits")
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value as an error message quotes it: cut, so a long value does not fill the message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def conditions(node: Mapping[str, Any]) -> list[tuple[str, str, Any]]:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
 from pipeline.io.store import NamespaceStore
-from pipeline.vector_tool.filters import compile_filter
+from pipeline.vector_tool.filters import LOGICAL, FilterError, compile_filter, conditions
 from pipeline.vector_tool.stores.base import (
     IndexRows,
     QueryResult,
@@ -34,6 +35,8 @@ _HIDDEN = {"vector", "_distance", "_score", "_relevance_score", "_rowid"}
 
 
 def _literal(value: Any) -> str:
+    if value is None:  # only inside $in / $nin; `= NULL` is written IS NULL by _condition
+        return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -62,6 +65,67 @@ def _join(word: str, parts: list[str]) -> str:
 def filter_sql(filter: Mapping[str, Any] | None) -> str | None:
     """The tool's filter as a LanceDB (DataFusion) SQL predicate over the table's columns."""
     return compile_filter(filter, _condition, _join) if filter else None
+
+
+def _kind(type_: pa.DataType) -> str | None:
+    """What a filter value must be to compare with a column of this type (None: not filterable)."""
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return "string"
+    if pa.types.is_boolean(type_):
+        return "bool"
+    if pa.types.is_integer(type_):
+        return "integer"
+    if pa.types.is_floating(type_):
+        return "number"
+    if pa.types.is_temporal(type_):
+        return "date"
+    return None
+
+
+_WANTS = {
+    "string": "a string",
+    "bool": "true or false",
+    "integer": "an integer",
+    "number": "a number",
+    "date": "a date or time as a string",
+}
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if value is None:
+        return True
+    if kind in ("string", "date"):
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_filter(schema: pa.Schema, filter: Mapping[str, Any] | None) -> None:
+    """Refuse a filter on a field the table lacks or with a value its column cannot hold, naming the
+    field and what it takes. LanceDB's own message for these quotes the table's schema or a Rust source
+    path of the lance crate, which a caller should not see."""
+    if not filter:
+        return
+    kinds = {f.name: _kind(f.type) for f in schema if f.name not in _HIDDEN}
+    fields = sorted(name for name, kind in kinds.items() if kind is not None)
+    for field, op, operand in conditions(filter):
+        kind = kinds.get(field)
+        if kind is None:
+            raise FilterError(
+                f"filter field {field!r} is not a filterable field of this index; fields: {', '.join(fields)}"
+            )
+        values = operand if op in ("$in", "$nin") else [operand]
+        bad = next((v for v in values if not _fits(kind, v)), None)
+        if bad is not None:
+            raise FilterError(
+                f"filter field {field!r} takes {_WANTS[kind]}, got {type(bad).__name__} {str(bad)[:40]!r}"
+            )
+    for key in LOGICAL:
+        for sub in filter.get(key, ()):
+            check_filter(schema, sub)
 
 
 def _score(distance: float, metric: str) -> float:
@@ -107,6 +171,8 @@ class LanceDBStore(StoreBase):
         metric = p.get("distance") or "cosine"
         if metric not in DISTANCES:
             raise StoreError(f"lancedb: distance must be one of {DISTANCES}, got {metric!r}")
+        if q.filter:
+            check_filter(self._table(q.index_name).schema, q.filter)
         wheres = [w for w in (p.get("where"), filter_sql(q.filter)) if w]
         where = _join("AND", wheres) if wheres else None
         vector = np.asarray(q.vector, dtype=np.float32)
@@ -198,6 +264,8 @@ class LanceDBStore(StoreBase):
     def text_query(
         self, index_name: str, query_text: str, top_k: int, *, filter: Mapping[str, Any] | None = None
     ) -> list[QueryResult]:
+        if filter:
+            check_filter(self._table(index_name).schema, filter)
         return self._text(index_name, query_text, top_k, filter_sql(filter), "text", False)
 
     def index_rows(self, index_name: str) -> IndexRows:
