@@ -32,7 +32,8 @@ from pipeline.service.app import create_app
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
-from tests.test_local_search import COMMUNITIES, REPORTS, build_tiny_index, eid
+from tests import test_local_search
+from tests.test_local_search import COMMUNITIES, build_tiny_index, eid
 
 KEY_A = "grk_test-acme-0123456789abcdef"
 KEY_B = "grk_test-globex-fedcba9876543210"
@@ -46,52 +47,57 @@ class ServiceData:
     embedder: CachedEmbedder
 
 
+def build_service_namespace(store: NamespaceStore, embedder: CachedEmbedder) -> None:
+    """One namespace with what every mode reads: the local-search test's graph, the columns global
+    search reads, community reports and the chunk graph."""
+    build_tiny_index(store, embedder)
+    units = store.read_table(schema.TEXT_UNITS, columns=["id"]).column("id").to_pylist()
+    # The hand-built graph lacks the columns global search reads; add them.
+    store.write_table(
+        schema.COMMUNITIES,
+        pa.Table.from_pylist(
+            [
+                {
+                    "community": c,
+                    "level": lv,
+                    "parent": p,
+                    "children": ch,
+                    "entity_ids": [eid(m) for m in mem],
+                    "text_unit_ids": units[:2] if not ch else [],
+                    "title": f"Community {c}",
+                }
+                for c, lv, p, ch, mem in COMMUNITIES
+            ],
+            schema=schema.COMMUNITIES_SCHEMA,
+        ),
+    )
+    levels = {c: lv for c, lv, *_ in COMMUNITIES}
+    store.write_table(
+        schema.COMMUNITY_REPORTS,
+        pa.Table.from_pylist(
+            [
+                {
+                    "community": c,
+                    "level": levels[c],
+                    "title": t,
+                    "summary": s,
+                    "full_content": s,
+                    "rank": 1.0,
+                }
+                for c, (t, s) in test_local_search.REPORTS.items()
+            ],
+            schema=schema.COMMUNITY_REPORTS_SCHEMA,
+        ),
+    )
+    build_namespace_chunk_graph(store)
+
+
 def build_service_data(root: Path) -> ServiceData:
     """Two indexed namespaces (with what global search and the chunk graph need) and a keys file."""
     embedder = CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(root / "cache.sqlite"))
     storage = root / "storage"
     for ns in ("acme", "globex"):
-        store = NamespaceStore(storage, ns)
-        build_tiny_index(store, embedder)
-        units = store.read_table(schema.TEXT_UNITS, columns=["id"]).column("id").to_pylist()
-        # The hand-built graph lacks the columns global search reads; add them.
-        store.write_table(
-            schema.COMMUNITIES,
-            pa.Table.from_pylist(
-                [
-                    {
-                        "community": c,
-                        "level": lv,
-                        "parent": p,
-                        "children": ch,
-                        "entity_ids": [eid(m) for m in mem],
-                        "text_unit_ids": units[:2] if not ch else [],
-                        "title": f"Community {c}",
-                    }
-                    for c, lv, p, ch, mem in COMMUNITIES
-                ],
-                schema=schema.COMMUNITIES_SCHEMA,
-            ),
-        )
-        levels = {c: lv for c, lv, *_ in COMMUNITIES}
-        store.write_table(
-            schema.COMMUNITY_REPORTS,
-            pa.Table.from_pylist(
-                [
-                    {
-                        "community": c,
-                        "level": levels[c],
-                        "title": t,
-                        "summary": s,
-                        "full_content": s,
-                        "rank": 1.0,
-                    }
-                    for c, (t, s) in REPORTS.items()
-                ],
-                schema=schema.COMMUNITY_REPORTS_SCHEMA,
-            ),
-        )
-        build_namespace_chunk_graph(store)
+        build_service_namespace(NamespaceStore(storage, ns), embedder)
     keys_file = root / "keys.yaml"
     digest = {"acme": hash_key(KEY_A), "globex": hash_key(KEY_B)}
     keys_file.write_text(

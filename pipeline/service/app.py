@@ -11,13 +11,14 @@ import argparse
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
@@ -27,7 +28,7 @@ from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query.common.index_cache import freeze_indexes_after_build
 from pipeline.service.auth import Principal
 from pipeline.service.errors import InvalidRequest, ServiceError
-from pipeline.service.limits import BodyLimitMiddleware
+from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
 from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
 from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
@@ -42,8 +43,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         403: "the key does not cover this namespace",
         409: "index_not_ready: the namespace has no index for this query yet",
         413: "request body too large",
-        422: "invalid request (bad JSON, a field out of range, an unknown field)",
+        408: "request_timeout: the request's body did not arrive in time",
+        422: "invalid request (bad JSON, a field out of range, an unknown field, JSON nested too deeply)",
         429: "too many queries in flight for this key",
+        503: "keys_unavailable: the server's API keys file is missing, unreadable or invalid; "
+        "index_damaged: a table of the namespace does not read (detail names it and the repair)",
         504: "deadline exceeded: the query was cancelled; detail holds what was done",
     }.items()
 }
@@ -97,8 +101,33 @@ def _validation_error(exc: RequestValidationError) -> JSONResponse:
     return _error_response(InvalidRequest(message, detail=errors))
 
 
+NESTED_TOO_DEEPLY = (
+    f"request body is nested too deeply: at most {MAX_JSON_DEPTH} levels of JSON arrays and objects"
+)
+
+
+class _Route(APIRoute):
+    """Refuses a JSON body nested deeper than MAX_JSON_DEPTH before FastAPI parses it (the body is read
+    once: FastAPI reuses what `request.body()` read)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            if (
+                request.method in ("POST", "PUT", "PATCH")
+                and json_depth(await request.body()) > MAX_JSON_DEPTH
+            ):
+                raise InvalidRequest(NESTED_TOO_DEEPLY)
+            return await handler(request)
+
+        return checked
+
+
 def _http_error(exc: HTTPException) -> JSONResponse:
     if exc.status_code == 400:  # FastAPI's answer to a body it cannot decode (e.g. not UTF-8)
+        if isinstance(exc.__cause__, RecursionError):
+            return _error_response(InvalidRequest(NESTED_TOO_DEEPLY))
         return _error_response(InvalidRequest("request body is not valid JSON (UTF-8 encoded)"))
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     body = {"error": {"code": code, "message": str(exc.detail)}}
@@ -165,6 +194,7 @@ def create_app(
         description="Global, local, DRIFT, basic, chunk-graph and vector queries over one tenant's namespace per request.",
         lifespan=lifespan,
     )
+    app.router.route_class = _Route  # before any route is added
     app.state.service = service
     app.add_middleware(AuthMiddleware, service=service)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)  # outermost

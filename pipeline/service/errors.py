@@ -45,6 +45,12 @@ class IndexNotReady(ServiceError):
     status, code = 409, "index_not_ready"
 
 
+class IndexDamagedError(ServiceError):
+    # 503: the namespace's index exists but a table of it does not read until it is re-indexed;
+    # detail names the table, the stage that writes it and the repair.
+    status, code = 503, "index_damaged"
+
+
 class TooManyRequests(ServiceError):
     status, code = 429, "too_many_requests"
 
@@ -55,3 +61,23 @@ class BodyTooLarge(ServiceError):
 
 class DeadlineExceeded(ServiceError):
     status, code = 504, "deadline_exceeded"
+
+
+class RequestTimeout(ServiceError):
+    status, code = 408, "request_timeout"
+
+
+def invalid_request(errors: list[dict[str, Any]], *, skip: int = 0) -> InvalidRequest:
+    """A pydantic validation failure as the 422 both doors answer: `detail` holds each error's location
+    (less its first `skip` parts, e.g. HTTP's "body"), message and type; never pydantic's `input` (it
+    would echo the body back) nor `ctx` (it may not serialize)."""
+    detail = [
+        {
+            "loc": [str(p) for p in e.get("loc", ())][skip:],
+            "msg": str(e.get("msg")),
+            "type": str(e.get("type")),
+        }
+        for e in errors
+    ]
+    message = "; ".join(f"{'.'.join(d['loc']) or 'body'}: {d['msg']}" for d in detail) or "invalid request"
+    return InvalidRequest(message, detail=detail)

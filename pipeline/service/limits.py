@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections import deque
@@ -160,6 +161,28 @@ class BodyLimitMiddleware:
 
 class _TooLarge(Exception):
     pass
+
+
+MAX_JSON_DEPTH = 64  # levels of arrays and objects in a request body; a filter's $and/$or uses two a level
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def json_depth(body: bytes, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep a JSON text's arrays and objects nest, counted up to `limit` + 1, without parsing it:
+    the parser's recursion would fail (or succeed, or not) at a depth that depends on the stack, and
+    fail as "not valid JSON". Strings are skipped whole, so a bracket inside one is not counted."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b"", body)):
+        if bracket in b"[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.service.auth import KeysUnavailable, Principal
-from pipeline.service.errors import InvalidRequest, ServiceError, Unauthorized
+from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
 from pipeline.service.models import BODIES
 from pipeline.service.queries import QueryService
 
@@ -110,9 +110,35 @@ def _tool(name: str, doc: str, body: type[BaseModel], call: Callable[..., Awaita
     return tool
 
 
+def error_result(error: ServiceError) -> CallToolResult:
+    """The HTTP API's JSON error body as an MCP error result."""
+    text = json.dumps(error.body(), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class _Server(MCPServer):
+    """Validates each call's raw arguments with its mode's HTTP body model before the SDK does: the SDK's
+    argument model ignores unknown arguments (`"Namespace"` beside `"namespace"` went unnoticed) and
+    answers a bad one in plain text; here both are the HTTP API's 422 `invalid_request` JSON."""
+
+    def __init__(self, bodies: dict[str, type[BaseModel]], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._bodies = bodies
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        body = self._bodies.get(name)
+        if body is not None:
+            try:
+                body.model_validate(arguments)
+            except ValidationError as exc:
+                return error_result(invalid_request(exc.errors()))
+        return await super().call_tool(name, arguments, context)
+
+
 def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> MCPServer:
     """The tools over `service`. `stdio_key` is the key for a stdio session (HTTP calls bring their own)."""
-    server = MCPServer("graphrag", instructions=INSTRUCTIONS)
+    bodies = {TOOLS[kind][0]: body for kind, body in BODIES.items()}
+    server = _Server(bodies, "graphrag", instructions=INSTRUCTIONS)
 
     def principal(ctx: Context) -> Principal:
         headers = ctx.headers
@@ -126,13 +152,10 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
             request = kind(**{k: v for k, v in fields.items() if v is not None})
             return await service.run(principal(ctx), request)
         except ValidationError as exc:
-            error: ServiceError = InvalidRequest(
-                "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            )
+            error: ServiceError = invalid_request(exc.errors())
         except ServiceError as exc:
             error = exc
-        text = json.dumps(error.body(), default=str)
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return error_result(error)
 
     for kind, body in BODIES.items():
         name, doc = TOOLS[kind]

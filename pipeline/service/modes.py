@@ -8,6 +8,7 @@ query past its deadline frees its key's slot one step later instead of finishing
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
+from pipeline.io.damage import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
@@ -28,6 +30,8 @@ from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.service.errors import InvalidRequest
 from pipeline.service.models import ChunkQuery, VectorQuery
 from pipeline.settings import Settings
+
+log = logging.getLogger("pipeline.service")
 
 
 class Abandoned(Exception):
@@ -93,7 +97,7 @@ def run_vector(work: Work, req: VectorQuery) -> dict[str, Any]:
     try:
         query_filter = parse_filter(req.filter)
     except FilterError as exc:
-        raise InvalidRequest(str(exc)) from None
+        raise InvalidRequest(str(exc), detail={"field": "filter"}) from None
     # Steps, each followed by a checkpoint: the query's embedding (the tool's own is then a cache
     # hit), then the search.
     checkpoint(work.cancel, work.deadline, "embedding the query")
@@ -105,9 +109,17 @@ def run_vector(work: Work, req: VectorQuery) -> dict[str, Any]:
     top_k = req.top_k or DEFAULT_TOP_K
     out = tool.execute({"query_text": req.query, "top_k": top_k, "filter": query_filter or {}})
     if out.get("error"):
-        if str(out["error"]).startswith("FilterError"):
-            raise InvalidRequest(str(out["error"]))
-        return {"query": req.query, "status": "degraded", "reason": out["error"], "hits": []}
+        reason = str(out["error"])
+        if reason.startswith("FilterError: "):  # ours, naming the field and what it takes
+            raise InvalidRequest(reason.removeprefix("FilterError: "), detail={"field": "filter"})
+        found = diagnose(work.store)
+        if found is not None:  # the tool turned a damaged table's read error into its reason
+            raise found
+        # The tool's reason is the store's own message (paths on the server, a table's schema): logged,
+        # not answered.
+        log.warning("vector query on %s degraded: %s", work.store.namespace, reason)
+        reason = "the vector search failed; the server log has the details"
+        return {"query": req.query, "status": "degraded", "reason": reason, "hits": []}
     hits = [
         {"id": s["id"], "score": s["score"], **s["metadata"], "text": s["document"]} for s in out["sources"]
     ]
