@@ -102,7 +102,8 @@ class Settings(
         default=2,
         ge=1,
         description="Newest versions of each LanceDB table kept after a replace, besides the version the "
-        "replace started from (always kept, so a query that opened it finishes); older files are deleted",
+        "replace started from (always kept, so a query that opened it finishes); older files are deleted and "
+        "the table compacted. A replace writes only the rows that changed, and nothing when none did",
     )
     # An s3:// storage root: the endpoint and keys. Unset keys fall back to the standard AWS variables here,
     # and to the AWS SDK's own chain (profile, instance role) when those are unset too.
@@ -114,10 +115,17 @@ class Settings(
             os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         ),
         description="Default: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1",
+        json_schema_extra={"doc_default": "AWS_REGION, AWS_DEFAULT_REGION or us-east-1"},
     )
-    s3_access_key_id: SecretStr | None = Field(default_factory=lambda: _aws_secret("AWS_ACCESS_KEY_ID"))
+    s3_access_key_id: SecretStr | None = Field(
+        default_factory=lambda: _aws_secret("AWS_ACCESS_KEY_ID"),
+        description="Default: AWS_ACCESS_KEY_ID, else the AWS SDK's chain; never logged or shown",
+        json_schema_extra={"doc_default": "AWS_ACCESS_KEY_ID"},
+    )
     s3_secret_access_key: SecretStr | None = Field(
-        default_factory=lambda: _aws_secret("AWS_SECRET_ACCESS_KEY"), description="Never logged or shown"
+        default_factory=lambda: _aws_secret("AWS_SECRET_ACCESS_KEY"),
+        description="Default: AWS_SECRET_ACCESS_KEY, else the AWS SDK's chain; never logged or shown",
+        json_schema_extra={"doc_default": "AWS_SECRET_ACCESS_KEY"},
     )
 
     @field_validator("storage_root", mode="before")
@@ -150,21 +158,31 @@ class Settings(
 
     # Scale-out: extraction and embedding fan out over document shards (Dagster partitions
     # namespace x shard). Read when the Dagster definitions load, so every worker must see the same value.
-    shards: int = Field(default=1, ge=1, le=256, description="Document shards per namespace")
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Document shards per namespace: extraction and embedding partitioned by namespace x "
+        "shard (read when the Dagster definitions load, so every worker must see the same value)",
+    )
     dask_scheduler: str | None = Field(
         default=None,
         description="tcp://host:port of a dask.distributed scheduler: Dagster runs execute their steps "
-        "on its workers (dagster-dask); unset = Dagster's own executors",
+        "on its workers (dagster-dask), and `pipeline index` splits a namespace into shard runs; unset = "
+        "Dagster's own executors",
     )
 
     # LLM and embedding caches (pipeline/caches.py): PostgreSQL when several machines share a run (SQLite
     # on shared or object storage is not safe), else SQLite files in cache_dir or <storage_root>/_cache.
     cache_url: SecretStr | None = Field(
         default=None,
-        description="postgresql:// URL of the cache server (env PIPELINE_CACHE_URL); never logged or shown",
+        description="postgresql:// URL: the LLM and embedding caches in PostgreSQL, shared by every worker; "
+        "never logged or shown",
     )
     cache_dir: str | None = Field(
-        default=None, description="Local folder for the SQLite caches (env PIPELINE_CACHE_DIR)"
+        default=None,
+        description="Local folder for the SQLite caches when cache_url is unset; unset = "
+        "<storage_root>/_cache, and required with an s3:// storage root (SQLite never goes on object storage)",
     )
 
     @field_validator("fallback_encodings", "entity_types", mode="before")

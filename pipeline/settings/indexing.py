@@ -20,16 +20,18 @@ class IngestSettings(BaseModel):
     fallback_encodings: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Tried after UTF-8, e.g. ['latin-1']"
     )
-    id_column: str = "id"
-    title_column: str = "title"
-    text_column: str = "text"
+    id_column: str = Field(default="id", description="Id column of row files (.json, .jsonl, .csv, .parquet)")
+    title_column: str = Field(default="title", description="Title column of row files")
+    text_column: str = Field(default="text", description="Text column of row files")
 
 
 class ChunkingSettings(TokenizerSettings):
     """Token windows (GraphRAG default 1200/100, o200k_base)."""
 
-    chunk_size: int = Field(default=1200, ge=16)
-    chunk_overlap: int = Field(default=100, ge=0)
+    chunk_size: int = Field(
+        default=1200, ge=16, description="Tokens per text unit (GraphRAG's default; its paper used 600)"
+    )
+    chunk_overlap: int = Field(default=100, ge=0, description="Tokens shared by consecutive text units")
 
 
 class ExtractionSettings(BaseModel):
@@ -38,7 +40,10 @@ class ExtractionSettings(BaseModel):
     # Graph extraction (GraphRAG defaults: these four types, 1 gleaning round)
     entity_types: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["organization", "person", "geo", "event"],
-        description="Entity types to extract (comma-separated in the env var)",
+        description="Entity types to extract (comma-separated in the env var). The NLP extractor types these "
+        "four from spaCy's labels and keeps its other naming labels as group, work, product, law, language; "
+        "an LLM type outside the list is mapped onto it when the name says so (Location -> geo), else "
+        "stored as unknown and counted",
     )
     extraction_max_gleanings: int = Field(default=1, ge=0, description="Extra 'what did you miss' rounds")
     extraction_pack_tokens: int = Field(
@@ -48,10 +53,15 @@ class ExtractionSettings(BaseModel):
         default=0,
         ge=0,
         description="Offline extraction: worker processes that extract the packs (the rules and spaCy are "
-        "one core's work each); 0 = one per core when a run has 256 units or more, 1 = in process",
+        "one core's work each); 0 = one per core when a run has 256 units or more, 1 = in process. The "
+        "records are the same either way; a worker that dies costs no unit (its pack is extracted in "
+        "process); dask's daemonic workers extract in process",
     )
-    extract_claims: bool = True
-    claim_description: str = "Any claims or facts that could be relevant to information discovery."
+    extract_claims: bool = Field(default=True, description="Extract claims (covariates) beside the graph")
+    claim_description: str = Field(
+        default="Any claims or facts that could be relevant to information discovery.",
+        description="What the LLM extraction prompt asks claims to be (GraphRAG's default wording)",
+    )
     offline_cooccurrence_window: int = Field(
         default=1,
         ge=0,
@@ -64,7 +74,9 @@ class DescriptionSettings(TokenizerSettings):
 
     description_max_tokens: int = Field(default=200, ge=16, description="Offline summary budget")
     summarize_max_input_tokens: int = Field(default=4000, ge=64, description="Per LLM summary call")
-    summarize_max_words: int = Field(default=500, ge=10)
+    summarize_max_words: int = Field(
+        default=500, ge=10, description="Length asked of an LLM description summary"
+    )
 
 
 class ResolutionSettings(DescriptionSettings):
@@ -81,16 +93,21 @@ class ResolutionSettings(DescriptionSettings):
     offline_drop_common_words: bool = Field(
         default=False,
         description="Drop untyped one-word offline names the corpus also writes in lower case ('Hope'); off by "
-        "default: it costs local search recall on MuSiQue (R@10 76.8 -> 75.1 with the NLP extractor)",
+        "default: it lowers the sample book's unknown share from 18.5% to 13.4% but costs local search "
+        "recall on MuSiQue (R@10 76.8 -> 75.1 with the NLP extractor)",
     )
 
 
 class CommunitySettings(BaseModel):
     """Hierarchical Leiden (GraphRAG's defaults)."""
 
-    max_cluster_size: int = Field(default=10, ge=2)
-    leiden_seed: int = 0xDEADBEEF
-    leiden_resolution: float = Field(default=1.0, gt=0)
+    max_cluster_size: int = Field(default=10, ge=2, description="Largest community before Leiden splits it")
+    leiden_seed: int = Field(
+        default=0xDEADBEEF, description="Leiden's random seed: the same graph, the same communities"
+    )
+    leiden_resolution: float = Field(
+        default=1.0, gt=0, description="Leiden's resolution: higher, smaller communities"
+    )
 
 
 class ReportSettings(BaseModel):
@@ -105,5 +122,6 @@ class ReportSettings(BaseModel):
         ge=0,
         description="Model-written reports (standard, fast): a community without children and with fewer "
         "entities and fewer claims than this (default: max_cluster_size's default, a leaf as large as "
-        "Leiden lets one grow) gets the extractive report (method 'extractive'); 0 = all",
+        "Leiden lets one grow) gets the extractive report (method 'extractive'); 0 = all. On MuSiQue-100 "
+        "about 1 community in 6 gets a model report",
     )

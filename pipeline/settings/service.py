@@ -12,12 +12,16 @@ from pydantic import BaseModel, Field, SecretStr
 
 
 class ServiceSettings(BaseModel):
+    """The query service (pipeline.service): keys, deadlines, per-key limits and output bounds."""
+
     api_keys_file: Path | None = Field(
         default=None, description="YAML/JSON: tenant -> {key_sha256, namespaces} (env PIPELINE_API_KEYS_FILE)"
     )
     service_timeout_s: float = Field(default=30.0, gt=0, description="A query's default deadline")
     service_max_timeout_s: float = Field(default=120.0, gt=0, description="Longest deadline a query may ask")
-    service_key_concurrency: int = Field(default=4, ge=1, description="Queries in flight per key")
+    service_key_concurrency: int = Field(
+        default=4, ge=1, description="Queries in flight per key (429 past it)"
+    )
     service_key_rate: int | None = Field(
         default=None,
         ge=1,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class TokenizerSettings(BaseModel):
-    encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+    encoding: Literal["o200k_base", "cl100k_base"] = Field(
+        default="o200k_base", description="tiktoken encoding of every token count (exact, offline)"
+    )
