@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from pipeline.settings import ConfigError, Settings, load_settings
-
-REPO = Path(__file__).resolve().parent.parent
+from pipeline.settings import ConfigError, load_settings
 
 
 def test_defaults_are_offline_and_graphrag_chunking(monkeypatch):
@@ -64,44 +61,6 @@ def test_config_file_that_is_not_a_mapping_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PIPELINE_CONFIG_FILE", str(cfg))
     with pytest.raises(ConfigError, match="list.yaml: expected a mapping"):
         load_settings()
-
-
-def _readme_settings(readme: str, fields: set[str]) -> tuple[set[str], list[str]]:
-    """The `PIPELINE_*` names README's configuration table documents, and those that name no setting.
-    A row may shorten names after its first (`PIPELINE_LLM_TIMEOUT_S`, `_MAX_RETRIES`): a short name is
-    the previous full name's prefix up to some `_` followed by it, whichever is a setting."""
-    documented: set[str] = set()
-    unknown: list[str] = []
-    for line in readme.splitlines():
-        if not line.startswith("| `PIPELINE_"):
-            continue
-        full = ""
-        for name in re.findall(r"`([A-Z0-9_]+)`", line.split("|")[1]):
-            if name.startswith("PIPELINE_"):
-                full, candidates = name, [name]
-            else:
-                parts = full.split("_")
-                candidates = ["_".join(parts[:i]) + name for i in range(1, len(parts))]
-            found = [c for c in candidates if c in fields]
-            documented.update(found)
-            if not found:
-                unknown.append(name)
-    return documented, unknown
-
-
-def test_readme_configuration_table_documents_every_setting_and_only_settings():
-    fields = {f"PIPELINE_{name.upper()}" for name in Settings.model_fields}
-    documented, unknown = _readme_settings((REPO / "README.md").read_text(encoding="utf-8"), fields)
-    assert sorted(fields - documented) == [], "settings missing from README's configuration table"
-    assert unknown == [], "README's configuration table names variables that are no setting"
-
-
-def test_the_readme_check_sees_a_missing_and_a_stale_row():
-    fields = {"PIPELINE_LLM_TIMEOUT_S", "PIPELINE_LLM_MAX_RETRIES", "PIPELINE_CHUNK_SIZE"}
-    table = "| `PIPELINE_LLM_TIMEOUT_S`, `_MAX_RETRIES` | 60, 4 | x |\n| `PIPELINE_LLM_GONE` | 1 | y |\n"
-    documented, unknown = _readme_settings(table, fields)
-    assert documented == {"PIPELINE_LLM_TIMEOUT_S", "PIPELINE_LLM_MAX_RETRIES"}
-    assert unknown == ["PIPELINE_LLM_GONE"]
 
 
 def test_graph_query_workers_are_one_offline_many_with_a_model_and_the_setting_wins(monkeypatch):
