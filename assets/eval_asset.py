@@ -22,7 +22,7 @@ REPORT_DIR = "eval"  # in the namespace's folder
 
 class EvalConfig(Config):
     questions_file: str = Field(
-        description="JSONL, CSV or JSON: question, answer, gold_documents, gold_passages, type (see README)"
+        description="JSONL, CSV or JSON: question, answer, gold_documents, gold_passages, type (see docs/evaluation.md)"
     )
     modes: list[str] = Field(default=list(MODES), description="The modes to evaluate, in order")
     limit: int | None = Field(default=None, description="Only the first N questions")

@@ -18,7 +18,7 @@ ProgressFn = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Calibration:
-    """Cosine levels of one embedding model, each chosen once for every corpus (see README).
+    """Cosine levels of one embedding model, each chosen once for every corpus (docs/concepts.md has the table).
 
     - `related`: two texts this similar are about the same thing (chunk-graph edges).
     - `relevant`: a passage or report this similar to a question is worth showing (local-search floor).

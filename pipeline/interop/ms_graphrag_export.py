@@ -12,7 +12,7 @@ table holds the ids of our Parquet rows and the vector of the text GraphRAG itse
   longer than the model window is embedded in pieces and their mean taken, as GraphRAG does.
 
 Our own tables are left as they are. The vectors are our embedder's: GraphRAG's queries match them only
-when its embedding model is the same one (README, "Coming from Microsoft GraphRAG"). Only texts not in
+when its embedding model is the same one (docs/graphrag.md). Only texts not in
 the embedding cache cost an embedding; an unchanged index writes no new LanceDB version.
 """
 

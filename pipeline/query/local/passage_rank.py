@@ -1,6 +1,6 @@
 """Local search's passage ranking: several signals, each a ranked list of text units, fused with RRF.
 
-The signals (each measured alone and left out in turn by `make eval`; README has the table):
+The signals (each measured alone and left out in turn by `make eval`; docs/query-modes.md has the table):
 - `dense`: cosine of the question and each unit's best piece (the unit's vector is the embedding of its
   document title and text, see `pipeline.index.text_unit_embeddings`);
 - `bm25`: BM25 over each unit's document title and text;
