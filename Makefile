@@ -78,10 +78,11 @@ test: install llm-server browser docs
 	$(PY) -m pytest -q
 
 # The documentation site (mkdocs.yml, docs/) into site/ (git-ignored), offline and strict: a broken link or
-# a page left out of the nav fails. docs/configuration.md is committed as generated from the settings model:
-# `make config-docs` regenerates it (tests/test_docs.py fails while it is stale).
+# anchor, or a page left out of the nav, fails (never --quiet: it hides the warnings strict mode counts).
+# docs/configuration.md is committed as generated from the settings model: `make config-docs` regenerates
+# it (tests/test_docs.py fails while it is stale).
 docs: install
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 config-docs: install
 	$(PY) docs/gen_config.py

@@ -3,6 +3,10 @@ without `make config-docs` fails here), and README.md stays a short front page."
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,30 @@ def test_a_new_setting_changes_the_rendered_page(clean_env: None) -> None:
 def test_readme_is_a_front_page_under_20_kb() -> None:
     size = (REPO / "README.md").stat().st_size
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
+
+
+def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_site_builds_strict_and_offline(tmp_path: Path) -> None:
+    proc = _build(REPO, tmp_path / "site")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pages = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "site").rglob("*.html"))
+    assert "fonts.googleapis.com" not in pages  # theme.font: false, nothing fetched when read offline
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    with (tmp_path / "docs" / "concepts.md").open("a", encoding="utf-8") as f:
+        f.write("\n\nSee [a page that is not there](nowhere.md).\n")
+    proc = _build(tmp_path, tmp_path / "site")
+    assert proc.returncode != 0 and "nowhere.md" in proc.stderr
