@@ -123,8 +123,14 @@ def walk_html(root, builder: Builder, level_shift: int = 0, skip_title: str | No
 def html_tree(data: bytes):
     import lxml.html
 
+    # lxml reads bytes without a declared charset as Latin-1; valid UTF-8 is far likelier to be UTF-8
     try:
-        return lxml.html.document_fromstring(data)
+        data.decode("utf-8")
+        parser = lxml.html.HTMLParser(encoding="utf-8")
+    except UnicodeDecodeError:
+        parser = None  # its <meta charset>, else lxml's guess
+    try:
+        return lxml.html.document_fromstring(data, parser=parser)
     except Exception as exc:  # lxml's ParserError: nothing it can read
         raise ParseError("corrupt", f"not readable HTML: {exc}") from None
 
