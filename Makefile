@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 DEMO_NAMESPACE ?= demo
 
-.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server llm-try serve browser docs config-docs
+.PHONY: install demo cluster-demo test dev bench eval lint dagster-home clean llm-server llm-try serve browser ocr docs config-docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,7 +74,14 @@ browser:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
 
-test: install llm-server browser docs
+# Tesseract with its English data, for OCR of PDF pages with no text layer (pipeline/parse/ocr.py,
+# tests/test_parse_pdf.py); Debian packages, installed only when missing, as `browser` is.
+ocr:
+	@if ! command -v tesseract >/dev/null || ! test -n "$$(tesseract --list-langs 2>/dev/null | grep -x eng)"; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tesseract-ocr tesseract-ocr-eng; \
+	fi
+
+test: install llm-server browser ocr docs
 	$(PY) -m pytest -q
 
 # The documentation site (mkdocs.yml, docs/) into site/ (git-ignored), offline and strict: a broken link or

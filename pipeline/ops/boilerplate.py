@@ -120,6 +120,19 @@ def content_span(text: str) -> ContentSpan:
     return ContentSpan(start, end, tuple(removed), front_matter(text, start, end))
 
 
+def with_layout(span: ContentSpan, raw_layout: str | None) -> ContentSpan:
+    """`span` with the masked ranges of a parsed file's layout map (running headers, footers and page
+    numbers, `pipeline.parse.layout`) merged into its regions: masked as front matter is."""
+    if not raw_layout:
+        return span
+    from pipeline.parse.layout import masked_regions
+
+    masks = masked_regions(raw_layout)
+    if not masks:
+        return span
+    return ContentSpan(span.start, span.end, span.removed, tuple(_merge([*span.regions, *masks])))
+
+
 def front_matter(text: str, start: int = 0, end: int | None = None) -> tuple[Region, ...]:
     """The front-matter regions of `text[start:end]`, by the rules in the module docstring."""
     end = len(text) if end is None else end
@@ -237,7 +250,7 @@ _REGIONS_BY_DOCUMENT: dict[tuple[str, int, int], tuple[Region, ...]] = {}
 _REGIONS_CACHED = 4096  # documents; only the regions are kept, never the texts
 
 
-def _document_regions(doc_id: str, text: str) -> tuple[Region, ...]:
+def _document_regions(doc_id: str, text: str, layout: str | None = None) -> tuple[Region, ...]:
     """A document's front matter, computed once per process for one text (global search asks again on
     every question; hashing the text costs far less than the rules)."""
     key = (doc_id, len(text), hash(text))
@@ -245,17 +258,19 @@ def _document_regions(doc_id: str, text: str) -> tuple[Region, ...]:
     if regions is None:
         if len(_REGIONS_BY_DOCUMENT) >= _REGIONS_CACHED:
             _REGIONS_BY_DOCUMENT.clear()
-        regions = _REGIONS_BY_DOCUMENT[key] = content_span(text).regions
+        regions = _REGIONS_BY_DOCUMENT[key] = with_layout(content_span(text), layout).regions
     return regions
 
 
 def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
     """`units` with each text's front matter blanked (`mask`), by its document's regions."""
     wanted = set(units.column("document_id").to_pylist())
+    has_layout = "layout" in documents.schema.names
+    layouts = documents.column("layout").to_pylist() if has_layout else [None] * documents.num_rows
     regions = {
-        doc_id: _document_regions(doc_id, text)
-        for doc_id, text in zip(
-            documents.column("id").to_pylist(), documents.column("text").to_pylist(), strict=True
+        doc_id: _document_regions(doc_id, text, layout)
+        for doc_id, text, layout in zip(
+            documents.column("id").to_pylist(), documents.column("text").to_pylist(), layouts, strict=True
         )
         if doc_id in wanted
     }

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.core.tokens import get_encoding
-from pipeline.ops.boilerplate import Region, content_span
+from pipeline.ops.boilerplate import Region, content_span, with_layout
 
 
 @dataclass(frozen=True)
@@ -143,11 +143,14 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     ids = documents.column("id").to_pylist()
     reused, reused_outside, reused_regions = reusable_chunks(previous, config, set(ids))
     texts = documents.column("text").to_pylist()
+    # parsed files' running headers and footers (pipeline.parse.layout) are masked as front matter is
+    has_layout = "layout" in documents.schema.names
+    layouts = documents.column("layout").to_pylist() if has_layout else [None] * len(ids)
     rows: list[dict] = []
     per_doc: list[list[str]] = []
     outside: dict[str, int] = {}
     regions: dict[str, tuple[Region, ...]] = {}
-    for doc_id, text in zip(ids, texts, strict=True):
+    for doc_id, text, layout in zip(ids, texts, layouts, strict=True):
         if doc_id in reused:
             if doc_id in reused_outside:
                 outside[doc_id] = reused_outside[doc_id]
@@ -156,7 +159,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
             for row in reused[doc_id]:
                 rows.append({**row, "human_readable_id": len(rows)})
             continue
-        span = content_span(text)
+        span = with_layout(content_span(text), layout)
         regions[doc_id] = span.regions
         if span.removed or span.regions:
             outside[doc_id] = span.outside(len(text))
