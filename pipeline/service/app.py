@@ -22,11 +22,13 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query.common.index_cache import freeze_indexes_after_build
 from pipeline.service.auth import Principal
+from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
 from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
@@ -114,11 +116,13 @@ class _Route(APIRoute):
         handler = super().get_route_handler()
 
         async def checked(request: Request) -> Response:
-            if (
-                request.method in ("POST", "PUT", "PATCH")
-                and json_depth(await request.body()) > MAX_JSON_DEPTH
-            ):
-                raise InvalidRequest(NESTED_TOO_DEEPLY)
+            if request.method in ("POST", "PUT", "PATCH"):
+                try:
+                    body = await request.body()
+                except ClientDisconnect:  # nobody to answer; not a server error
+                    return Response(status_code=400)
+                if json_depth(body) > MAX_JSON_DEPTH:
+                    raise InvalidRequest(NESTED_TOO_DEEPLY)
             return await handler(request)
 
         return checked
@@ -196,6 +200,12 @@ def create_app(
     )
     app.router.route_class = _Route  # before any route is added
     app.state.service = service
+    app.add_middleware(  # inside the authentication: it counts the request's key
+        ConnectionGuard,
+        limiter=service.limiter,
+        body_timeout_s=settings.service_body_timeout_s,
+        stream_idle_s=settings.service_stream_idle_s,
+    )
     app.add_middleware(AuthMiddleware, service=service)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)  # outermost
     app.add_exception_handler(ServiceError, lambda _r, exc: _error_response(exc))

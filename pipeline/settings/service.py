@@ -60,6 +60,18 @@ class ServiceSettings(BaseModel):
         "them): concurrent queries are the service's parallelism",
     )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
+    service_body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request's body must have arrived this long after its headers, else 408 and the "
+        "connection is closed; while it arrives it holds a slot of its key's concurrency",
+    )
+    service_stream_idle_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A GET /mcp stream that sends nothing for this long is ended; while open it holds a "
+        "slot of its key's concurrency",
+    )
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
     service_max_text_chars: int = Field(default=2000, ge=50, description="Each evidence text is cut here")

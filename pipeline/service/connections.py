@@ -1,0 +1,187 @@
+"""Bounded connections: a request's body has a deadline, an idle `GET /mcp` stream is ended, and both
+hold a slot of their key's limit (the one its queries count against) while they wait.
+
+Without these a client could send its headers and then nothing, or open `GET /mcp` and read nothing,
+and hold a server connection for ever without ever counting as a query: many such connections per key
+exhaust the server's sockets and memory whatever the per-key limit says.
+
+- A request's body must have arrived `body_timeout_s` after its headers were handled; past that it is
+  answered 408 `request_timeout` with `Connection: close`, so the server drops the connection.
+- A `GET /mcp` stream that has sent nothing for `stream_idle_s` is ended: its handler is told the
+  client left, and the response is completed, so the client sees the stream end.
+- The slot is taken when the request is authenticated and given back once its body has arrived (the
+  query then takes a slot of its own, in `QueryService.run`), or when a stream ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.service.errors import RequestTimeout, ServiceError
+from pipeline.service.limits import KeyLimiter
+
+PRINCIPAL = "graphrag.principal"  # set by app.AuthMiddleware
+STREAM_END_GRACE_S = 5.0  # a stream handler told its client left gets this long to return
+
+
+class _BodyTimeout(Exception):
+    pass
+
+
+class ConnectionGuard:
+    """ASGI middleware inside the authentication (it needs the request's key); see the module docstring."""
+
+    def __init__(self, app: ASGIApp, limiter: Any, body_timeout_s: float, stream_idle_s: float) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.body_timeout_s = body_timeout_s
+        self.stream_idle_s = stream_idle_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        principal = scope.get(PRINCIPAL) if scope["type"] == "http" else None
+        if principal is None:
+            await self.app(scope, receive, send)
+            return
+        key_id = principal.key_id
+        try:
+            await self._acquire(key_id)
+        except ServiceError as exc:
+            await _answer(send, exc)
+            return
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.limiter.release(key_id)
+
+        try:
+            if scope["method"] == "GET" and scope["path"].rstrip("/") == "/mcp":
+                await self._stream(scope, receive, send)
+            else:
+                await self._request(scope, receive, send, release)
+        finally:
+            release()
+
+    async def _acquire(self, key_id: str) -> None:
+        if isinstance(self.limiter, KeyLimiter):  # a lock in memory: no need to leave the event loop
+            self.limiter.acquire(key_id)
+        else:  # PostgreSQL: a round trip
+            await asyncio.to_thread(self.limiter.acquire, key_id)
+
+    async def _request(self, scope: Scope, receive: Receive, send: Send, release: Any) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
+        body_done = timed_out = answered = started = False
+
+        async def timed_receive() -> Message:
+            nonlocal body_done, timed_out
+            if body_done:  # after the body: a wait for the client to leave, which has no deadline
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                timed_out = True
+                raise _BodyTimeout from None
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                body_done = True
+                release()
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            # The framework turns a failed body read into its own 400; the truth is 408.
+            nonlocal answered, started
+            if timed_out and not started:
+                if not answered:
+                    answered = True
+                    await self._timeout(send)
+                return
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, guarded_send)
+        except Exception:
+            if not timed_out:
+                raise
+        if timed_out and not answered and not started:
+            await self._timeout(send)
+
+    async def _timeout(self, send: Send) -> None:
+        await _answer(
+            send,
+            RequestTimeout(f"the request's body did not arrive within {self.body_timeout_s:g} s"),
+            close=True,
+        )
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        activity = asyncio.Event()
+        gone = asyncio.Event()  # set when the stream is cut: its handler then hears the client left
+        started = completed = cut = False
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started, completed
+            if cut:
+                return  # the stream was ended: the handler's late messages go nowhere
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                completed = True
+            await send(message)
+            activity.set()
+
+        async def cut_receive() -> Message:
+            client = asyncio.ensure_future(receive())
+            told = asyncio.ensure_future(gone.wait())
+            try:
+                await asyncio.wait({client, told}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in (client, told):
+                    if not waiter.done():
+                        waiter.cancel()
+            return (
+                client.result() if client.done() and not client.cancelled() else {"type": "http.disconnect"}
+            )
+
+        handler = asyncio.ensure_future(self.app(scope, cut_receive, tracked_send))
+        try:
+            while not handler.done():
+                activity.clear()
+                waiter = asyncio.ensure_future(activity.wait())
+                done, _ = await asyncio.wait(
+                    {handler, waiter}, timeout=self.stream_idle_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                waiter.cancel()
+                if done:
+                    continue
+                cut = True  # idle: tell the handler the client left, then end the response ourselves
+                gone.set()
+                await asyncio.wait({handler}, timeout=STREAM_END_GRACE_S)
+                if started and not completed:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                elif not started:
+                    await _answer(send, RequestTimeout("the stream was idle too long"), close=True)
+                break
+            if handler.done():
+                handler.result()
+        finally:
+            if not handler.done():
+                handler.cancel()
+                with contextlib.suppress(BaseException):
+                    await handler
+
+
+async def _answer(send: Send, error: ServiceError, *, close: bool = False) -> None:
+    payload = json.dumps(error.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()]
+    if close:  # uvicorn closes the connection after this response: its unread body is never awaited
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
