@@ -518,14 +518,20 @@ def test_cancellation_between_stages(tiny, embedder):
     assert result.status == "cancelled" and "query parsing" in result.reason
 
 
-def test_namespace_scoping_holds(tmp_path, tiny, embedder):
+def test_namespace_scoping_holds(tiny, embedder):
     store_a, _ = tiny
-    other = NamespaceStore(tmp_path / "other", "other-ns")
+    # Beside "tiny" under the same storage root: scoping must come from the namespace, not the root
+    other = NamespaceStore(store_a.storage, "other-ns")
+    assert other.storage_root == store_a.storage_root
     build_tiny_index(other, embedder, with_claim=False)
-    result = run_local(other, "How is Scrooge related to Jacob Marley?", embedder)
-    a_units = set(store_a.read_table(schema.TEXT_UNITS).column("id").to_pylist())
-    assert result.evidence and not {e["id"] for e in result.evidence} & a_units
-    assert all(e["document_id"] == "doc-other-ns" for e in result.evidence)
+    question = "How is Scrooge related to Jacob Marley?"
+    units = {
+        s.namespace: set(s.read_table(schema.TEXT_UNITS).column("id").to_pylist()) for s in (store_a, other)
+    }
+    for store, theirs in ((other, store_a), (store_a, other)):
+        result = run_local(store, question, embedder)
+        assert result.evidence and not {e["id"] for e in result.evidence} & units[theirs.namespace]
+        assert all(e["document_id"] == f"doc-{store.namespace}" for e in result.evidence)
 
 
 def test_local_answers_asset_materializes_saved_questions(tiny, dagster_instance, monkeypatch):
