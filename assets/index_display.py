@@ -168,13 +168,28 @@ def print_outcome(result: IndexRunResult, seconds: float, console: Console | Non
     console = console or Console(highlight=False)
     outcome = "SUCCESS" if result.success else "FAILED"
     console.print(f"\nrun {result.run_id}: {outcome} in {seconds:.1f}s", markup=False, soft_wrap=True)
+    rejected = rejection_line(result)
     if any(_number(s.metadata, keys) for s in result.steps for h, keys in COUNTERS if h != "rows"):
         console.print(summary_table(result))
     elif result.steps:  # rows alone are on the stage lines already
         rows = sum(int(_number(s.metadata, ("rows",))) for s in result.steps)
-        console.print(f"{len(result.steps)} assets, {rows:,} rows; no model calls, no failures")
+        failures = "" if rejected else ", no failures"
+        console.print(f"{len(result.steps)} assets, {rows:,} rows; no model calls{failures}")
+    if rejected:
+        console.print(rejected, markup=False, soft_wrap=True)
     print_losses(result)
     print_failures(result)
+
+
+def rejection_line(result: IndexRunResult) -> str | None:
+    """`N of M files rejected (see ingest_errors)` from the input stage's metadata, None if none was."""
+    from pipeline.ops.ingest import rejection_line as line
+
+    files, rejected, rows = (
+        int(sum(_number(s.metadata, (key,)) for s in result.steps))
+        for key in ("input_files", "files_rejected", "rows_rejected")
+    )
+    return line(files, rejected, rows)
 
 
 def print_losses(result: IndexRunResult, file: Any = None) -> None:

@@ -49,6 +49,7 @@ def test_a_folder_whose_every_item_is_rejected_fails_the_run_with_the_errors(tmp
     with pytest.raises(NoDocumentsError) as err:
         input_documents.run(ctx, folder)
     message = str(err.value)
+    assert message.startswith("2 of 2 files rejected (see ingest_errors): ")
     assert "3 input item(s) and none became a document" in message
     assert "rows.json row 0: missing_text" in message and "empty.txt: empty" in message
     assert ctx.store.read_table(schema.INGEST_ERRORS).num_rows == 3  # kept for inspection

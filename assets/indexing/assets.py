@@ -11,6 +11,7 @@ from dagster import (
     AssetDep,
     AssetExecutionContext,
     Config,
+    Failure,
     MaterializeResult,
     MultiToSingleDimensionPartitionMapping,
     asset,
@@ -47,7 +48,13 @@ def input_documents(
     context: AssetExecutionContext, config: DocumentsConfig, pipeline_settings: PipelineSettingsResource
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings)
-    return materialize(input_documents_runner.run(ctx, config.input_dir), ctx=ctx)
+    try:
+        report = input_documents_runner.run(ctx, config.input_dir)
+    except input_documents_runner.NoDocumentsError as exc:
+        # nothing is materialized, so the failure itself carries the count the run's metadata shows
+        meta = {"input_files": exc.files, "files_rejected": exc.files_rejected}
+        raise Failure(description=str(exc), metadata=meta, allow_retries=False) from exc
+    return materialize(report, ctx=ctx)
 
 
 @asset(

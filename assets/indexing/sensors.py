@@ -2,7 +2,8 @@
 
 The sensor watches `<input_root>/<namespace>/` folders. Its cursor is the last fingerprint of each
 folder (`pipeline.ops.incremental.input_fingerprints`: names, sizes and mtimes of the files), so a tick
-costs a directory walk. A new folder adds its `namespace` partition and runs it; a folder whose files
+costs a directory walk. The walk is ingest's (`pipeline.ops.input_folder.scan`): a FIFO is never opened
+and a link out of the folder never followed, so neither hangs a tick nor lets an edit outside start a run. A new folder adds its `namespace` partition and runs it; a folder whose files
 were added, edited or deleted runs again; the run key is the fingerprint, so a tick repeated after a
 crash never launches the same run twice. A folder that disappears launches nothing: its index stays
 until someone deletes the partition.

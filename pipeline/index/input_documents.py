@@ -9,8 +9,10 @@ Rules, in order:
 3. The delta against the previous `input_documents` table (`documents` for an index written before
    the tables were split) (added / changed / removed / unchanged) is
    reported, so a re-index says what it will redo.
-4. A folder whose every file or row was rejected fails the run with the errors listed (an empty folder
-   is not an error: it indexes nothing).
+4. A folder whose every file or row was rejected fails the run with the errors listed, its first line
+   `N of N files rejected (see ingest_errors)` (an empty folder is not an error: it indexes nothing).
+5. The stage's metadata counts `input_files`, `files_rejected` and `rows_rejected`, from which
+   `pipeline index` ends with `N of M files rejected (see ingest_errors)` instead of "no failures".
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ MAX_ERRORS_LISTED = 20
 class NoDocumentsError(ValueError):
     """The input folder is not empty but yielded no document: every file or row was rejected."""
 
+    def __init__(self, message: str, files: int = 0, files_rejected: int = 0) -> None:
+        super().__init__(message)
+        self.files = files
+        self.files_rejected = files_rejected
+
 
 def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settings.Settings
     return IngestOptions(
@@ -37,7 +44,18 @@ def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settin
         id_column=settings.id_column,
         title_column=settings.title_column,
         text_column=settings.text_column,
+        parse_cache_dir=_parse_cache_dir(settings),
     )
+
+
+def _parse_cache_dir(settings) -> str | None:  # noqa: ANN001 - pipeline.settings.Settings
+    """The local cache folder for parsed files (pipeline.parse.cache); None when the caches are remote."""
+    from pipeline.runtime import local_cache_folder
+
+    try:
+        return str(local_cache_folder(settings))
+    except (ValueError, OSError):
+        return None
 
 
 def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
@@ -57,9 +75,10 @@ def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
         more = len(result.errors) - len(lines)
         ctx.store.write_table(schema.INGEST_ERRORS, errors_table(result.errors))  # for inspection
         raise NoDocumentsError(
-            f"{folder} holds {len(result.errors)} input item(s) and none became a document:\n  "
-            + "\n  ".join(lines)
-            + (f"\n  ... and {more} more" if more > 0 else "")
+            f"{result.rejection_line()}: {folder} holds {len(result.errors)} input item(s) and none "
+            "became a document:\n  " + "\n  ".join(lines) + (f"\n  ... and {more} more" if more > 0 else ""),
+            files=result.files,
+            files_rejected=result.files_rejected,
         )
     store = ctx.store
     docs = documents_table(result.documents)
@@ -76,6 +95,9 @@ def run(ctx: IndexContext, input_dir: str | Path | None = None) -> StageReport:
             "documents": len(result.documents),
             "errors": len(result.errors),
             "duplicates_skipped": result.duplicates,
+            "input_files": result.files,
+            "files_rejected": result.files_rejected,
+            "rows_rejected": result.rows_rejected,
             "bytes": sum(d.n_bytes for d in result.documents),
             "input_dir": str(folder),
             "ingest_errors": Markdown(

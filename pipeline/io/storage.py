@@ -121,6 +121,9 @@ class StorageRoot:
     def path(self, key: str = "") -> str:
         """The key's path on `filesystem` (a local path, or 'bucket/prefix/key')."""
         key = key.strip("/")
+        if any(part in (".", "..") for part in key.split("/")):
+            # S3 endpoints resolve "ns/../other" to another prefix: a key must stay under the root
+            raise ValueError(f"storage key {key!r} has a '.' or '..' segment; keys stay under the root")
         if self._local is not None:
             return str(self._local / key) if key else str(self._local)
         base = f"{self.bucket}/{self.prefix}" if self.prefix else self.bucket
@@ -235,7 +238,10 @@ class StorageRoot:
         found = [
             StoredFile(f"{base}/{i.base_name}" if base else i.base_name, i.size, i.mtime)
             for i in self.filesystem.get_file_info(selector)
-            if i.type == pafs.FileType.File and i.base_name.endswith(suffix)
+            if i.type == pafs.FileType.File
+            and i.base_name.endswith(suffix)
+            # an S3 object named "prefix/ns/.." lists as a file, and its key would leave the prefix
+            and i.base_name not in ("", ".", "..")
         ]
         return sorted(found, key=lambda f: f.key)
 

@@ -17,9 +17,7 @@ fingerprint per namespace folder, cheap enough to compute every tick (file names
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
 from pipeline.ops.boilerplate import Region
 from pipeline.ops.extraction import from_table
 from pipeline.ops.extraction import to_table as extraction_table
+from pipeline.ops.input_folder import folder_fingerprint  # what ingest reads, nothing outside it
 
 # Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
 EXTRACTION_CONFIG_KEY = b"extraction_config"
@@ -43,24 +42,6 @@ REGIONS_KEY = b"front_matter_regions"
 
 
 # ---- the input root (sensor) -------------------------------------------------------------------
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over (relative path, size, mtime) of every visible file: changes when a file is added,
-    edited or deleted. Hidden files are skipped, as ingest skips them."""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            try:
-                st = path.stat()
-            except FileNotFoundError:  # deleted while we walked: the next tick sees the final state
-                continue
-            h.update(f"{path.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
 def namespace_folders(input_root: Path) -> dict[str, Path]:
     """Sub-folders of the input root whose names are valid namespaces (others are ignored)."""
     if not input_root.is_dir():

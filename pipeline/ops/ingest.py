@@ -14,16 +14,21 @@ import hashlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
+
+from pipeline.ops.input_folder import InputEntry, read_regular, scan
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 ROW_SUFFIXES = {".json", ".jsonl", ".ndjson", ".csv", ".parquet"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | ROW_SUFFIXES
+PARSED_SUFFIXES = {".pdf", ".docx", ".pptx", ".html", ".htm", ".xhtml", ".epub", ".md", ".markdown", ".rst"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | ROW_SUFFIXES | PARSED_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class Document:
     creation_date: str
     raw_data: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    layout: str | None = None  # JSON layout map of a parsed file (pipeline.parse.layout)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,20 @@ class IngestResult:
     errors: list[IngestError]
     duplicates: int = 0
     skipped_files: int = 0
+    files: int = 0  # every visible entry of the folder, skipped ones included
+    files_rejected: int = 0  # files that gave no document and an error (a file-level one, or one per row)
+    rows_rejected: int = 0  # rejected rows of the files that were not rejected whole
+
+    def rejection_line(self) -> str | None:
+        """`N of M files rejected (see ingest_errors)`, or None when nothing was rejected."""
+        return rejection_line(self.files, self.files_rejected, self.rows_rejected)
+
+
+def rejection_line(files: int, files_rejected: int, rows_rejected: int) -> str | None:
+    if not files_rejected and not rows_rejected:
+        return None
+    rows = f" and {rows_rejected:,} rows" if rows_rejected else ""
+    return f"{files_rejected:,} of {files:,} files{rows} rejected (see ingest_errors)"
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,7 @@ class IngestOptions:
     id_column: str = "id"
     title_column: str = "title"
     text_column: str = "text"
+    parse_cache_dir: str | None = None  # pipeline.parse.cache: parsed files by their bytes
 
 
 class _Reject(Exception):
@@ -82,8 +103,49 @@ def _looks_binary(data: bytes) -> bool:
     return len(sample) > 0 and control / len(sample) > 0.10
 
 
+# A UTF-32 LE BOM begins with the UTF-16 LE one, so the longer marks are tried first.
+_UNICODE_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
+    (b"\xff\xfe", "utf-16", "UTF-16"),
+    (b"\xfe\xff", "utf-16", "UTF-16"),
+)
+
+
+def _wide_unicode(data: bytes) -> str | None:
+    """Text in UTF-16 or UTF-32, whose NUL bytes would otherwise make it look binary: named by its BOM,
+    or UTF-16 without one when every other byte (and only those) is mostly NUL, as in Latin text."""
+    for bom, codec, name in _UNICODE_BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise _Reject(
+                    "encoding",
+                    f"starts with a {name} byte-order mark but is not valid {name} (offset {exc.start})",
+                ) from None
+            if _looks_binary(text[:8192].encode("utf-8")):
+                raise _Reject("binary", f"{name} that decodes to control characters: a binary file, not text")
+            return text
+    sample = data[: 8192 & ~1]
+    if len(data) % 2 or len(sample) < 4:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    for zeros, other, codec in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if 0 not in other and zeros.count(0) * 2 >= len(zeros):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                return None
+            return None if _looks_binary(text[:8192].encode("utf-8")) else text
+    return None
+
+
 def decode_bytes(data: bytes, fallback_encodings: tuple[str, ...] = ()) -> str:
-    """UTF-8 (BOM allowed), then each fallback encoding; a clear reason when none fits."""
+    """UTF-8 (BOM allowed), UTF-16/32 (by BOM, or UTF-16 by its NULs), then each fallback encoding; a
+    clear reason when none fits."""
+    if (wide := _wide_unicode(data)) is not None:
+        return wide
     if _looks_binary(data):
         raise _Reject("binary", "looks like a binary file (NUL or control bytes), not text")
     try:
@@ -107,6 +169,33 @@ def _check_text(text: str) -> str:
     return text
 
 
+# A record is an object of scalars; deeper than this is no document. The limit is fixed because Python's
+# parser recurses once per level, so whether 900 levels parse would depend on the caller's stack depth.
+MAX_JSON_DEPTH = 100
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_TOO_DEEP = f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects)"
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in valid JSON (brackets inside strings do not count)."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case: it cannot be deeper
+        return 0
+    bare = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    step = np.isin(bare, (ord("["), ord("{"))).astype(np.int32) - np.isin(bare, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _load_json(text: str) -> Any:
+    """json.loads, with nesting past MAX_JSON_DEPTH refused as such (not as invalid JSON)."""
+    try:
+        loaded = json.loads(text)
+    except RecursionError:
+        raise _Reject("too_deep", _TOO_DEEP) from None
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise _Reject("too_deep", _TOO_DEEP)
+    return loaded
+
+
 def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[str, Any] | _Reject]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
@@ -119,13 +208,15 @@ def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    yield _load_json(line)
                 except json.JSONDecodeError as exc:
                     # one broken line costs that row only; the file's other rows are still indexed
                     yield _Reject("malformed", f"line {lineno}: invalid JSON ({exc.msg})")
+                except _Reject as rej:
+                    yield _Reject(rej.error_type, f"line {lineno}: {rej.reason}")
     else:
         try:
-            loaded = json.loads(text)
+            loaded = _load_json(text)
         except json.JSONDecodeError as exc:
             raise _Reject(
                 "malformed", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -152,14 +243,6 @@ def _is_title_mapping(loaded: dict[str, Any], opts: IngestOptions) -> bool:
     )
 
 
-def _iter_files(folder: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield Path(dirpath) / name
-
-
 def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None = None) -> IngestResult:
     """Read every supported file under `folder`; bad documents become IngestError rows."""
     opts = options or IngestOptions()
@@ -176,23 +259,37 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
         seen.add(doc.id)
         result.documents.append(doc)
 
-    for path in _iter_files(root):
-        rel = path.relative_to(root).as_posix()
-        suffix = path.suffix.lower()
+    for entry in scan(root):
+        result.files += 1
+        rel = entry.rel
+        if not entry.readable:  # a FIFO, socket, device or link out of the folder: never opened
+            result.files_rejected += 1
+            result.errors.append(IngestError(rel, entry.error_type or "unreadable", entry.reason))
+            continue
+        suffix = Path(rel).suffix.lower()  # a link's own name says its format, as a file's does
+        if suffix in PARSED_SUFFIXES:  # PDF, Office, HTML, EPUB, Markdown/rST headings: pipeline.parse
+            from pipeline.parse.files import read_parsed
+
+            result.files_rejected += not read_parsed(entry, rel, suffix, opts, result, add)
+            continue
         if suffix not in SUPPORTED_SUFFIXES:
             result.skipped_files += 1
+            result.files_rejected += 1
             result.errors.append(
                 IngestError(rel, "unsupported", f"unsupported file type {suffix or '(none)'!r}")
             )
             continue
+        rows_ok = rows_bad = 0
         try:
-            size = path.stat().st_size
+            size = entry.stat.st_size if entry.stat else 0
             if suffix in TEXT_SUFFIXES and size > opts.max_document_bytes:
                 raise _Reject(
                     "too_large", f"{size:,} bytes exceeds the limit of {opts.max_document_bytes:,} bytes"
                 )
-            data = path.read_bytes()
-            created = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat()
+            data = read_regular(entry)
+            if not data:
+                raise _Reject("empty", "file is empty (0 bytes)")
+            created = _created(entry)
             if suffix in TEXT_SUFFIXES:
                 text = _check_text(decode_bytes(data, opts.fallback_encodings))
                 add(
@@ -201,20 +298,38 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
                     )
                 )
                 continue
-            for row_no, record in enumerate(_row_records(path, data, opts)):
+            for row_no, record in enumerate(_row_records(Path(rel), data, opts)):
                 try:
                     if isinstance(record, _Reject):
                         raise record
                     add(_row_document(record, rel, row_no, created, suffix, opts))
+                    rows_ok += 1
                 except _Reject as rej:
+                    rows_bad += 1
                     result.errors.append(IngestError(rel, rej.error_type, rej.reason, row_no))
+            if not rows_ok and not rows_bad:
+                raise _Reject("empty", "no rows (the file holds no records)")
+            if rows_ok:
+                result.rows_rejected += rows_bad
+            else:
+                result.files_rejected += 1
+            continue
         except _Reject as rej:
             result.errors.append(IngestError(rel, rej.error_type, rej.reason))
         except OSError as exc:
             result.errors.append(IngestError(rel, "unreadable", f"cannot read file: {exc.strerror or exc}"))
         except Exception as exc:  # a corrupt Parquet/CSV file must not stop the corpus
             result.errors.append(IngestError(rel, "malformed", f"{type(exc).__name__}: {exc}"))
+        if rows_ok:  # a file that broke after some rows still gave documents
+            result.rows_rejected += rows_bad
+        else:
+            result.files_rejected += 1
     return result
+
+
+def _created(entry: InputEntry) -> str:
+    mtime = entry.stat.st_mtime if entry.stat else 0.0
+    return dt.datetime.fromtimestamp(mtime, dt.UTC).isoformat()
 
 
 def _row_document(
@@ -270,6 +385,7 @@ def documents_table(documents: list[Document]):  # -> pa.Table
             "source_path": d.source_path,
             "n_bytes": d.n_bytes,
             "metadata": json.dumps(d.metadata, sort_keys=True, default=str),
+            "layout": d.layout,
         }
         for i, d in enumerate(documents)
     ]
