@@ -96,6 +96,26 @@ def test_outline_gives_sections_with_paths_at_their_headings() -> None:
     assert parsed.layout.section_at(version.start + 20).title == "1.1. Version"
 
 
+def test_without_an_outline_larger_type_lines_are_sections() -> None:
+    lines = [
+        ("Getting started", 72, 700, 20),
+        ("Body text of the first part, set in the usual size.", 72, 670),
+        ("Details", 72, 640, 15),
+        ("More body text under the details heading.", 72, 615),
+        ("Next steps", 72, 580, 20),
+        ("The last body line.", 72, 550),
+    ]
+    parsed = parse_bytes(text_pdf([lines]), "pdf", OFF)
+    got = [(s.title, s.path) for s in parsed.layout.sections]
+    assert got == [
+        ("Getting started", ("Getting started",)),
+        ("Details", ("Getting started", "Details")),
+        ("Next steps", ("Next steps",)),
+    ]
+    details = parsed.layout.sections[1]
+    assert parsed.text[details.start : details.end].strip() == "Details\nMore body text under the details heading."
+
+
 def test_hyphenated_line_ends_are_joined() -> None:
     data = text_pdf([[("The value is com-", 72, 700), ("puted once per line.", 72, 686)]])
     assert "The value is computed once per line." in parse_bytes(data, "pdf", OFF).text

@@ -178,6 +178,11 @@ class Builder:
         if title:
             self._heads.append((max(1, level), title, start))
 
+    @property
+    def at_page_start(self) -> bool:
+        """Nothing added since the last `page()`: the next text opens the page (after a blank line)."""
+        return self._len == 0 or (bool(self._pages) and self._len < self._pages[-1][1])
+
     def page(self, number: int) -> None:
         """The next text belongs to page `number`."""
         self._pages.append((number, self._len + (2 if self._len else 0)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.parse.layout import Builder, Parsed, ParseError, normalize
+from pipeline.parse.layout import Builder, Parsed, ParseError, normalize, sections_from_heads
 from pipeline.parse.ocr import OcrPolicy, ocr_image
 
 _BAND = 0.09  # header/footer band: this share of the page height at its top and bottom
@@ -34,6 +34,7 @@ class _Line:
     bottom: float
     x0: float
     x1: float
+    size: float = 0.0  # font size in points (the largest on the line)
 
 
 @dataclass
@@ -60,20 +61,29 @@ def _open(data: bytes):  # -> pdfium.PdfDocument
         raise ParseError("corrupt", f"not a readable PDF: {msg}") from None
 
 
-def _segments(textpage) -> list[tuple[float, float, float, float, str]]:
+def _segments(textpage) -> list[tuple[float, float, float, float, str, float]]:
+    """(left, bottom, right, top, text, font size) of each run of text PDFium finds on the page."""
+    import pypdfium2.raw as c
+
     out = []
     for k in range(textpage.count_rects()):
         left, bottom, right, top = textpage.get_rect(k)
         text = textpage.get_text_bounded(left, bottom, right, top)
         text = text.replace("\r", "").replace("\n", " ")
         if text.strip():
-            out.append((left, bottom, right, top, text))
+            index = textpage.get_index((left + right) / 2, (bottom + top) / 2, 2, 2)
+            size = (
+                c.FPDFText_GetFontSize(textpage.raw, index)
+                if index is not None and index >= 0
+                else top - bottom
+            )
+            out.append((left, bottom, right, top, text, size))
     return out
 
 
-def _lines(segments: list[tuple[float, float, float, float, str]]) -> list[_Line]:
+def _lines(segments: list[tuple]) -> list[_Line]:
     """Segments grouped into lines (top to bottom), cells apart by a wide gap joined by a tab."""
-    rows: list[list[tuple[float, float, float, float, str]]] = []
+    rows: list[list[tuple]] = []
     for seg in sorted(segments, key=lambda s: -(s[1] + s[3]) / 2):
         mid = (seg[1] + seg[3]) / 2
         if rows:
@@ -98,7 +108,8 @@ def _lines(segments: list[tuple[float, float, float, float, str]]) -> list[_Line
                 parts.append(" ")
             parts.append(seg[4].strip())
         text = "".join(parts)
-        lines.append(_Line(text, max(s[3] for s in row), min(s[1] for s in row), row[0][0], row[-1][2]))
+        top, bottom = max(s[3] for s in row), min(s[1] for s in row)
+        lines.append(_Line(text, top, bottom, row[0][0], row[-1][2], max(s[5] for s in row)))
     return lines
 
 
@@ -203,14 +214,16 @@ def _edges(pages: list[_PageText]) -> dict[tuple[int, int], str]:
     return out
 
 
-def _join_lines(lines: list[_Line]) -> str:
-    """One page's body: lines joined, a hyphen-broken word rejoined ('com-' + 'puted'; PDFium marks a
-    line-end hyphen as U+0002), a blank line where a gap wider than the page's usual line spacing says a
-    new paragraph starts."""
+def _join_lines(lines: list[_Line]) -> tuple[str, list[int]]:
+    """One run of a page's body lines as text, and where each line starts in it: a hyphen-broken word
+    rejoined ('com-' + 'puted'; PDFium marks a line-end hyphen as U+0002), a blank line where a gap
+    wider than the page's usual line spacing says a new paragraph starts."""
     gaps = [a.bottom - b.top for a, b in zip(lines, lines[1:], strict=False)]
     usual = _median(gaps) if gaps else 0.0
     height = _median([ln.top - ln.bottom for ln in lines]) if lines else 0.0
     out: list[str] = []
+    starts: list[int] = []
+    at = 0
     for k, line in enumerate(lines):
         text = normalize(line.text)
         if k:
@@ -219,11 +232,45 @@ def _join_lines(lines: list[_Line]) -> str:
             if _HYPHEN_END.search(ends) and text[:1].islower():
                 if out[-1].endswith("-"):
                     out[-1] = out[-1][:-1]
-                out.append(text)
-                continue
-            out.append("\n\n" if gaps[k - 1] > usual + 0.6 * height else "\n")
+                    at -= 1
+            else:
+                out.append("\n\n" if gaps[k - 1] > usual + 0.6 * height else "\n")
+                at += len(out[-1])
+        starts.append(at)
         out.append(text)
-    return "".join(out)
+        at += len(text)
+    return "".join(out), starts
+
+
+def _heading_lines(pages: list[_PageText], edges: dict[tuple[int, int], str]) -> dict[tuple[int, int], int]:
+    """For a PDF without an outline: {(page index, line index): level} of the lines set in a larger type
+    than the body's (1.2 times the size most text is set in, or more), short and with letters; the largest
+    size is level 1, up to three levels."""
+    chars: dict[float, int] = {}  # font size -> characters set in it, outside headers and footers
+    for pi, p in enumerate(pages):
+        for li, ln in enumerate(p.lines):
+            if not p.no_text and (pi, li) not in edges:
+                size = round(ln.size * 2) / 2
+                chars[size] = chars.get(size, 0) + len(ln.text)
+    if not chars:
+        return {}
+    body = max(chars, key=lambda size: chars[size])  # the size most of the text is set in
+    found: dict[tuple[int, int], float] = {}
+    for pi, page in enumerate(pages):
+        if page.no_text:
+            continue
+        for li, line in enumerate(page.lines):
+            size = round(line.size * 2) / 2
+            words = line.text.split()
+            if (
+                (pi, li) not in edges
+                and size >= 1.2 * body
+                and 0 < len(words) <= 12
+                and re.search(r"[A-Za-z]{2}", line.text)
+            ):
+                found[(pi, li)] = size
+    sizes = sorted(set(found.values()), reverse=True)[:3]
+    return {key: sizes.index(size) + 1 for key, size in found.items() if size in sizes}
 
 
 def _outline(doc) -> list[tuple[int, str, int]]:
@@ -282,6 +329,7 @@ def parse_pdf(data: bytes, ocr: OcrPolicy) -> Parsed:
 
 def _assemble(pages: list[_PageText], outline: list[tuple[int, str, int]], title: str | None) -> Parsed:
     edges = _edges(pages)
+    larger = {} if outline else _heading_lines(pages, edges)
     b = Builder()
     body_start: dict[int, int] = {}
     for pi, page in enumerate(pages):
@@ -290,19 +338,31 @@ def _assemble(pages: list[_PageText], outline: list[tuple[int, str, int]], title
             b.no_text_pages.append(page.number)
             if page.lines:
                 b.ocr_pages.append(page.number)
-        body: list[_Line] = []
-        first = True
+        run: list[int] = []  # line indexes of the body lines since the last header or footer
+
+        def flush(run: list[int] = run, pi: int = pi, page: _PageText = page) -> None:
+            if not run:
+                return
+            text, starts = _join_lines([page.lines[li] for li in run])
+            at = b.add(text, sep="\n\n" if b.at_page_start else "\n")[0]
+            body_start.setdefault(pi, at)
+            for li, start in zip(run, starts, strict=True):
+                if (pi, li) in larger:
+                    b.open_section(larger[(pi, li)], page.lines[li].text, at + start)
+            run.clear()
+
         for li, line in enumerate(page.lines):
             kind = edges.get((pi, li))
             if kind:
-                b.add(normalize(line.text), sep="\n\n" if first else "\n", kind=kind)
-                first = False
+                flush()
+                b.add(normalize(line.text), sep="\n\n" if b.at_page_start else "\n", kind=kind)
             else:
-                body.append(line)
-        if body:
-            body_start[pi] = b.add(_join_lines(body), sep="\n\n" if first else "\n")[0]
+                run.append(li)
+        flush()
     parsed = b.build("pdf", title)
     text = parsed.text
+    if not outline:
+        return parsed
     heads = []
     for level, head, index in outline:
         if not 0 <= index < len(parsed.layout.pages):
@@ -310,8 +370,6 @@ def _assemble(pages: list[_PageText], outline: list[tuple[int, str, int]], title
         page = parsed.layout.pages[index]
         at = _find_title(text[: page.end], head, body_start.get(index, page.start))
         heads.append((level, head, at if at is not None else body_start.get(index, page.start)))
-    from pipeline.parse.layout import sections_from_heads
-
     parsed.layout.sections = sections_from_heads(
         [(lv, " ".join(normalize(t).split()), s) for lv, t, s in heads], len(text)
     )

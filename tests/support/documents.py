@@ -11,7 +11,7 @@ import zipfile
 import pypdfium2 as pdfium
 import pypdfium2.raw as c
 
-Line = tuple[str, float, float]  # text, x, y (points from the bottom-left corner)
+Line = tuple  # (text, x, y) in points from the bottom-left corner, or (text, x, y, font size)
 
 
 def _text(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, text: str, x: float, y: float, size: float) -> None:
@@ -27,8 +27,8 @@ def text_pdf(pages: list[list[Line]], size: float = 11, width: float = 612, heig
     pdf = pdfium.PdfDocument.new()
     for lines in pages:
         page = pdf.new_page(width, height)
-        for text, x, y in lines:
-            _text(pdf, page, text, x, y, size)
+        for text, x, y, *font in lines:
+            _text(pdf, page, text, x, y, font[0] if font else size)
         page.gen_content()
     out = io.BytesIO()
     pdf.save(out)
