@@ -9,7 +9,10 @@ import pytest
 
 from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder, cpu_has_native_bf16
+from pipeline.embeddings.minilm import LocalMiniLMEmbedder, cpu_has_native_bf16, resolve_precision
+from tests.support.cpu import BF16_FLAGS, cpu_has_bf16
+
+NO_BF16 = f"this CPU has none of {sorted(BF16_FLAGS)}: bf16 would be emulated, so the embedder refuses it"
 
 
 def test_minilm_loads_offline_from_the_package_and_gives_unit_vectors():
@@ -143,6 +146,22 @@ def test_auto_precision_is_bf16_exactly_where_the_cpu_multiplies_bf16_natively(m
         LocalMiniLMEmbedder(precision="bf16", quantize="int8")
 
 
+def test_the_embedders_bf16_detection_agrees_with_the_cpu_flags():
+    """The bf16 tests below are skipped by the test suite's own reading of the CPU; this keeps that
+    reading and the embedder's in step, so a machine with bf16 runs the bf16 path (and fails loudly if it
+    broke) rather than skip it because the embedder stopped seeing the instructions."""
+    assert cpu_has_native_bf16() == cpu_has_bf16()
+    assert resolve_precision("auto", "cpu", "none") == ("bf16" if cpu_has_bf16() else "fp32")
+
+
+@pytest.mark.skipif(cpu_has_bf16(), reason="this CPU has bf16 instructions: the bf16 test runs instead")
+def test_without_bf16_instructions_the_default_is_fp32_and_bf16_is_refused():
+    assert LocalMiniLMEmbedder().model_id == LocalMiniLMEmbedder(precision="fp32").model_id
+    with pytest.raises(ValueError, match="bf16 instructions"):
+        LocalMiniLMEmbedder(precision="bf16")
+
+
+@pytest.mark.skipif(not cpu_has_bf16(), reason=NO_BF16)
 def test_bf16_minilm_gives_unit_vectors_at_fp32_cosine_under_its_own_cache_identity():
     texts = [
         "A ghost visits Scrooge on Christmas Eve.",
@@ -150,11 +169,6 @@ def test_bf16_minilm_gives_unit_vectors_at_fp32_cosine_under_its_own_cache_ident
         " ".join(f"word{i} of a window that fills the model" for i in range(30)),
     ]
     fp32 = LocalMiniLMEmbedder(precision="fp32")
-    if not cpu_has_native_bf16():  # this CPU would emulate bf16: the default is fp32 and bf16 is refused
-        assert LocalMiniLMEmbedder().model_id == fp32.model_id
-        with pytest.raises(ValueError, match="bf16 instructions"):
-            LocalMiniLMEmbedder(precision="bf16")
-        return
     bf16 = LocalMiniLMEmbedder(precision="bf16")
     assert bf16.model_id == f"{fp32.model_id}:bf16" and LocalMiniLMEmbedder().model_id == bf16.model_id
     a, b = fp32.embed(texts), bf16.embed(texts)
