@@ -40,6 +40,9 @@ DOCUMENTS_SCHEMA = pa.schema(
         ("source_path", pa.string()),
         ("n_bytes", pa.int64()),
         ("metadata", pa.string()),  # JSON: format, row number, original id, ...
+        # JSON layout map of a parsed file: pages, sections, masked headers/footers (pipeline.parse.layout);
+        # null for plain text and rows
+        ("layout", pa.string()),
     ]
 )
 

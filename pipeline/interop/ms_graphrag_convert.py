@@ -94,6 +94,7 @@ def _documents(rows: list[dict[str, Any]], folder: str) -> tuple[list[dict[str, 
                 "metadata": json.dumps(
                     {"format": "graphrag", "graphrag_id": d["id"], "imported_from": folder}, sort_keys=True
                 ),
+                "layout": None,
             }
         )
     return out, ours
