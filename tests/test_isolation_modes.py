@@ -76,6 +76,8 @@ ORCHARD = Tenant(
     names=("Annika Solberg", "Pellwick"),
 )
 TENANTS = (HARBOR, ORCHARD)
+# A third tenant's key reads both namespaces: whatever the service keeps per key is then shared by them.
+SHARED_KEY = "grk_test-both-00112233445566778899"
 ROW_TABLES = (schema.DOCUMENTS, schema.TEXT_UNITS, schema.ENTITIES, schema.RELATIONSHIPS)
 TOP_K = 10  # more than either corpus has text units: a retrieval mode returns all it can see
 GRAPH_MODES = ("global", "local", "drift", "basic", "lazy", "auto")
@@ -102,6 +104,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Indexed:
             f"  {t.namespace}:\n    key_sha256: {hash_key(t.key)}\n    namespaces: [{t.namespace}]\n"
             for t in TENANTS
         )
+        + f"  both:\n    key_sha256: {hash_key(SHARED_KEY)}\n"
+        + f"    namespaces: [{', '.join(t.namespace for t in TENANTS)}]\n"
     )
     # Small text units: each corpus is several rows, so a retrieval mode ranks rows, not one blob.
     settings = load_settings(
@@ -169,15 +173,16 @@ def http_body(mode: str, namespace: str, question: str) -> dict[str, object]:
     return {"namespace": namespace, "question": question}
 
 
+@pytest.mark.parametrize("key", ["own", "shared"])
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_http_answers_carry_nothing_of_the_other_namespace(
-    mode: str, indexed: Indexed, client: httpx.Client
+    mode: str, key: str, indexed: Indexed, client: httpx.Client
 ) -> None:
     def ask(tenant: Tenant, question: str) -> str:
         r = client.post(
             f"/v1/query/{mode}",
             json=http_body(mode, tenant.namespace, question),
-            headers={"Authorization": f"Bearer {tenant.key}"},
+            headers={"Authorization": f"Bearer {tenant.key if key == 'own' else SHARED_KEY}"},
         )
         assert r.status_code == 200, r.text
         assert r.json()["namespace"] == tenant.namespace
