@@ -35,6 +35,8 @@ def _namespace(value: str) -> str:
 
 def cmd_index_all(launch: ModuleType) -> int:
     """Backfill: every folder under the input root and every registered namespace, one run each."""
+    from assets.index_display import rejection_line
+
     started = time.monotonic()
     results, skipped = launch.backfill_namespaces(on_event=lambda m: print("  " + m, flush=True))
     for ns in skipped:
@@ -42,6 +44,8 @@ def cmd_index_all(launch: ModuleType) -> int:
     failed = [ns for ns, r in results.items() if not r.success]
     for ns, r in results.items():
         print(f"{ns}: run {r.run_id} {'SUCCESS' if r.success else 'FAILED'}")
+        if rejected := rejection_line(r):
+            print(f"  {rejected}")
         for message in r.failures:
             print(f"  error: {message}", file=sys.stderr)
     print(f"\n{len(results)} namespaces, {len(failed)} failed, in {time.monotonic() - started:.1f}s")

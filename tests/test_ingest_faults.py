@@ -298,14 +298,21 @@ def test_the_outcome_says_how_many_files_were_rejected_instead_of_no_failures():
     assert text.rstrip().endswith("5 of 8 files rejected (see ingest_errors)")
 
 
-def _index(tmp_path: Path, folder: Path) -> subprocess.CompletedProcess:
+def _index(tmp_path: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.update(
         DAGSTER_HOME=str(make_dagster_home(tmp_path / "dagster_home")),
         PIPELINE_STORAGE_ROOT=str(tmp_path / "storage"),
+        PIPELINE_INPUT_ROOT=str(folder.parent),
     )
     return subprocess.run(
-        [sys.executable, "-m", "assets", "index", "--namespace", "faults", "--input", str(folder)],
+        [
+            sys.executable,
+            "-m",
+            "assets",
+            "index",
+            *(args or ("--namespace", "faults", "--input", str(folder))),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -332,3 +339,12 @@ def test_index_ends_with_how_many_files_were_rejected(tmp_path: Path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "no failures" not in out.stdout
     assert out.stdout.rstrip().endswith("3 of 4 files rejected (see ingest_errors)"), out.stdout[-2000:]
+
+
+@pytest.mark.timeout(660)
+def test_a_backfill_says_how_many_files_of_each_namespace_were_rejected(tmp_path: Path):
+    folder = tmp_path / "input" / "partial"
+    _bad_folder(folder, good=True)
+    out = _index(tmp_path, folder, "--all-namespaces")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "partial: run " in out.stdout and "  3 of 4 files rejected (see ingest_errors)\n" in out.stdout
