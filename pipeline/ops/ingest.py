@@ -14,13 +14,11 @@ import hashlib
 import io
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline.ops.input_folder import InputEntry, read_regular, scan
@@ -172,17 +170,24 @@ def _check_text(text: str) -> str:
 # A record is an object of scalars; deeper than this is no document. The limit is fixed because Python's
 # parser recurses once per level, so whether 900 levels parse would depend on the caller's stack depth.
 MAX_JSON_DEPTH = 100
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _TOO_DEEP = f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects)"
 
 
-def _json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in valid JSON (brackets inside strings do not count)."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case: it cannot be deeper
-        return 0
-    bare = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
-    step = np.isin(bare, (ord("["), ord("{"))).astype(np.int32) - np.isin(bare, (ord("]"), ord("}")))
-    return int(np.cumsum(step).max(initial=0))
+def _too_deep(loaded: Any) -> bool:
+    """Whether parsed JSON nests arrays and objects deeper than MAX_JSON_DEPTH, walked level by level
+    (no recursion, and a record's scalars cost one isinstance each)."""
+    level, depth = [loaded], 1
+    while level:
+        if depth > MAX_JSON_DEPTH:
+            return True
+        level = [
+            c
+            for node in level
+            for c in (node.values() if isinstance(node, dict) else node)
+            if isinstance(c, dict | list)
+        ]
+        depth += 1
+    return False
 
 
 def _load_json(text: str) -> Any:
@@ -191,7 +196,9 @@ def _load_json(text: str) -> Any:
         loaded = json.loads(text)
     except RecursionError:
         raise _Reject("too_deep", _TOO_DEEP) from None
-    if _json_depth(text) > MAX_JSON_DEPTH:
+    # fewer brackets than the limit cannot nest past it: most files skip the walk
+    shallow = text.count("[") + text.count("{") <= MAX_JSON_DEPTH
+    if not shallow and isinstance(loaded, dict | list) and _too_deep(loaded):
         raise _Reject("too_deep", _TOO_DEEP)
     return loaded
 
