@@ -17,9 +17,10 @@ import time
 from types import ModuleType
 
 from assets.eval_cli import add_eval_parser
-from assets.query_cli import add_query_parsers, not_ready
+from assets.query_cli import add_query_parsers, damaged, not_ready
 from assets.query_cli_lazy import add_lazy_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
+from pipeline.io.damage import IndexDamaged, diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
 
@@ -110,6 +111,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     settings = load_settings()
     store = NamespaceStore.from_settings(settings, args.namespace)
+    for found in find_damage(store) if store.exists() else ():
+        raise found  # the first damaged table, named with its repair (exit 3)
     tables = store.tables()
     if not tables:
         print(f"namespace {args.namespace!r} has no tables under {store.uri} (run `index` first)")
@@ -326,9 +329,28 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except TableNotFoundError as exc:
         return not_ready(str(exc))
+    except IndexDamaged as exc:
+        return damaged(exc)
     except (ConfigError, InvalidNamespaceError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Exception:
+        # A Lance data file cut short fails deep inside a read, naming no table: look for one.
+        found = _damage_behind(args)
+        if found is None:
+            raise
+        return damaged(found)
+
+
+def _damage_behind(args: argparse.Namespace) -> IndexDamaged | None:
+    """The damaged table of the command's namespace, if it has one (an index run repairs its own)."""
+    namespace = getattr(args, "namespace", None)
+    if args.command == "index" or not namespace:
+        return None
+    try:
+        return diagnose(NamespaceStore.from_settings(load_settings(), namespace))
+    except Exception:  # noqa: BLE001 - no diagnosis: the original error is raised
+        return None
 
 
 if __name__ == "__main__":

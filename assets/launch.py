@@ -57,6 +57,8 @@ def run_index(
     (the run's event log in the instance still has every event)."""
     validate_namespace(namespace)
     from assets.definitions import defs
+    from pipeline.io.damage import clear_damage
+    from pipeline.io.store import NamespaceStore
     from pipeline.settings import load_settings
 
     if instance is None:
@@ -64,6 +66,8 @@ def run_index(
         instance = DagsterInstance.get()
     add_namespace(instance, namespace)
     with exclusive_namespace(instance, namespace, wait=wait, on_wait=on_event):
+        # A damaged table (a file cut short) is removed, so that the stage writing it rebuilds it.
+        clear_damage(NamespaceStore.from_settings(load_settings(), namespace), on_event)
         if load_settings().dask_scheduler:
             from assets.distributed import run_index_distributed
 

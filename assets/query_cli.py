@@ -1,19 +1,24 @@
 """`pipeline query <mode>`: the query commands of the CLI, one per mode (vector, chunks, global, local,
 drift, basic). Each calls `pipeline` directly (no Dagster), prints the answer with its status and
 citations (or the whole result with --json), and exits 0 on an answer, 1 on a cancelled or failed query,
-2 on a bad request and 3 when the namespace is not indexed yet. `--estimate` on the modes that call a
+2 on a bad request (a blank question included) and 3 when the namespace is not indexed yet or a table
+of it is damaged (`pipeline.io.damage`). `--estimate` on the modes that call a
 model prints what one question can cost without sending anything (`pipeline.query.estimate`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from assets.hit_display import add_matches, print_hits
 from assets.query_options import add_options, options_from
+from pipeline.core.schema import LANCE_TEXT_UNITS
+from pipeline.io.damage import IndexDamaged, diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.requests import (
     BasicOptions,
@@ -27,12 +32,34 @@ from pipeline.query.requests import (
 from pipeline.settings import load_settings
 
 EXIT_NOT_READY = 3
+EXIT_DAMAGED = 3
+BLANK_QUESTION = "the question is blank: it must contain a non-blank character"
 
 
 def not_ready(reason: str) -> int:
     """A query on a namespace without the tables it reads: the same status the HTTP API and MCP give."""
     print(f"[status: index_not_ready; {reason}]")
     return EXIT_NOT_READY
+
+
+def damaged(exc: IndexDamaged) -> int:
+    """A table of the namespace does not read: named, with its repair, on one line (HTTP says 503
+    index_damaged)."""
+    print(f"error: {exc}", file=sys.stderr)
+    return EXIT_DAMAGED
+
+
+@contextmanager
+def tool_log_quiet(verbose: bool) -> Iterator[None]:
+    """The vector tool logs a failure with its traceback (for a service's log); the CLI prints the
+    tool's reason on one line instead, and `-v` shows the log."""
+    tool_log = logging.getLogger("pipeline.vector_tool.tool")
+    before = tool_log.disabled
+    tool_log.disabled = not verbose
+    try:
+        yield
+    finally:
+        tool_log.disabled = before
 
 
 def cmd_query_vector(args: argparse.Namespace) -> int:
@@ -45,16 +72,26 @@ def cmd_query_vector(args: argparse.Namespace) -> int:
     if options is None:
         return 2
     settings = load_settings()
+    lance = NamespaceStore.from_settings(settings, args.namespace)
+    if not lance.has_lance_table(LANCE_TEXT_UNITS):  # every store's rows come from this table
+        raise TableNotFoundError(
+            f"namespace {args.namespace!r} has no LanceDB table {LANCE_TEXT_UNITS!r} yet; "
+            "materialize the embedding asset first"
+        )
     store = namespace_store(settings, args.namespace, args.store)
     tool_embedder = cached_embedder(settings)
     tool = create_vector_query_tool("text_units", tool_embedder, store=store, enable_filter=True)
-    out = tool.execute(
-        {"query_text": args.query, "top_k": options.top_k or DEFAULT_TOP_K, "filter": options.filter}
-    )
+    with tool_log_quiet(getattr(args, "verbose", False)):
+        out = tool.execute(
+            {"query_text": args.query, "top_k": options.top_k or DEFAULT_TOP_K, "filter": options.filter}
+        )
     if "error" in out:
-        if str(out["error"]).startswith(TableNotFoundError.__name__):
-            return not_ready(str(out["error"]).split(": ", 1)[-1])
-        print(f"error: {out['error']}", file=sys.stderr)
+        kind, _, reason = str(out["error"]).partition(": ")
+        if kind == TableNotFoundError.__name__:
+            return not_ready(reason)
+        if kind != "FilterError" and (found := diagnose(lance)) is not None:
+            return damaged(found)
+        print(f"error: {reason or kind}", file=sys.stderr)
         return 2
     hits = [{"id": s["id"], "score": s["score"], **s["metadata"]} for s in out["sources"]]
     add_matches(hits, args.query, NamespaceStore.from_settings(settings, args.namespace), tool_embedder)
@@ -292,6 +329,10 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
 
 def _options(args: argparse.Namespace, model: type[QueryOptions]) -> QueryOptions | None:
     """The mode's request model from the flags, or None after printing why it is invalid (exit 2)."""
+    question = getattr(args, "query", None)
+    if isinstance(question, str) and not question.strip():  # as HTTP and MCP refuse it
+        print(f"error: {BLANK_QUESTION}", file=sys.stderr)
+        return None
     try:
         return options_from(args, model)
     except ValueError as exc:

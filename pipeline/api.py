@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
+from pipeline.io.damage import IndexDamaged, diagnose
 from pipeline.llm.batch import CancelSignal
 from pipeline.query.auto.search import AutoSearchConfig, AutoSearchResult, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchResult, basic_search_async
@@ -33,6 +34,20 @@ def _config(cls: Any, config: C | None, settings: Any, **given: Any) -> C:
     """Precedence: the options given to the call > `config` > the configured defaults."""
     given = {k: v for k, v in given.items() if v is not None}
     return replace(config, **given) if config is not None else cls.from_settings(settings, **given)
+
+
+def _answer(rt: Any, search: Any) -> Any:
+    """The search's result. A read error no mode expects may come from a damaged table (a Lance data file
+    cut short fails deep in a search, naming no table): then the table is named (IndexDamaged)."""
+    try:
+        return rt.engine.run_sync(search)
+    except IndexDamaged:
+        raise
+    except Exception as exc:
+        found = diagnose(rt.store)
+        if found is None:
+            raise
+        raise found from exc
 
 
 def _scope(rt: Any, deadline: float | None, cancel: CancelSignal | None) -> QueryScope:
@@ -58,7 +73,7 @@ def local_search(
     Precedence: `top_k` / `community_level` given here > `config` > the configured defaults."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(LocalSearchConfig, config, rt.settings, top_k=top_k, community_level=community_level)
-    return rt.engine.run_sync(local_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, local_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def global_search(
@@ -77,7 +92,7 @@ def global_search(
     and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(GlobalSearchConfig, config, rt.settings, level=level)
-    return rt.engine.run_sync(global_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, global_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def drift_search(
@@ -97,7 +112,7 @@ def drift_search(
     configured defaults. The engine and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(DriftSearchConfig, config, rt.settings, **overrides)
-    return rt.engine.run_sync(drift_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, drift_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def basic_search(
@@ -116,7 +131,7 @@ def basic_search(
     and embedder default to the configured ones."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(BasicSearchConfig, config, rt.settings, top_k=top_k)
-    return rt.engine.run_sync(basic_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, basic_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def lazy_search(
@@ -135,7 +150,7 @@ def lazy_search(
     `overrides` (budget, subqueries, max_irrelevant, ...) > `config` > the configured defaults."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(LazySearchConfig, config, rt.settings, **overrides)
-    return rt.engine.run_sync(lazy_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, lazy_search_async(_scope(rt, deadline, cancel), question, cfg))
 
 
 def auto_search(
@@ -154,4 +169,4 @@ def auto_search(
     which (`route`) and why (`reason`). `route` given here skips the classification."""
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     cfg = _config(AutoSearchConfig, config, rt.settings, route=route)
-    return rt.engine.run_sync(auto_search_async(_scope(rt, deadline, cancel), question, cfg))
+    return _answer(rt, auto_search_async(_scope(rt, deadline, cancel), question, cfg))

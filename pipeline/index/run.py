@@ -29,6 +29,7 @@ from pipeline.index import (
 )
 from pipeline.index.context import IndexContext
 from pipeline.index.report import StageReport
+from pipeline.io.damage import clear_damage
 from pipeline.settings import Settings, load_settings
 
 
@@ -50,6 +51,7 @@ def index_folder(
     assets would not run)."""
     ctx = IndexContext.build(namespace, settings or load_settings(), log=log)
     reports: dict[str, StageReport] = {}
+    clear_damage(ctx.store, log)  # a damaged table is removed: its stage rebuilds it from its inputs
 
     def record(name: str, report: StageReport) -> None:
         reports[name] = report

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.namespace import validate_namespace
 from pipeline.core.tables import check_lance_table, check_stored_table
+from pipeline.io.damage import lance_reads, read_parquet, read_parquet_rows, read_parquet_schema
 from pipeline.io.storage import Location, StorageRoot
 from pipeline.settings import Settings
 
@@ -167,12 +168,12 @@ class NamespaceStore:
                 f"(expected {self.parquet_path(table)}); materialize the asset that writes it first"
             )
         with self.open_input_file(f"{table}.parquet") as source:
-            return pq.read_table(source, columns=columns)
+            return read_parquet(source, self.namespace, table, columns)  # IndexDamaged if it does not read
 
     def read_schema(self, table: str) -> pa.Schema:
         """A stored table's schema (its columns as written), without reading its rows."""
         with self.open_input_file(f"{table}.parquet") as source:
-            return pq.read_schema(source)
+            return read_parquet_schema(source, self.namespace, table)
 
     # ---- LanceDB -------------------------------------------------------------------------
     @property
@@ -229,7 +230,8 @@ class NamespaceStore:
                 f"namespace {self.namespace!r} has no LanceDB table {name!r} yet; "
                 "materialize the embedding asset first"
             )
-        return self.lancedb().open_table(name)
+        with lance_reads(self.namespace, name):  # IndexDamaged if its files do not read
+            return self.lancedb().open_table(name)
 
     def replace_lance_table(
         self, name: str, data: pa.Table, fts_columns: list[str] | tuple[str, ...] = ()
@@ -286,18 +288,21 @@ class NamespaceStore:
     def tables(self) -> list[TableInfo]:
         infos: list[TableInfo] = []
         for stored in self.storage.list_files(self.namespace, ".parquet"):
+            name = stored.name.removesuffix(".parquet")
             with self.storage.open_input_file(stored.key) as source:
-                rows = pq.read_metadata(source).num_rows
-            infos.append(TableInfo(stored.name.removesuffix(".parquet"), "parquet", rows, stored.modified))
+                rows = read_parquet_rows(source, self.namespace, name)
+            infos.append(TableInfo(name, "parquet", rows, stored.modified))
         if self._has_lance_dir():
             db = self.lancedb()
             for name in sorted(db.list_tables().tables):
-                tbl = db.open_table(name)
-                versions = tbl.list_versions()
+                with lance_reads(self.namespace, name):
+                    tbl = db.open_table(name)
+                    versions = tbl.list_versions()
+                    rows = tbl.count_rows()
                 ts = versions[-1]["timestamp"] if versions else dt.datetime.now()
                 if ts.tzinfo is None:
                     ts = ts.astimezone(dt.UTC)
-                infos.append(TableInfo(name, "lancedb", tbl.count_rows(), ts))
+                infos.append(TableInfo(name, "lancedb", rows, ts))
         return infos
 
 

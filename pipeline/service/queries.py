@@ -23,6 +23,7 @@ from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
+from pipeline.io.damage import IndexDamaged, diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
@@ -32,7 +33,13 @@ from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.lazy.search import LazySearchError
 from pipeline.query.local.search import LocalSearchError
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
-from pipeline.service.errors import DeadlineExceeded, IndexNotReady, InvalidRequest, ServiceError
+from pipeline.service.errors import (
+    DeadlineExceeded,
+    IndexDamagedError,
+    IndexNotReady,
+    InvalidRequest,
+    ServiceError,
+)
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
 from pipeline.service.models import (
     BODIES,
@@ -289,6 +296,7 @@ class QueryService:
         began: threading.Event,
     ) -> dict[str, Any]:
         began.set()
+        store: NamespaceStore | None = None
         try:
             if stopped(cancel, deadline):  # it waited for a worker past its deadline, or its client left
                 return {"status": "cancelled", "reason": "the deadline passed before a worker was free"}
@@ -299,6 +307,8 @@ class QueryService:
             return MODES[kind](work, request)
         except Abandoned as exc:  # the caller has answered 504 already; this only ends the work
             return {"status": "cancelled", "reason": str(exc)}
+        except IndexDamaged as exc:
+            raise damaged(exc) from None
         except TableNotFoundError as exc:
             raise not_ready(namespace, kind, exc) from None
         except SnapshotError as exc:
@@ -319,6 +329,14 @@ class QueryService:
             raise ServiceError("the server's LLM provider is misconfigured") from None
         except LLMError as exc:
             raise UpstreamError(f"the LLM provider failed: {type(exc).__name__}") from None
+        except ServiceError:
+            raise
+        except Exception:
+            # A Lance data file cut short fails deep in a search, naming no table: look for one.
+            found = diagnose(store)
+            if found is None:
+                raise
+            raise damaged(found) from None
         finally:
             self.limiter.release(key_id)  # only now has the work really stopped
 
@@ -326,6 +344,11 @@ class QueryService:
     def namespace_status(self, principal: Principal, namespace: str) -> dict[str, Any]:
         principal.authorize(namespace)
         store = NamespaceStore.from_settings(self.settings, namespace)
+        try:
+            for found in find_damage(store) if store.exists() else ():
+                raise found
+        except IndexDamaged as exc:
+            raise damaged(exc) from None
         tables = [
             {"name": t.name, "kind": t.kind, "rows": t.rows, "materialized_at": t.modified}
             for t in store.tables()
@@ -343,6 +366,12 @@ class QueryService:
         present = {(t["kind"], t["name"]) for t in tables}
         ready = {kind: all(need in present for need in needs) for kind, needs in NEEDS.items()}
         return {"namespace": namespace, "indexed": bool(tables), "tables": tables, "ready": ready}
+
+
+def damaged(exc: IndexDamaged) -> IndexDamagedError:
+    # The reader's own error names server paths (and LanceDB's, Rust sources): logged, not answered.
+    log.warning("namespace %s: %s (%s)", exc.namespace, exc, exc.__cause__ or exc.reason)
+    return IndexDamagedError(str(exc), detail=exc.detail())
 
 
 def not_ready(namespace: str, kind: str, exc: Exception) -> IndexNotReady:
