@@ -45,6 +45,19 @@ def _script_safe(text: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
 
 
+# Inside a JSON string these characters can only be escaped, and escaped they mean the same: no entity
+# name can then close the script ("</script"), open an HTML comment ("<!--") that swallows the page's
+# own "</script>", or be read as an entity. U+2028/2029 end a line in older JavaScript string literals.
+_JSON_IN_SCRIPT = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def _json_in_script(data: Mapping[str, Any]) -> str:
+    """The data as JSON that is safe inside a <script> element (json.loads reads it back unchanged)."""
+    return json.dumps(data).translate(_JSON_IN_SCRIPT)
+
+
 def graph_data(
     entities: pa.Table,
     relationships: pa.Table,
@@ -85,7 +98,7 @@ def graph_html(data: Mapping[str, Any], title: str) -> str:
         title=html.escape(title),
         style=style,
         script=_script_safe(script),
-        data=_script_safe(json.dumps(data)),
+        data=_json_in_script(data),
         nodes=len(data["nodes"]),
         edges=len(data["edges"]),
     )
