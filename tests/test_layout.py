@@ -55,7 +55,9 @@ ALLOWED = {
     "caches": {"core", "io"},
     "llm": {"core", "io", "caches"},
     "prompts": set(),
-    "ops": {"core", "llm", "prompts", "settings"},  # settings: each op's options from its own section
+    "parse": {"core", "caches"},  # file bytes to text + layout map; its parse cache
+    # settings: each op's options from its own section; parse: the ingest's parsers of PDF, Office, ...
+    "ops": {"core", "llm", "prompts", "settings", "parse"},
     "engine": {"core", "llm", "caches", "prompts", "settings"},
     "embeddings": {"core", "llm", "caches"},
 }

@@ -1,4 +1,4 @@
-"""Parsed formats through the ingest (pipeline.ops.ingest -> pipeline.parse.files): every bad input is
+"""Parsed formats through the ingest (pipeline.ops.ingest -> pipeline.ops.parsed_files): every bad input is
 its own ingest_errors status while the rest of the folder indexes, the layout map is stored with the
 document, parses are cached by the file's bytes, and masked headers reach the chunker's regions."""
 
@@ -115,7 +115,7 @@ def test_masked_headers_become_the_chunkers_regions_and_are_blanked(tmp_path: Pa
 
 
 def test_an_unchanged_file_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pipeline.parse.files as files
+    import pipeline.ops.parsed_files as files
 
     root = _folder(tmp_path, {"a.pdf": text_pdf([[("Cached text.", 72, 700)]]), "b.docx": _docx("Word.")})
     opts = IngestOptions(parse_cache_dir=str(tmp_path / "cache"))

@@ -19,6 +19,7 @@ offsets stay intact: `mask` keeps every character's position.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -125,9 +126,7 @@ def with_layout(span: ContentSpan, raw_layout: str | None) -> ContentSpan:
     numbers, `pipeline.parse.layout`) merged into its regions: masked as front matter is."""
     if not raw_layout:
         return span
-    from pipeline.parse.layout import masked_regions
-
-    masks = masked_regions(raw_layout)
+    masks = [Region(start, end, kind) for start, end, kind in json.loads(raw_layout).get("masked", ())]
     if not masks:
         return span
     return ContentSpan(span.start, span.end, span.removed, tuple(_merge([*span.regions, *masks])))

@@ -10,44 +10,23 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import io
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from pipeline.core.documents import Document, IngestError, document_id
 from pipeline.ops.input_folder import InputEntry, read_regular, scan
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 ROW_SUFFIXES = {".json", ".jsonl", ".ndjson", ".csv", ".parquet"}
 PARSED_SUFFIXES = {".pdf", ".docx", ".pptx", ".html", ".htm", ".xhtml", ".epub", ".md", ".markdown", ".rst"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | ROW_SUFFIXES | PARSED_SUFFIXES
-
-
-@dataclass(frozen=True)
-class Document:
-    id: str
-    title: str
-    text: str
-    source_path: str
-    n_bytes: int
-    creation_date: str
-    raw_data: dict[str, Any] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    layout: str | None = None  # JSON layout map of a parsed file (pipeline.parse.layout)
-
-
-@dataclass(frozen=True)
-class IngestError:
-    source_path: str
-    error_type: str
-    reason: str
-    row: int | None = None
 
 
 @dataclass
@@ -87,10 +66,6 @@ class _Reject(Exception):
         super().__init__(reason)
         self.error_type = error_type
         self.reason = reason
-
-
-def document_id(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _looks_binary(data: bytes) -> bool:
@@ -275,9 +250,9 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
             continue
         suffix = Path(rel).suffix.lower()  # a link's own name says its format, as a file's does
         if suffix in PARSED_SUFFIXES:  # PDF, Office, HTML, EPUB, Markdown/rST headings: pipeline.parse
-            from pipeline.parse.files import read_parsed
+            from pipeline.ops.parsed_files import read_parsed
 
-            result.files_rejected += not read_parsed(entry, rel, suffix, opts, result, add)
+            result.files_rejected += not read_parsed(entry, rel, suffix, opts, result, add, decode_bytes)
             continue
         if suffix not in SUPPORTED_SUFFIXES:
             result.skipped_files += 1

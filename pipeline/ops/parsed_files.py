@@ -1,14 +1,18 @@
 """The ingest's door to `pipeline.parse`: one input file to one Document with its layout map, or its
 ingest_errors status. `pipeline.ops.ingest.read_documents` calls `read_parsed` for every suffix in
-`pipeline.parse.FORMATS`; a parse is looked up in (and stored to) the parse cache by the file's bytes.
+`pipeline.parse.FORMATS` (handing it its text decoder, so this module need not import the ingest); a
+parse is looked up in (and stored to) the parse cache by the file's bytes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.documents import Document, IngestError, document_id
+from pipeline.ops.input_folder import read_regular
 from pipeline.parse import BINARY_FORMATS, FORMATS, OcrPolicy, ParseError, parse_bytes
 from pipeline.parse.cache import ParseCache, parse_key
 
@@ -29,14 +33,24 @@ def _cache(folder: str | None) -> ParseCache | None:
     return _CACHES[folder]
 
 
-def read_parsed(
-    entry: Any, rel: str, suffix: str, opts: Any, result: Any, add: Callable[[Any], None]
-) -> bool:
-    """Parse `entry` (an input_folder.InputEntry) into `result` through `add`; False when the file gave no
-    document (its error row is appended), True otherwise (warnings such as no_text_layer appended)."""
-    from pipeline.ops.ingest import Document, IngestError, _created, _Reject, decode_bytes, document_id
-    from pipeline.ops.input_folder import read_regular
+def _created(entry: Any) -> str:
+    mtime = entry.stat.st_mtime if entry.stat else 0.0
+    return dt.datetime.fromtimestamp(mtime, dt.UTC).isoformat()
 
+
+def read_parsed(
+    entry: Any,
+    rel: str,
+    suffix: str,
+    opts: Any,
+    result: Any,
+    add: Callable[[Document], None],
+    decode: Callable[[bytes, tuple[str, ...]], str],
+) -> bool:
+    """Parse `entry` (an input_folder.InputEntry) into `result` (an IngestResult) through `add`; False
+    when the file gave no document (its error row is appended), True otherwise (warnings such as
+    no_text_layer appended). Markdown and reStructuredText are decoded by `decode`, the ingest's rules for
+    text files (`opts` is its IngestOptions)."""
     fmt = FORMATS[suffix]
     try:
         size = entry.stat.st_size if entry.stat else 0
@@ -51,7 +65,7 @@ def read_parsed(
         key = parse_key(data, fmt, policy.key() if fmt == "pdf" else "")
         parsed = cache.get(key) if cache is not None and fmt in BINARY_FORMATS else None
         if parsed is None:
-            text = decode_bytes(data, opts.fallback_encodings) if fmt not in BINARY_FORMATS else None
+            text = decode(data, opts.fallback_encodings) if fmt not in BINARY_FORMATS else None
             parsed = parse_bytes(data, fmt, policy, text)
             if cache is not None and fmt in BINARY_FORMATS:
                 cache.put(key, parsed)
@@ -59,14 +73,17 @@ def read_parsed(
             raise ParseError("empty", "document is empty (no text after stripping whitespace)")
         if len(parsed.text.encode("utf-8")) > opts.max_document_bytes:
             raise ParseError("too_large", f"its text exceeds the limit of {opts.max_document_bytes:,} bytes")
-    except (ParseError, _Reject) as rej:
+    except ParseError as rej:
         result.errors.append(IngestError(rel, rej.error_type, rej.reason))
         return False
     except OSError as exc:
         result.errors.append(IngestError(rel, "unreadable", f"cannot read file: {exc.strerror or exc}"))
         return False
-    except Exception as exc:  # a parser's own failure on a damaged file must not stop the corpus
-        result.errors.append(IngestError(rel, "corrupt", f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:  # the ingest's decoding refusal, or a parser's own failure on a damaged file
+        if isinstance(getattr(exc, "error_type", None), str):
+            result.errors.append(IngestError(rel, exc.error_type, getattr(exc, "reason", str(exc))))
+        else:
+            result.errors.append(IngestError(rel, "corrupt", f"{type(exc).__name__}: {exc}"))
         return False
     for error_type, reason in parsed.warnings:
         result.errors.append(IngestError(rel, error_type, reason))

@@ -7,8 +7,8 @@ unit's `start_char`, a quoted sentence's position) into a page and a section:
   contiguous and cover the text (a separator belongs to the page before it).
 - `sections`: headings with their level, title and path (the titles of the enclosing sections, then its
   own); a section runs from its heading to the next heading of the same or a higher level.
-- `masked`: running headers, footers and page numbers (`pipeline.ops.boilerplate.Region`, the same
-  triple as e-book front matter), kept in the text so offsets hold, never extracted nor quoted.
+- `masked`: running headers, footers and page numbers (`Region`, the same (start, end, kind) triple as
+  e-book front matter), kept in the text so offsets hold, never extracted nor quoted.
 - `no_text_pages` / `ocr_pages`: pages with no text layer, and those of them read by OCR.
 
 Stored as JSON in the documents table's `layout` column (`to_json` / `from_json`).
@@ -22,9 +22,17 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.ops.boilerplate import Region
-
 LAYOUT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Region:
+    """A masked range: the (start, end, kind) triple of `pipeline.ops.boilerplate.Region`, which front
+    matter is stored as; the chunker merges these into it (`boilerplate.with_layout`)."""
+
+    start: int
+    end: int
+    kind: str
 
 
 @dataclass(frozen=True)
