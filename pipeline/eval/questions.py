@@ -13,6 +13,7 @@ CSV the header is row 1, so rows are counted as a spreadsheet shows them).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -103,7 +104,9 @@ def parse_row(row: Any, number: int) -> EvalQuestion:
 def _rows(path: Path, text: str) -> list[tuple[int, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
+        # A quoted field may hold line breaks (a spreadsheet's multi-line cell): the reader gets the text
+        # whole, as a file opened with newline="", never split into lines first.
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         if not reader.fieldnames:
             return []
         return [(n, dict(r)) for n, r in enumerate(reader, start=2)]
@@ -136,7 +139,8 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[EvalQuest
     if not path.is_file():
         raise QuestionsError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        # Decoded without newline translation: a quoted CSV field's "\r\n" is the field's own text.
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise QuestionsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     rows = _rows(path, text)
