@@ -102,6 +102,24 @@ def test_html_sections_tables_alt_text_and_captions() -> None:
     assert options.end == _section(parsed, "Running").start
 
 
+def test_html_site_navigation_and_page_chrome_are_masked_not_sections() -> None:
+    html = b"""<html><body><header><a href="/">Site name</a></header>
+    <nav><h2>Menu</h2><ul><li>Home</li><li>Pricing</li></ul></nav>
+    <main><article><header><h1>Release notes</h1><p>By the team</p></header><p>Version 2 is out.</p>
+    </article></main><footer>Copyright 2026 Example Ltd</footer></body></html>"""
+    parsed = parse_bytes(html, "html")
+    masked = {parsed.text[r.start : r.end]: r.kind for r in parsed.layout.masked}
+    assert masked == {
+        "Site name": "page_header",
+        "Menu": "navigation",
+        "Home": "navigation",
+        "Pricing": "navigation",
+        "Copyright 2026 Example Ltd": "page_footer",
+    }
+    assert [s.title for s in parsed.layout.sections] == ["Release notes"]  # the menu's h2 is no section
+    assert "By the team" in parsed.text and "Version 2 is out." in parsed.text
+
+
 def test_epub_chapters_take_their_titles_from_the_table_of_contents() -> None:
     data = epub(
         [

@@ -1,6 +1,7 @@
 """HTML (and the XHTML chapters of an EPUB) through lxml: block elements become paragraphs, `h1`–`h6`
 sections, a table row one tab-separated line, an image its alt text, a figure caption its own line.
-Scripts, styles and the head are dropped. lxml is already what python-docx and python-pptx parse with,
+Scripts, styles and the head are dropped; site navigation (`nav`) and the page's own header and footer
+are masked ranges, as a PDF's running headers are. lxml is already what python-docx and python-pptx parse with,
 so HTML needs no parser of its own (selectolax was measured too: docs/parsing.md).
 """
 
@@ -38,6 +39,18 @@ def _gather(el) -> str:
     return "".join(parts)
 
 
+def _chrome(el, tag: str) -> str | None:
+    """The mask kind of a site's navigation, and of a page's own header and footer (not an article's,
+    which hold its title and byline): kept in the text, never extracted nor quoted."""
+    role = (el.get("role") or "").lower()
+    if tag == "nav" or role == "navigation":
+        return "navigation"
+    page_level = not any(_tag(a) in ("article", "main") for a in el.iterancestors())
+    if (tag in ("header", "footer") or role in ("banner", "contentinfo")) and page_level:
+        return "page_footer" if tag == "footer" or role == "contentinfo" else "page_header"
+    return None
+
+
 class _Walker:
     def __init__(self, builder: Builder, level_shift: int = 0, skip_title: str | None = None) -> None:
         self.b = builder
@@ -45,13 +58,17 @@ class _Walker:
         self.shift = level_shift
         self.skip_title = skip_title
         self.title: str | None = None
+        self.mask: str | None = None  # inside site navigation or a page's own header or footer
+
+    def add(self, text: str) -> None:
+        self.b.add(text, kind=self.mask)
 
     def flush(self) -> None:
         text = normalize("".join(self.buf))
         lines = [_SPACE.sub(" ", ln).strip() for ln in text.split("\n")]
         text = "\n".join(ln for ln in lines if ln)
         if text:
-            self.b.add(text)
+            self.add(text)
         self.buf = []
 
     def text_of(self, el) -> str:
@@ -64,9 +81,22 @@ class _Walker:
                 self.buf.append(el.tail)
             return
         heading = _HEADING.match(tag)
-        if heading:
+        chrome = None if self.mask else _chrome(el, tag)
+        if chrome:
             self.flush()
-            title = self.text_of(el)
+            self.mask = chrome
+            if el.text:
+                self.buf.append(el.text)
+            for child in el:
+                self.walk(child)
+            self.flush()
+            self.mask = None
+        elif heading and self.mask:
+            self.flush()
+            self.add(self.text_of(el))
+        elif heading:
+            self.flush()
+            title = self.text_of(el).rstrip("¶#").strip()  # a permalink anchor is no part of the title
             if self.title is None:
                 self.title = title
             if title and title == self.skip_title:
@@ -85,16 +115,16 @@ class _Walker:
                     rows.append("\t".join(cells))
             caption = next((c for c in el if _tag(c) == "caption"), None)
             if caption is not None:
-                self.b.add(self.text_of(caption))
+                self.add(self.text_of(caption))
             if rows:
-                self.b.add("\n".join(rows))
+                self.add("\n".join(rows))
         elif tag == "img":
             alt = (el.get("alt") or "").strip()
             if alt:
                 self.buf.append(f" {alt} ")
         elif tag == "pre":
             self.flush()
-            self.b.add(normalize("".join(el.itertext())).strip("\n"))
+            self.add(normalize("".join(el.itertext())).strip("\n"))
         else:
             block = tag in _BLOCK
             if block:
