@@ -58,13 +58,15 @@ class Layout:
     masked: list[Region] = field(default_factory=list)
     no_text_pages: list[int] = field(default_factory=list)
     ocr_pages: list[int] = field(default_factory=list)
+    _starts: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def page_at(self, offset: int) -> int | None:
         """The page number holding character `offset` (None when the document has no pages)."""
         if not self.pages:
             return None
-        starts = [p.start for p in self.pages]
-        i = max(bisect.bisect_right(starts, offset) - 1, 0)
+        if len(self._starts) != len(self.pages):  # per sentence of every answer: bisect, not a scan
+            self._starts = [p.start for p in self.pages]
+        i = max(bisect.bisect_right(self._starts, offset) - 1, 0)
         return self.pages[i].number
 
     def page_span(self, start: int, end: int) -> tuple[int, int] | None:
