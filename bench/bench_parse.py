@@ -14,6 +14,7 @@ letter-size page at 300 dpi.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import os
@@ -153,7 +154,7 @@ def main() -> None:
         print(json.dumps(one(args.one)))
         return
     cases = [f"pdf:{p.name}" for p in sorted(MANUALS.glob("*.pdf"))] + ["docx", "pptx", "html", "epub"]
-    if not args.skip_pdfminer:
+    if not args.skip_pdfminer and importlib.util.find_spec("pdfminer") is not None:  # not a dependency
         cases.append("pdfminer")
     if not args.skip_ocr:
         cases.append("ocr")

@@ -113,7 +113,10 @@ def test_without_an_outline_larger_type_lines_are_sections() -> None:
         ("Next steps", ("Next steps",)),
     ]
     details = parsed.layout.sections[1]
-    assert parsed.text[details.start : details.end].strip() == "Details\nMore body text under the details heading."
+    assert (
+        parsed.text[details.start : details.end].strip()
+        == "Details\nMore body text under the details heading."
+    )
 
 
 def test_hyphenated_line_ends_are_joined() -> None:
