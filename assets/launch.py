@@ -58,6 +58,7 @@ def run_index(
     validate_namespace(namespace)
     from assets.definitions import defs
     from pipeline.io.damage import clear_damage
+    from pipeline.io.partial_writes import remove_partial_writes
     from pipeline.io.store import NamespaceStore
     from pipeline.settings import load_settings
 
@@ -68,6 +69,7 @@ def run_index(
     with exclusive_namespace(instance, namespace, wait=wait, on_wait=on_event):
         # A damaged table (a file cut short) is removed, so that the stage writing it rebuilds it.
         clear_damage(NamespaceStore.from_settings(load_settings(), namespace), on_event)
+        remove_partial_writes(NamespaceStore.from_settings(load_settings(), namespace), on_event)
         if load_settings().dask_scheduler:
             from assets.distributed import run_index_distributed
 

@@ -68,6 +68,9 @@ def fail_orphaned_runs(
             "this run (killed?); marked failed by the next run of the namespace"
         )
         instance.report_run_failed(run, message=reason)
+        # A killed run never gives back its `llm` pool slots (dagster.yaml): two kills during model
+        # steps held both, and every later index waited for ever at extraction.
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         say(f"run {run.run_id} of namespace {run.tags.get(PARTITION_TAG)!r}: {reason}")
     return alive
 

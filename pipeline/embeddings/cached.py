@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pipeline.caches.base import VectorCache
+from pipeline.core.kill_points import kill_point
 from pipeline.embeddings.base import Calibration, Embedder, Piece, ProgressFn, text_hash
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class CachedEmbedder:
             batch = missing[i : i + self.batch_size]
             fresh = dict(zip(batch, self.embedder.embed([text_of[h] for h in batch]), strict=True))
             self.cache.put_many(self.model_id, fresh)
+            kill_point("embeddings")  # a test hook (kill_points.py): this batch stored, the next not
             cached.update(fresh)
             self.computed += len(batch)
             done = min(i + self.batch_size, len(missing))

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pipeline.core.kill_points import kill_point
 from pipeline.core.location import Location, parse_location, split_s3
 
 if TYPE_CHECKING:
@@ -256,6 +257,7 @@ class StorageRoot:
             try:
                 with pa.OSFile(str(tmp), "wb") as sink:
                     yield sink
+                kill_point("parquet_write")  # a test hook (kill_points.py): the file written, not renamed
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)

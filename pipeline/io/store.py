@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.core.kill_points import kill_point
 from pipeline.core.namespace import validate_namespace
 from pipeline.core.tables import check_lance_table, check_stored_table
 from pipeline.io.damage import lance_reads, read_parquet, read_parquet_rows, read_parquet_schema
@@ -278,6 +279,7 @@ class NamespaceStore:
             merge.execute(changed)
         else:
             table = db.create_table(name, data, mode="overwrite")
+        kill_point("lance_commit")  # a test hook (kill_points.py): rows committed, index not yet rebuilt
         for column in fts_columns:
             if data.num_rows:
                 table.create_index(column, config=FTS(), replace=True)
