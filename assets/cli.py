@@ -20,7 +20,8 @@ from assets.eval_cli import add_eval_parser
 from assets.query_cli import add_query_parsers, damaged, not_ready
 from assets.query_cli_lazy import add_lazy_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
-from pipeline.io.damage import IndexDamaged, diagnose, find_damage
+from pipeline.io.damage import IndexDamaged
+from pipeline.io.repair import diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.settings import ConfigError, load_settings
 

@@ -57,8 +57,8 @@ def run_index(
     (the run's event log in the instance still has every event)."""
     validate_namespace(namespace)
     from assets.definitions import defs
-    from pipeline.io.damage import clear_damage
     from pipeline.io.partial_writes import remove_partial_writes
+    from pipeline.io.repair import clear_damage
     from pipeline.io.store import NamespaceStore
     from pipeline.settings import load_settings
 

@@ -18,7 +18,8 @@ from typing import Any
 from assets.hit_display import add_matches, print_hits
 from assets.query_options import add_options, options_from
 from pipeline.core.schema import LANCE_TEXT_UNITS
-from pipeline.io.damage import IndexDamaged, diagnose
+from pipeline.io.damage import IndexDamaged
+from pipeline.io.repair import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.requests import (
     BasicOptions,

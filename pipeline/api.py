@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.io.damage import IndexDamaged, diagnose
+from pipeline.io.damage import IndexDamaged
+from pipeline.io.repair import diagnose
 from pipeline.llm.batch import CancelSignal
 from pipeline.query.auto.search import AutoSearchConfig, AutoSearchResult, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchResult, basic_search_async

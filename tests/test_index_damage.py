@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from pipeline.core import schema
-from pipeline.io.damage import IndexDamaged, clear_damage, diagnose, find_damage
+from pipeline.io.damage import IndexDamaged
+from pipeline.io.repair import clear_damage, diagnose, find_damage
 from pipeline.io.store import NamespaceStore
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService

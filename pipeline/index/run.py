@@ -29,7 +29,7 @@ from pipeline.index import (
 )
 from pipeline.index.context import IndexContext
 from pipeline.index.report import StageReport
-from pipeline.io.damage import clear_damage
+from pipeline.io.repair import clear_damage
 from pipeline.settings import Settings, load_settings
 
 

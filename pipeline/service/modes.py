@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.io.damage import diagnose
+from pipeline.io.repair import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async

@@ -23,7 +23,8 @@ from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
-from pipeline.io.damage import IndexDamaged, diagnose, find_damage
+from pipeline.io.damage import IndexDamaged
+from pipeline.io.repair import diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
