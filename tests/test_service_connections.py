@@ -109,7 +109,8 @@ def test_a_stalled_body_is_answered_408_and_its_connection_closed(tmp_path: Path
 
 
 def test_a_stalled_body_holds_a_slot_of_its_key(tmp_path: Path) -> None:
-    with server(tmp_path, service_key_concurrency=1) as (svc, port):
+    # the body's deadline far off: the stall must still be there when the second query asks
+    with server(tmp_path, service_key_concurrency=1, service_body_timeout_s=600) as (svc, port):
         sock = stall_body(port, KEY_A)
         wait_for(lambda: svc.limiter.in_flight(key_id(KEY_A)) == 1)
         refused = query(port, KEY_A, "nsa")
@@ -121,7 +122,7 @@ def test_a_stalled_body_holds_a_slot_of_its_key(tmp_path: Path) -> None:
 
 
 def test_a_body_that_arrives_in_time_is_served(tmp_path: Path) -> None:
-    with server(tmp_path, service_body_timeout_s=60) as (svc, port):
+    with server(tmp_path, service_body_timeout_s=600) as (svc, port):
         sock = stall_body(port, KEY_A)
         wait_for(lambda: svc.limiter.in_flight(key_id(KEY_A)) == 1)
         rest = b'e": "nsa", "query": "x"}'
@@ -145,7 +146,7 @@ def test_an_idle_mcp_stream_is_ended_and_gives_its_slot_back(tmp_path: Path) -> 
 
 
 def test_an_open_mcp_stream_holds_a_slot_of_its_key(tmp_path: Path) -> None:
-    with server(tmp_path, service_key_concurrency=1) as (svc, port):
+    with server(tmp_path, service_key_concurrency=1, service_stream_idle_s=600) as (svc, port):
         sock = open_stream(port, KEY_A)
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         wait_for(lambda: svc.limiter.in_flight(key_id(KEY_A)) == 1)

@@ -7,8 +7,9 @@ exhaust the server's sockets and memory whatever the per-key limit says.
 
 - A request's body must have arrived `body_timeout_s` after its headers were handled; past that it is
   answered 408 `request_timeout` with `Connection: close`, so the server drops the connection.
-- A `GET /mcp` stream that has sent nothing for `stream_idle_s` is ended: its handler is told the
-  client left, and the response is completed, so the client sees the stream end.
+- A `GET /mcp` stream that has sent nothing for `stream_idle_s` since its response started is ended
+  (before the start, the handler has `body_timeout_s` if longer): its handler is told the client
+  left, and the response is completed, so the client sees the stream end.
 - The slot is taken when the request is authenticated and given back once its body has arrived (the
   query then takes a slot of its own, in `QueryService.run`), or when a stream ends.
 """
@@ -154,8 +155,11 @@ class ConnectionGuard:
             while not handler.done():
                 activity.clear()
                 waiter = asyncio.ensure_future(activity.wait())
+                # Idle counts from the response's start: before it, the handler is still setting up,
+                # which on a loaded machine can outlast a short idle setting.
+                limit = self.stream_idle_s if started else max(self.stream_idle_s, self.body_timeout_s)
                 done, _ = await asyncio.wait(
-                    {handler, waiter}, timeout=self.stream_idle_s, return_when=asyncio.FIRST_COMPLETED
+                    {handler, waiter}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
                 )
                 waiter.cancel()
                 if done:
