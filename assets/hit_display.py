@@ -11,6 +11,7 @@ from typing import Any
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.common.front_matter import document_regions
+from pipeline.query.common.pages import cite_line, document_layouts, pages_label, place
 from pipeline.query.matched_piece import matching_pieces
 
 
@@ -22,18 +23,21 @@ def add_matches(hits: list[dict[str, Any]], query: str, store: NamespaceStore, e
     ]
     if (regions := document_regions(store)) is not None:
         passages = mask_rows(passages, regions)
+    layouts = document_layouts(store)
     for hit, match in zip(hits, matching_pieces(query, passages, embedder), strict=True):
         hit["match"] = match.to_dict() if match else None
+        place(hit, layouts)
+        if hit["match"] is not None:  # the matched sentence's own page: a passage can run over two
+            located = place({"document_id": hit.get("document_id"), **hit["match"]}, layouts)
+            hit["match"].update({k: located[k] for k in ("page_start", "page_end") if k in located})
 
 
 def print_hits(hits: list[dict[str, Any]], score_format: str = ".3f") -> None:
     for rank, hit in enumerate(hits, start=1):
-        print(
-            f"{rank}. score={hit['score']:{score_format}}  {hit.get('document_title')} "
-            f"[{hit.get('start_char')}:{hit.get('end_char')}]  id={str(hit['id'])[:12]}"
-        )
+        print(f"{rank}. score={hit['score']:{score_format}}  {cite_line(hit)}  id={str(hit['id'])[:12]}")
         match = hit.get("match")
         if match:
-            print(f"   [{match['start_char']}:{match['end_char']}] {match['marked']}")
+            page = f"{pages_label(match)} " if pages_label(match) else ""
+            print(f"   {page}[{match['start_char']}:{match['end_char']}] {match['marked']}")
         else:
             print("   " + " ".join(str(hit.get("text", "")).split())[:200])

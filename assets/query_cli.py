@@ -215,12 +215,13 @@ def cmd_query_local(args: argparse.Namespace) -> int:
     others = [str(c["id"]) for c in result.communities if not c["matched_entities"]]
     if others:
         print(f"  and {len(others)} more by graph and text similarity: {', '.join(others)}")
+    from pipeline.query.common.pages import cite_line
+
+    _citations([], result.quotes)
     print("Evidence:")
     for ev in result.evidence[: args.show_evidence]:
         snippet = " ".join(ev["text"].split())[:160]
-        print(
-            f"  [{ev['ref']}] {ev['kind']} {ev['document_title']} [{ev['start_char']}:{ev['end_char']}] {snippet}"
-        )
+        print(f"  [{ev['ref']}] {ev['kind']} {cite_line(ev)} {snippet}")
     if result.status != "completed":
         print(f"[status: {result.status}; {result.reason}]")
     return 0 if result.status in ("completed", "no_results") else 1
@@ -236,22 +237,27 @@ def _estimate(mode: str, args: argparse.Namespace, settings: Any, config: Any) -
     return 0
 
 
-def _citations(citations: list[dict[str, Any]]) -> None:
-    """Where each cited row comes from: a passage's document and offsets, one a line; other rows by
-    their names, one line per section."""
+def _citations(citations: list[dict[str, Any]], quotes: list[dict[str, Any]] = ()) -> None:
+    """Where each cited row comes from: a passage's document, pages, section and offsets, one a line;
+    other rows by their names, one line per section; then each quoted sentence's own page (parsed files
+    only, `pipeline.query.common.pages`)."""
+    from pipeline.query.common.pages import cite_line
+
     if citations:
         print("Citations:")
     named: dict[str, list[str]] = {}
     for c in citations:
         if c.get("start_char") is not None:
-            print(
-                f"  [{c['section']} {c['id']}] {c.get('document_title')} [{c['start_char']}:{c['end_char']}]"
-            )
+            print(f"  [{c['section']} {c['id']}] {cite_line(c)}")
         else:
             name = c.get("title") or c.get("source") and f"{c.get('source')} -> {c.get('target')}" or ""
             named.setdefault(c["section"], []).append(f"{c['id']} {name}".strip())
     for section, names in named.items():
         print(f"  [{section}] " + "; ".join(names))
+    if quotes:
+        print("Quoted:")
+    for q in quotes:
+        print(f"  [sources {q['source']}] {cite_line(q)}")
 
 
 def answer_or_exit(
@@ -321,7 +327,7 @@ def cmd_query_basic(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     print(result.answer)
-    _citations(result.citations)
+    _citations(result.citations, result.quotes)
     print(f"\n[status: {result.status}; passages: {len(result.sources)}]")
     if result.reason:
         print(f"[{result.reason}]")

@@ -15,7 +15,7 @@ from pipeline.query.requests import AutoOptions, LazyOptions
 
 def _show_lazy(result: Any) -> None:
     print(result.answer)
-    _citations(result.citations)
+    _citations(result.citations, result.quotes)
     u = result.usage
     print(
         f"\n[status: {result.status}; units tested {result.units_tested}, relevant {result.units_relevant}; "
@@ -45,6 +45,7 @@ def cmd_query_auto(args: argparse.Namespace) -> int:
     if isinstance(result, int):
         return result
     print(result.answer)
+    _citations([], result.result.get("quotes") or [])  # the routed mode's quoted sentences, when paged
     print(f"\n[route: {result.route} ({result.router}); {result.reason}]")
     print(f"[status: {result.status}]")
     if result.result.get("reason"):

@@ -69,6 +69,12 @@ TEXT_UNITS_SCHEMA = pa.schema(
         ("start_char", pa.int64()),
         ("end_char", pa.int64()),
         ("chunk_index", pa.int64()),
+        # where the unit sits in a parsed file (pipeline.parse.layout): 1-based first and last page (null
+        # for documents without pages) and its section path "5 Arrays › 5.7 Matrix facilities" (null
+        # outside any section), so a citation can name them
+        ("page_start", pa.int64()),
+        ("page_end", pa.int64()),
+        ("section", pa.string()),
     ]
 )
 

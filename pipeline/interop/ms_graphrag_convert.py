@@ -143,6 +143,9 @@ def _text_units(
                 "start_char": start,
                 "end_char": end,
                 "chunk_index": chunk_index[doc_id],
+                "page_start": None,  # GraphRAG keeps no layout
+                "page_end": None,
+                "section": None,
             }
         )
         chunk_index[doc_id] += 1

@@ -17,6 +17,8 @@ import numpy as np
 
 from pipeline.core.tokens import get_encoding
 from pipeline.ops.boilerplate import Region, content_span, with_layout
+from pipeline.ops.structure import locate, segments
+from pipeline.parse.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -111,12 +113,16 @@ def chunk_documents(
 
 
 def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:
-    """What a base_text_units table was cut with: the settings and the source of the rules (this module
-    and `pipeline.ops.boilerplate`), so that an edited rule re-chunks every document."""
-    from pipeline.ops import boilerplate
+    """What a base_text_units table was cut with: the settings and the source of the rules (this module,
+    `pipeline.ops.boilerplate`, `pipeline.ops.structure` and the parsers of `pipeline.parse`, whose layout
+    places the cuts, pages and sections), so that an edited rule re-chunks every document."""
+    from pipeline import parse
+    from pipeline.ops import boilerplate, structure
 
     code = hashlib.sha256()
-    for source in (__file__, boilerplate.__file__):
+    parsers = sorted(Path(parse.__file__).parent.glob("*.py"))
+    for source in (Path(__file__), Path(boilerplate.__file__), Path(structure.__file__), *parsers):
+        code.update(source.name.encode())
         code.update(Path(source).read_bytes())
     settings = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "encoding": encoding}
     return json.dumps({**settings, "code": code.hexdigest()}, sort_keys=True)
@@ -163,9 +169,15 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
         regions[doc_id] = span.regions
         if span.removed or span.regions:
             outside[doc_id] = span.outside(len(text))
-        units = chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, (span.start, span.end))
+        parsed = Layout.from_json(layout)
+        units = [
+            u
+            for piece in segments(text, (span.start, span.end), parsed, chunk_size, chunk_overlap, encoding)
+            for u in chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, piece)
+        ]
         per_doc.append([u.id for u in units])
-        for u in units:
+        for index, u in enumerate(units):
+            where = locate(parsed, u.start_char, u.end_char)
             rows.append(
                 {
                     "id": u.id,
@@ -178,7 +190,10 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
                     "covariate_ids": [],
                     "start_char": u.start_char,
                     "end_char": u.end_char,
-                    "chunk_index": u.chunk_index,
+                    "chunk_index": index,  # across the pieces a long section's heading starts
+                    "page_start": where.page_start,
+                    "page_end": where.page_end,
+                    "section": where.section,
                 }
             )
     text_units = tag_chunking(to_table(rows, TEXT_UNITS_SCHEMA), config, outside, regions)

@@ -29,6 +29,7 @@ from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.options import with_overrides
+from pipeline.query.common.pages import locate_result
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
@@ -75,6 +76,7 @@ class BasicSearchResult:
     sources: list[dict[str, Any]] = field(default_factory=list)  # the retrieved units, best first
     citations: list[dict[str, Any]] = field(default_factory=list)
     unresolved_citations: list[str] = field(default_factory=list)
+    quotes: list[dict[str, Any]] = field(default_factory=list)  # quoted sentences, their own page each
     context: dict[str, Any] = field(default_factory=dict)  # budget, prompt_tokens, rows
     reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
@@ -173,6 +175,7 @@ async def basic_search_async(
 
 
 def _finish(result: BasicSearchResult, scope: QueryScope, started: float) -> BasicSearchResult:
+    locate_result(result, scope.store)
     result.usage = scope.usage()
     result.duration_s = round(time.monotonic() - started, 3)
     return result

@@ -34,6 +34,7 @@ from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.options import prefixed, require_counts, with_overrides
+from pipeline.query.common.pages import locate_result
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
@@ -127,6 +128,7 @@ class LazySearchResult:
     sources: list[dict[str, Any]] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
     unresolved_citations: list[str] = field(default_factory=list)
+    quotes: list[dict[str, Any]] = field(default_factory=list)  # quoted sentences, their own page each
     context: dict[str, Any] = field(default_factory=dict)
     context_rows: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
@@ -315,6 +317,7 @@ def _finish(
     result.status, result.reason = status, reason
     if status == "no_results":
         result.answer = NOTHING_RELEVANT
+    locate_result(result, scope.store)
     result.usage = {**scope.usage(), **calls, "max_calls": config.max_calls}
     result.duration_s = round(time.monotonic() - started, 3)
     return result

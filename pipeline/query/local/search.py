@@ -24,6 +24,7 @@ from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.options import require_counts, require_level
+from pipeline.query.common.pages import locate_result
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (
@@ -114,6 +115,7 @@ class LocalSearchResult:
     context_rows: list[dict[str, Any]] = field(default_factory=list)  # {section, id, ...what it names}
     citations: list[dict[str, Any]] = field(default_factory=list)  # the rows the answer cites
     unresolved_citations: list[str] = field(default_factory=list)
+    quotes: list[dict[str, Any]] = field(default_factory=list)  # quoted sentences, their own page each
     usage: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     timings_ms: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds it took
@@ -261,6 +263,7 @@ async def local_search_with(
         result.status, result.reason, result.answer = "no_results", str(exc), NOTHING_RELEVANT
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
         result.status, result.reason = "cancelled", str(exc)
+    locate_result(result, scope.store)
     timings[clock["stage"]] = round(1000 * (time.monotonic() - clock["at"]), 1)
     result.timings_ms = timings
     result.usage = scope.usage()
