@@ -15,6 +15,7 @@ from assets.indexing.reports import report_assets
 from assets.indexing.schedules import nightly_reindex
 from assets.indexing.sensors import input_root_sensor, query_refresh_sensor
 from assets.indexing.shards import shard_assets
+from assets.indexing.version import index_version
 from assets.query.assets import query_assets
 from assets.query.jobs import answer_questions_job
 from assets.resources import default_resources
@@ -34,6 +35,7 @@ defs = Definitions(
             *indexing_assets,
             *shard_assets,
             chunk_graph,
+            index_version,
             *graph_assets,
             *report_assets,
             *query_assets,

@@ -123,7 +123,7 @@ def cmd_query_chunks(args: argparse.Namespace) -> int:
     if options is None:
         return 2
     settings = load_settings()
-    store = NamespaceStore.from_settings(settings, args.namespace)
+    store = NamespaceStore.from_settings(settings, args.namespace).pinned()  # one index version
     embedder = cached_embedder(settings)
     try:
         graph = load_namespace_chunk_graph(store, dimension=embedder.dimension)

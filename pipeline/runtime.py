@@ -293,11 +293,12 @@ def query_runtime(
     engine: Engine | None = None,
     embedder: CachedEmbedder | None = None,
 ) -> QueryRuntime:
-    """Store scoped to `namespace` (validated), plus the configured engine and embedder unless given."""
+    """Store scoped to `namespace` (validated) and pinned to its committed index version (one per
+    question: `NamespaceStore.pinned`), plus the configured engine and embedder unless given."""
     s = settings or load_settings()
     return QueryRuntime(
         settings=s,
-        store=NamespaceStore.from_settings(s, namespace),
+        store=NamespaceStore.from_settings(s, namespace).pinned(),
         engine=engine if engine is not None else make_engine(s),
         embedder=embedder if embedder is not None else cached_embedder(s),
     )

@@ -18,6 +18,7 @@ from assets.indexing.observe import index_context, materialize
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.index import graphrag_import as graphrag_import_runner
+from pipeline.io.manifest import commit_manifest
 
 GROUP = "interop"
 JOB = "import_graphrag"
@@ -43,7 +44,9 @@ def graphrag_import(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     ctx = index_context(context, pipeline_settings, embedder)
-    return materialize(graphrag_import_runner.run(ctx, config.source))
+    result = materialize(graphrag_import_runner.run(ctx, config.source))
+    commit_manifest(ctx.store)  # the imported tables are one index version: queries move to it at once
+    return result
 
 
 import_graphrag_job = define_asset_job(

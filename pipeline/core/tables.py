@@ -130,6 +130,9 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
 }
 """Parquet table name -> schema (a shard's part under shards/ takes its table's)."""
 
+INDEX_TABLES: frozenset[str] = frozenset(name for name in TABLE_SCHEMAS if not name.startswith("query_"))
+"""The Parquet tables an index run writes; the query_* tables are written by queries, at any time."""
+
 # The embedding model in the metadata of two of these is not part of the check: only columns are.
 LANCE_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
     LANCE_TEXT_UNITS: lance_text_units_schema,

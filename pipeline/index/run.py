@@ -26,6 +26,7 @@ from pipeline.index import (
     report_embeddings,
     text_unit_embeddings,
     text_units,
+    version,
 )
 from pipeline.index.context import IndexContext
 from pipeline.index.report import StageReport
@@ -75,4 +76,5 @@ def index_folder(
     record("community_reports", community_reports.run(ctx))
     record("report_embeddings", report_embeddings.run(ctx))
     record("chunk_graph", chunk_graph.run(ctx))
+    version.run(ctx)  # every table is written: queries move to this version, all at once
     return reports

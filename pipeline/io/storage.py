@@ -15,7 +15,7 @@ import datetime as dt
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -286,3 +286,56 @@ class StorageRoot:
         except FileNotFoundError:
             return False
         return True
+
+    # ---- immutable copies (index versions, `pipeline.io.manifest`) -----------------------------------
+    def write_durable(self, key: str, data: bytes) -> None:
+        """Replace the file with `data` so that after a crash it is the old file or the new one, whole.
+
+        Locally: written beside the target, fsynced, renamed over it, and the folder fsynced (a rename
+        not yet on disk could come back after a power loss as the old name). On S3 one PUT is atomic."""
+        if not self.is_local:
+            self._put(key, data)
+            return
+        target = Path(self.path(key))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(tmp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        if hasattr(os, "O_DIRECTORY"):
+            fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def freeze_copy(self, key: str, dest: str) -> None:
+        """Keep the file's current bytes at `dest`, immutable: writers replace files (a new inode, a new
+        object) and never write into one, so a hard link is such a copy at no cost on a local root, and
+        S3 copies the object on the server (no bytes through this process)."""
+        src, dst = self.path(key), self.path(dest)
+        if self.is_local:
+            Path(dst).parent.mkdir(parents=True, exist_ok=True)
+            Path(dst).unlink(missing_ok=True)
+            try:
+                os.link(src, dst)
+                return
+            except OSError:  # a filesystem without hard links: a copy of the same bytes
+                pass
+        self.filesystem.copy_file(src, dst)
+
+    def list_dirs(self, key: str = "") -> list[str]:
+        """Names of the folders (S3: common prefixes) directly under `key`, sorted; [] if none."""
+        selector = pafs.FileSelector(self.path(key), allow_not_found=True)
+        found = self.filesystem.get_file_info(selector)
+        return sorted(i.base_name for i in found if i.type == pafs.FileType.Directory)
+
+    def delete_dir(self, key: str) -> None:
+        """Remove the folder and everything under it; nothing if there is none."""
+        with suppress(FileNotFoundError):
+            self.filesystem.delete_dir(self.path(key))

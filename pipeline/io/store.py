@@ -5,6 +5,8 @@ Layout under the storage root (a local folder or ``s3://bucket/prefix``, see `pi
     <storage_root>/<namespace>/<table>.parquet     Parquet tables (GraphRAG names)
     <storage_root>/<namespace>/lancedb/            LanceDB tables (vectors + full-text indexes)
     <storage_root>/<namespace>/<file>              other artifacts (GraphML, chunk-graph snapshot, markers)
+    <storage_root>/<namespace>/_manifest.json      the committed index version queries read
+    <storage_root>/<namespace>/_versions/<n>/      its frozen index files (`pipeline.io.manifest`)
     <storage_root>/_cache/                         content-addressed caches (embeddings, LLM), local roots
 
 Namespace names cannot start with '_' so the cache folder can never collide with a namespace.
@@ -18,7 +20,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -27,6 +28,8 @@ from pipeline.core.kill_points import kill_point
 from pipeline.core.namespace import validate_namespace
 from pipeline.core.tables import check_lance_table, check_stored_table
 from pipeline.io.damage import lance_reads, read_parquet, read_parquet_rows, read_parquet_schema
+from pipeline.io.lance_versions import id_filter, indexed_columns, prune_versions, row_difference
+from pipeline.io.manifest import PINNED_FILES, Manifest, committed_tags, read_manifest
 from pipeline.io.storage import Location, StorageRoot
 from pipeline.settings import Settings
 
@@ -71,6 +74,9 @@ class NamespaceStore:
         self._watched: dict[str, Any] = {}  # table name -> its open handle on that connection
         # Stamped into every Parquet table's schema metadata (the indexing method that wrote it)
         self.table_metadata: dict[bytes, bytes] = {}
+        # Set on a view made by `pinned`: the committed version every read goes through
+        self._pin: Manifest | None = None
+        self._pinned_lance: dict[str, Any] = {}  # table name -> its handle checked out at the pin
 
     @classmethod
     def from_settings(cls, settings: Settings, namespace: str) -> NamespaceStore:
@@ -78,6 +84,29 @@ class NamespaceStore:
 
     def __repr__(self) -> str:
         return f"NamespaceStore({self.storage.uri()!r}, {self.namespace!r})"
+
+    # ---- one committed version (`pipeline.io.manifest`) -----------------------------------------
+    def pinned(self) -> NamespaceStore:
+        """A view of the namespace as of its last committed index run, for one question: its index
+        files and LanceDB tables are read at the versions the manifest names, however many runs land
+        meanwhile. Without a manifest (indexed before manifests) the view reads the current files.
+        Writes through a view go to the current files, as with any store."""
+        view = NamespaceStore(self.storage, self.namespace, self.keep_versions)
+        view.table_metadata = dict(self.table_metadata)
+        view._pin = read_manifest(self)
+        return view
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The committed version this view reads; None for a store reading the current files."""
+        return self._pin
+
+    def _read_key(self, name: str) -> str | None:
+        """The key a read of `name` goes to: its frozen copy when pinned, None if the pin lacks it."""
+        if self._pin is not None and name in PINNED_FILES:
+            frozen = self._pin.files.get(name)
+            return self._key(frozen) if frozen is not None else None
+        return self._key(name)
 
     # ---- where -----------------------------------------------------------------------------------
     @property
@@ -107,10 +136,17 @@ class NamespaceStore:
 
     # ---- files (artifacts other than tables) -----------------------------------------------------
     def has_file(self, name: str) -> bool:
-        return self.storage.is_file(self._key(name))
+        key = self._read_key(name)
+        return key is not None and self.storage.is_file(key)
+
+    def _existing_key(self, name: str) -> str:
+        key = self._read_key(name)
+        if key is None:
+            raise FileNotFoundError(f"{self.uri}/{name} (not in the committed index version)")
+        return key
 
     def read_bytes(self, name: str) -> bytes:
-        return self.storage.read_bytes(self._key(name))
+        return self.storage.read_bytes(self._existing_key(name))
 
     def write_bytes(self, name: str, data: bytes | pa.Buffer) -> int:
         """Replace the file (readers see the old one or the new one); returns its size."""
@@ -118,17 +154,19 @@ class NamespaceStore:
 
     def open_input_file(self, name: str) -> pa.NativeFile:
         """A random-access reader of the file; FileNotFoundError if there is none."""
-        return self.storage.open_input_file(self._key(name))
+        return self.storage.open_input_file(self._existing_key(name))
 
     def open_output(self, name: str) -> AbstractContextManager[pa.NativeFile]:
         """A stream that replaces the file when the `with` block completes, and leaves it alone if not."""
         return self.storage.open_output(self._key(name))
 
     def file_modified(self, name: str) -> dt.datetime | None:
-        return self.storage.modified(self._key(name))
+        key = self._read_key(name)
+        return self.storage.modified(key) if key is not None else None
 
     def file_size(self, name: str) -> int | None:
-        return self.storage.size(self._key(name))
+        key = self._read_key(name)
+        return self.storage.size(key) if key is not None else None
 
     def delete_file(self, name: str) -> bool:
         return self.storage.delete(self._key(name))
@@ -197,14 +235,17 @@ class NamespaceStore:
         Query-time caches ask this before every search. Opening the table afresh each time cost 2-3 ms
         (a listing and an open); a handle kept on a connection with strong read consistency
         (`read_consistency_interval=0`: every read checks for a newer commit) answers in a fifth of
-        that and still sees a re-index's commit, an overwrite or a dropped table at once."""
+        that and still sees a re-index's commit, an overwrite or a dropped table at once. A pinned view
+        answers its pin's version."""
+        if self._pin is not None:
+            return self._pin.lance.get(name)
         handle = self._watched.get(name)
         if handle is not None:
             try:
                 return handle.version
             except Exception:  # noqa: BLE001 - dropped or rewritten beneath the handle: look again
                 self._watched.pop(name, None)
-        if not self.has_lance_table(name):
+        if not self._lance_table_exists(name):
             return None
         if self._watch_db is None:
             import lancedb
@@ -218,21 +259,35 @@ class NamespaceStore:
         handle = self._watched[name] = self._watch_db.open_table(name)
         return handle.version
 
-    def _has_lance_dir(self) -> bool:
+    def has_lance_dir(self) -> bool:
         # Asked before connecting: connecting to a local folder creates it, and a reader creates nothing.
         return self.storage.is_dir(self._key(LANCE_DIR))
 
+    def _lance_table_exists(self, name: str) -> bool:
+        return self.has_lance_dir() and name in self.lancedb().list_tables().tables
+
     def has_lance_table(self, name: str) -> bool:
-        return self._has_lance_dir() and name in self.lancedb().list_tables().tables
+        """Whether the table exists (in the committed version, for a pinned view)."""
+        if self._pin is not None:
+            return name in self._pin.lance
+        return self._lance_table_exists(name)
 
     def open_lance_table(self, name: str) -> Any:
+        """The table; on a pinned view, read-only at the pin's version (a time-travel checkout)."""
         if not self.has_lance_table(name):
             raise TableNotFoundError(
                 f"namespace {self.namespace!r} has no LanceDB table {name!r} yet; "
                 "materialize the embedding asset first"
             )
         with lance_reads(self.namespace, name):  # IndexDamaged if its files do not read
-            return self.lancedb().open_table(name)
+            if self._pin is None:
+                return self.lancedb().open_table(name)
+            handle = self._pinned_lance.get(name)
+            if handle is None:
+                handle = self.lancedb().open_table(name)
+                handle.checkout(self._pin.lance[name])
+                self._pinned_lance[name] = handle
+            return handle
 
     def replace_lance_table(
         self, name: str, data: pa.Table, fts_columns: list[str] | tuple[str, ...] = ()
@@ -257,8 +312,12 @@ class NamespaceStore:
         check_lance_table(name, data)
 
         db = self.lancedb()
-        table = db.open_table(name) if self.has_lance_table(name) else None
+        table = db.open_table(name) if self._lance_table_exists(name) else None
         started_from = table.version if table is not None else None
+        committed = committed_tags(table).values() if table is not None else ()
+        if started_from is not None and committed:
+            # the versions kept manifests name are kept, however many commits come before the next one
+            started_from = min(started_from, *committed)
         ids = data.column("id") if "id" in data.column_names else None
         in_place = (
             table is not None
@@ -267,15 +326,15 @@ class NamespaceStore:
             and pc.count_distinct(ids).as_py() == data.num_rows
         )
         if in_place:
-            changed, removed = _difference(table.to_arrow(), data)
-            indexed = _indexed(table) >= {c for c in fts_columns if data.num_rows}
+            changed, removed = row_difference(table.to_arrow(), data)
+            indexed = indexed_columns(table) >= {c for c in fts_columns if data.num_rows}
             if not changed.num_rows and not removed and indexed:
                 return table  # a re-index of unchanged input: no new version, nothing more on disk
             # Only the rows that differ are written, in one commit: unchanged rows keep their files,
             # so a version costs what changed, and the previous version shares the rest.
             merge = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
             if removed:
-                merge = merge.when_not_matched_by_source_delete(_id_in(removed))
+                merge = merge.when_not_matched_by_source_delete(id_filter(removed))
             merge.execute(changed)
         else:
             table = db.create_table(name, data, mode="overwrite")
@@ -294,7 +353,7 @@ class NamespaceStore:
             with self.storage.open_input_file(stored.key) as source:
                 rows = read_parquet_rows(source, self.namespace, name)
             infos.append(TableInfo(name, "parquet", rows, stored.modified))
-        if self._has_lance_dir():
+        if self.has_lance_dir():
             db = self.lancedb()
             for name in sorted(db.list_tables().tables):
                 with lance_reads(self.namespace, name):
@@ -306,70 +365,3 @@ class NamespaceStore:
                     ts = ts.astimezone(dt.UTC)
                 infos.append(TableInfo(name, "lancedb", rows, ts))
         return infos
-
-
-def _indexed(table: Any) -> set[str]:
-    return {column for index in table.list_indices() for column in index.columns}
-
-
-def _id_in(ids: list[str]) -> str:
-    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-    return f"id IN ({quoted})"
-
-
-def _column_equal(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
-    """Row by row: are the two columns' values equal (two nulls being equal)."""
-    kind = a.type
-    vectors = pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type)
-    if vectors and not a.null_count and not b.null_count:
-        width = kind.list_size
-        x = a.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
-        y = b.combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
-        return (x == y).all(axis=1)
-    if pa.types.is_primitive(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        equal = pc.fill_null(pc.equal(a, b), False)
-        return np.asarray(pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))), dtype=bool)
-    return np.asarray([u == v for u, v in zip(a.to_pylist(), b.to_pylist(), strict=True)], dtype=bool)
-
-
-def _difference(current: pa.Table, data: pa.Table) -> tuple[pa.Table, list[str]]:
-    """The rows of `data` that `current` lacks or holds otherwise, and the ids of `current` that
-    `data` lacks (same schema, ids unique in both)."""
-    position = {row_id: i for i, row_id in enumerate(current.column("id").to_pylist())}
-    new_ids = data.column("id").to_pylist()
-    pos = np.asarray([position.get(row_id, -1) for row_id in new_ids], dtype=np.int64)
-    present = np.flatnonzero(pos >= 0)
-    same = np.zeros(len(new_ids), dtype=bool)
-    if len(present):
-        ours = data.take(pa.array(present))
-        theirs = current.take(pa.array(pos[present]))
-        equal = np.ones(len(present), dtype=bool)
-        for name in data.column_names:
-            equal &= _column_equal(ours.column(name), theirs.column(name))
-        same[present] = equal
-    kept = set(new_ids)
-    removed = [row_id for row_id in position if row_id not in kept]
-    return data.filter(pa.array(~same)), removed
-
-
-def prune_versions(table: Any, keep: int, started_from: int | None = None) -> None:
-    """Delete the files of every version older than both the newest `keep` and `started_from`, and
-    compact the table.
-
-    LanceDB deletes versions older than an age, not by number, and reads its clock a moment after
-    this one: the age chosen puts the cut halfway between the newest version to delete and the oldest
-    to keep, so that moment would have to exceed half their distance to cost a version to keep."""
-    versions = sorted(table.list_versions(), key=lambda v: v["version"])
-    oldest_kept = len(versions) - keep
-    if started_from is not None:
-        oldest_kept = min(
-            oldest_kept, next((i for i, v in enumerate(versions) if v["version"] >= started_from), 0)
-        )
-    if oldest_kept <= 0:
-        return
-    newest_gone, first_kept = versions[oldest_kept - 1]["timestamp"], versions[oldest_kept]["timestamp"]
-    cut = newest_gone + (first_kept - newest_gone) / 2
-    now = dt.datetime.now(cut.tzinfo) if cut.tzinfo else dt.datetime.now()
-    # optimize() also compacts small data files and folds unindexed rows into the indexes, all in
-    # LanceDB's own code (cleanup_old_versions alone needs the separate pylance package).
-    table.optimize(cleanup_older_than=max(now - cut, dt.timedelta(0)))

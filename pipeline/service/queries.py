@@ -304,6 +304,7 @@ class QueryService:
             store = NamespaceStore.from_settings(self.settings, namespace)
             if not store.exists():  # checked first so that a query never creates the folder
                 raise TableNotFoundError("no tables at all")
+            store = store.pinned()  # one committed index version for every read of this request
             work = Work(store, self.settings, self.new_engine, self.embedder, deadline, cancel)
             return MODES[kind](work, request)
         except Abandoned as exc:  # the caller has answered 504 already; this only ends the work

@@ -40,7 +40,7 @@ def chroma_dir(ns: NamespaceStore) -> Path:
 
 def namespace_store(settings: Settings, namespace: str, kind: StoreKind = "lancedb") -> Any:
     """The store holding the namespace's ``text_units`` (synced from LanceDB when it is not LanceDB)."""
-    ns = NamespaceStore.from_settings(settings, namespace)
+    ns = NamespaceStore.from_settings(settings, namespace).pinned()  # the committed index version
     lance = LanceDBStore(ns)
     if kind == "lancedb":
         return lance
