@@ -19,6 +19,7 @@ from types import ModuleType
 from assets.eval_cli import add_eval_parser
 from assets.query_cli import add_query_parsers, damaged, not_ready
 from assets.query_cli_lazy import add_lazy_parsers
+from assets.show_cli import add_show_parser
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.io.damage import IndexDamaged
 from pipeline.io.repair import diagnose, find_damage
@@ -305,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_graph)
 
     add_eval_parser(sub, _namespace)
+    add_show_parser(sub, _namespace)
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)

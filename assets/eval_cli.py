@@ -51,7 +51,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps({**shown, "files": {k: str(v) for k, v in files.items()}}, indent=2))
         return 0
     print("\n" + overall_table(report["metrics"]))
-    for metric, label in (("context_recall", "context recall %"), ("answer_coverage", "answer coverage %")):
+    shown = [("context_recall", "context recall %"), ("answer_coverage", "answer coverage %")]
+    paged = [("page_recall_at_5", "page recall@5 %"), ("median_page_span", "median cited page span")]
+    shown += [m for m in paged if any(v["overall"].get(m[0]) is not None for v in report["metrics"].values())]
+    for metric, label in shown:
         print(f"\n{label} per type:\n" + type_table(report["metrics"], metric))
     print(f"\nreport: {files['report.html']} (also report.md, report.json, chart.html)")
     return 0

@@ -214,3 +214,53 @@ def test_cli_prints_the_quoted_sentence_with_its_page(
     out = capsys.readouterr().out
     assert code == 0
     assert re.search(r"\[sources \d+\] manual\.pdf p\. 5 · 2 Arrays and matrices \[\d+:\d+\]", out), out
+
+
+def test_show_prints_the_cited_page_with_the_span_marked(
+    corpus: Corpus, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assets.cli import main
+
+    result = _basic(corpus.root, "What does the eigenvalue routine of the matrix facilities return?")
+    quote = next(q for q in result.quotes if "eigenvalue routine" in q["text"])
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(corpus.root))
+    span = f"{quote['start_char']}:{quote['end_char']}"
+    argv = ["show", "--namespace", "paged", "--document", "manual.pdf", "--page", "5", "--span", span]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    head, body = out.split("\n\n", 1)
+    assert head.startswith("manual.pdf p. 5 of 6 · 2 Arrays and matrices [")
+    assert f"⟦{quote['text']}⟧" in " ".join(body.split(" "))
+    assert "Topic 50 is described" in body and "Topic 40" not in body  # that page, no other
+    assert main([*argv[:-2], "--span", "0:10"]) == 2  # a span on another page
+    assert "not on page 5" in capsys.readouterr().err
+    assert main(["show", "--namespace", "paged", "--document", "plain.txt", "--page", "1"]) == 2
+    assert "has no pages" in capsys.readouterr().err
+
+
+def test_eval_page_recall_counts_a_gold_page_among_the_first_five_cited_places() -> None:
+    from pipeline.eval.metrics import Scored, aggregate
+    from pipeline.eval.pages import page_scores
+    from pipeline.eval.questions import QuestionsError, parse_row
+
+    q = parse_row({"question": "q?", "gold_pages": [{"document": "gnuplot.pdf", "page": 37}]}, 1)
+    assert q.gold_pages == (("gnuplot.pdf", 37),)
+    with pytest.raises(QuestionsError):
+        parse_row({"question": "q?", "gold_pages": [{"document": "gnuplot.pdf", "page": "37"}]}, 2)
+
+    def cite(page: int, last: int | None = None, doc: str = "gnuplot.pdf") -> dict:
+        return {"section": "sources", "document_title": doc, "page_start": page, "page_end": last or page}
+
+    far = [cite(p) for p in (1, 2, 3, 4, 5)]
+    assert page_scores(q.gold_pages, {"citations": [*far, cite(37)]})[0] == 0.0  # sixth: too late
+    assert page_scores(q.gold_pages, {"citations": [cite(36, 38)]}) == (1.0, [3])
+    assert page_scores(q.gold_pages, {"citations": far, "quotes": [cite(37)]})[0] == 1.0
+    assert page_scores(q.gold_pages, {"citations": [cite(37, doc="other.pdf")]})[0] == 0.0
+    auto = {"route": "basic", "result": {"citations": [cite(37)], "quotes": []}}
+    assert page_scores(q.gold_pages, auto)[0] == 1.0
+    rows = [
+        Scored("a", "Fact", "basic", "q", "completed", page_hit=1.0, page_spans=[1, 2, 3]),
+        Scored("b", "Fact", "basic", "q", "completed", page_hit=0.0, page_spans=[2]),
+    ]
+    summary = aggregate(rows)
+    assert summary["page_recall_at_5"] == 50.0 and summary["median_page_span"] == 2.0

@@ -54,6 +54,8 @@ class Scored:
     context_recall: float | None = None
     answer_coverage: float | None = None
     answer_words: float | None = None  # the gold answer's words in the mode's answer
+    page_hit: float | None = None  # a gold page among the first five cited places (pipeline.eval.pages)
+    page_spans: list[int] = field(default_factory=list)  # pages each cited passage covers
     missing_gold: list[str] = field(default_factory=list)
     missing_words: list[str] = field(default_factory=list)
     judge: str | None = None  # correct | partially | incorrect | unjudged; None: no judge configured
@@ -113,6 +115,10 @@ def _mean(values: list[float | None]) -> float | None:
     return round(100 * sum(given) / len(given), 1) if given else None
 
 
+def _median(values: list[int]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
 def aggregate(rows: list[Scored]) -> dict[str, Any]:
     """Means (in %), counts, tokens and latency percentiles of one group of scored questions."""
     latency = [r.latency_s for r in rows] or [0.0]
@@ -122,6 +128,8 @@ def aggregate(rows: list[Scored]) -> dict[str, Any]:
         "context_recall": _mean([r.context_recall for r in rows]),
         "answer_coverage": _mean([r.answer_coverage for r in rows]),
         "answer_words": _mean([r.answer_words for r in rows]),
+        "page_recall_at_5": _mean([r.page_hit for r in rows]),
+        "median_page_span": _median([s for r in rows for s in r.page_spans]),
         "judge_accuracy": round(100 * sum(judged) / len(judged), 1) if judged else None,
         "judged": len(judged),
         "unjudged": sum(r.judge == "unjudged" for r in rows),

@@ -33,6 +33,9 @@ class EvalQuestion:
     gold_documents: tuple[str, ...] = ()
     gold_passages: tuple[str, ...] = ()
     type: str = "all"
+    gold_pages: tuple[
+        tuple[str, int], ...
+    ] = ()  # (document title, 1-based page); after type: positional callers
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -61,6 +64,24 @@ def _hop_type(qid: str) -> str:
     """MuSiQue's ids start with the hop count (`2hop__...`), its only question type."""
     m = re.match(r"(\d+hop)", qid)
     return m.group(1) if m else "all"
+
+
+def _gold_pages(value: Any, number: int) -> tuple[tuple[str, int], ...]:
+    """`[{"document": "gnuplot.pdf", "page": 37}, ...]` as (document, page) pairs."""
+    if value is None:
+        return ()
+    pages = []
+    for item in value if isinstance(value, list) else [value]:
+        page = item.get("page") if isinstance(item, dict) else None
+        if (
+            not isinstance(item, dict)
+            or not item.get("document")
+            or isinstance(page, bool)
+            or not isinstance(page, int)
+        ):
+            raise QuestionsError(f'row {number}: gold_pages items are {{"document": name, "page": number}}')
+        pages.append((str(item["document"]), page))
+    return tuple(pages)
 
 
 def parse_row(row: Any, number: int) -> EvalQuestion:
@@ -96,6 +117,7 @@ def parse_row(row: Any, number: int) -> EvalQuestion:
         answers=tuple(dict.fromkeys(answers)),
         gold_documents=documents,
         gold_passages=passages,
+        gold_pages=_gold_pages(row.get("gold_pages"), number),
         type=str(kind).strip() if kind else "all",
         extra={k: row[k] for k in ("source",) if k in row},
     )

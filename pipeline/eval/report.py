@@ -26,6 +26,8 @@ METRICS = (
     ("answer_coverage", "answer coverage %"),
     ("answer_words", "answer words %"),
     ("context_recall", "context recall %"),
+    ("page_recall_at_5", "page recall@5 %"),
+    ("median_page_span", "median page span"),
     ("judge_accuracy", "judge %"),
 )
 FILES = ("report.md", "report.html", "report.json", "chart.html")

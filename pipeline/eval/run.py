@@ -18,6 +18,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.eval.judge import judge
 from pipeline.eval.metrics import Scored, answer_words, score, summarize
+from pipeline.eval.pages import page_scores
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
@@ -116,6 +117,7 @@ async def _ask(
     context = mode_context(mode, result, store)
     row.context_recall, row.missing_gold, row.answer_coverage, row.missing_words = score(q, context)
     row.answer_words = answer_words(q, result.get("answer") or "")
+    row.page_hit, row.page_spans = page_scores(q.gold_pages, result)
     row.judge = await judge(engine, q.question, q.answer, result.get("answer") or "")
     return row
 
