@@ -10,7 +10,8 @@ For each stage the real CLI runs in a subprocess with `PIPELINE_TEST_KILL_AT=<st
 - a Lance commit in flight: the 2nd LanceDB table's rows committed, its full-text index not yet rebuilt.
 
 The re-run (in process, through Dagster) must then give the tables a clean run gives: every Parquet table
-and every LanceDB table, row for row (ids included), and no half-written file left behind.
+and every LanceDB table, row for row (ids included), no half-written file left behind, and no Dagster
+pool slot still held by the killed run.
 
 With a model (the scripted OpenAI-compatible server behind FaultProxy, counted at the server, one call
 at a time), a kill after the 2nd report and after the 5th extraction costs nothing twice: every call
@@ -132,6 +133,9 @@ def test_kill_9_at_a_stage_then_rerun_equals_a_clean_index(stage, tmp_path, corp
     _index(storage, corpus, OFFLINE, dagster_instance)
     root = storage / NAMESPACE
     assert not differences(tables(root), clean), f"after a kill at {stage}"
+    # the killed run's `llm` pool slot was given back when the re-run marked it failed: kept, two kills
+    # in model steps held both slots and every later index of the instance waited for ever
+    assert not dagster_instance.event_log_storage.get_concurrency_info("llm").claimed_slots
     assert not list(root.rglob(".*.tmp")), "a half-written file was left behind"
 
 
