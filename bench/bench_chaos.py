@@ -1,7 +1,7 @@
 """Chaos: index runs killed at random events and re-run while queries in every mode read the namespace;
 prints JSON.
 
-    .venv/bin/python bench/bench_chaos.py [--runs 5] [--seed 59] [--docs 12]
+    .venv/bin/python bench/bench_chaos.py [--runs 5] [--seed 6] [--docs 12]
 
 A small corpus is indexed offline (rule-based extraction, extractive reports, MiniLM) into a namespace.
 Each of `--runs` rounds then switches one document between two versions (A says "Vera Lind signed the
@@ -156,7 +156,7 @@ class Queries(threading.Thread):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=59)
+    parser.add_argument("--seed", type=int, default=6)  # its 5 draws reach all five kinds of event
     parser.add_argument("--docs", type=int, default=12)
     args = parser.parse_args()
     rng = random.Random(args.seed)
