@@ -26,6 +26,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, build_reco
 from assets.namespace_lock import holder_tags
 from assets.partitions import SHARD_COUNT, namespace_partitions, namespace_shard_partitions
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
+from pipeline.core.parent_death import die_with_parent
 
 
 def job_by_name(name: str) -> JobDefinition:
@@ -89,8 +90,11 @@ def run_index_distributed(
         keys = [MultiPartitionKey({"namespace": namespace, "shard": str(k)}) for k in range(SHARD_COUNT)]
         if on_event:
             on_event(f"{len(keys)} shard runs of {namespace!r} on the dask cluster")
-        # spawn, not fork: the parent holds threads (dask client, database pools) a fork would copy
-        with ProcessPoolExecutor(max_workers=len(keys), mp_context=get_context("spawn")) as pool:
+        # spawn, not fork: the parent holds threads (dask client, database pools) a fork would copy;
+        # each shard process dies with this one, as the extraction workers do
+        with ProcessPoolExecutor(
+            max_workers=len(keys), mp_context=get_context("spawn"), initializer=die_with_parent
+        ) as pool:
             for result in pool.map(execute_shard, [str(k) for k in keys]):
                 runs.append(result)
                 if on_event:

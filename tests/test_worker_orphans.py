@@ -83,3 +83,48 @@ def test_kill_9_of_pipeline_index_leaves_no_worker_or_tracker_behind(tmp_path: P
         for p in descendants:  # only this test's own processes, whatever the outcome
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
+
+
+_POOL_PARENT = """
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+from pipeline.core.parent_death import die_with_parent
+
+
+def busy() -> None:
+    print(os.getpid(), flush=True)  # the event the test waits for: the child is up and working
+    time.sleep(3600)  # a task that outlives its parent unless the child dies with it
+
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=die_with_parent)
+    pool.submit(busy)
+    time.sleep(3600)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="psutil's process checks are Linux here")
+def test_a_pool_child_that_dies_with_parent_ends_when_its_parent_is_killed_mid_task(tmp_path: Path):
+    """The initializer every spawned pool uses (extraction workers, the distributed index's shard runs):
+    a child busy with a task when its parent gets SIGKILL is gone, not re-parented to PID 1."""
+    script = tmp_path / "pool_parent.py"
+    script.write_text(_POOL_PARENT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE)
+    try:
+        child = psutil.Process(int(parent.stdout.readline()))
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        gone, alive = psutil.wait_procs([child], timeout=WAIT_S)  # the bound only guards a broken build
+        assert alive == [], f"child {child.pid} outlived its killed parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            parent.kill()
+        for proc in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if proc.pid != parent.pid and str(script) in " ".join(proc.cmdline()):
+                    proc.kill()

@@ -13,31 +13,26 @@ packs of a pool whose worker died (an OOM kill): the pool is dropped, the packs 
 here, and no unit is lost. The pool lives for one extraction run (`run.extract_graph` shuts it down), so
 its memory is back before the next stage.
 
-A worker dies with its parent, however the parent ends (a `kill -9` of `pipeline index` left each worker,
-about 430 MB, running under PID 1, and with them multiprocessing's resource tracker, which lives until
-the last holder of its pipe, the workers included, is gone). On Linux the kernel kills the worker when
-its parent does (PR_SET_PDEATHSIG); everywhere, a thread in the worker waits on the pipe the parent holds
-open for it and ends the worker when that pipe closes. The pipe catches a parent that died before the
-prctl and the case PDEATHSIG gets wrong: it fires when the parent *thread* that started the worker
-ends, so a pool used from a short-lived thread would see its workers killed (a broken pool, whose packs
-are then extracted in process: slower, never wrong).
+A worker dies with its parent, however the parent ends (`pipeline.core.parent_death`): a `kill -9` of
+`pipeline index` left each worker, about 430 MB, running under PID 1. A pool used from a short-lived
+thread would see its workers killed (PDEATHSIG follows the parent *thread*): a broken pool, whose packs
+are then extracted in process, slower but never wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 import multiprocessing
 import multiprocessing.process
 import os
-import signal
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from pipeline.core.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +42,6 @@ R = TypeVar("R")
 # Below this many units a run stays in process: spawning a worker and loading spaCy in it costs about
 # 3 s, about what 30 units' extraction takes in one process, so a pool pays off from a few hundred.
 MIN_UNITS_FOR_WORKERS = 256
-
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 _pools: dict[int, ProcessPoolExecutor] = {}
 _lock = threading.Lock()
@@ -72,26 +65,8 @@ def workers_for(processes: int, units: int) -> int:
     return max(1, processes)
 
 
-def _die_with_parent() -> None:
-    parent = multiprocessing.parent_process()
-    if parent is None:  # not a multiprocessing child
-        return
-    if sys.platform == "linux":
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent.pid:  # the parent died before the prctl above could take effect
-        os._exit(1)
-    # The parent's end of this pipe closes only when it exits: join() returns then, and only then.
-    threading.Thread(target=_exit_when_gone, args=(parent,), daemon=True, name="parent-watch").start()
-
-
-def _exit_when_gone(parent: multiprocessing.process.BaseProcess) -> None:
-    parent.join()
-    os._exit(1)
-
-
 def _init_worker() -> None:
-    _die_with_parent()
+    die_with_parent()
     import numpy  # noqa: F401 - loads OpenBLAS so that the limit below reaches it
     from threadpoolctl import threadpool_limits
 
