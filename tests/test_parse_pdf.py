@@ -4,6 +4,7 @@ and footers masked, outline sections, hyphenation, two columns, table rows, OCR 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 
@@ -151,8 +152,10 @@ def _two_pages_one_scanned() -> bytes:
     return scanned_pdf(text_pdf(pages, size=20, width=300, height=120), {1}, scale=300 / 72)
 
 
+# Skipped only outside CI: `make test` installs Tesseract, so on CI a missing binary fails this test.
 @pytest.mark.skipif(
-    shutil.which("tesseract") is None, reason="tesseract is not installed (`make` installs it)"
+    shutil.which("tesseract") is None and not os.environ.get("CI"),
+    reason="tesseract is not installed (`make ocr` installs it)",
 )
 def test_an_image_only_page_is_read_by_ocr() -> None:
     parsed = parse_bytes(_two_pages_one_scanned(), "pdf", OcrPolicy.from_env())
