@@ -8,8 +8,9 @@ Each of `--runs` rounds then switches one document between two versions (A says 
 treaty", B says "Omar Ruiz signed it"), starts `pipeline index` with `PIPELINE_TEST_KILL_AT` set to a
 random event (`pipeline/core/kill_points.py`: an extraction answered, an embedding batch stored, a
 report answered, a Parquet file written but not renamed, a Lance commit before its index), so the
-process SIGKILLs itself there, and re-runs it to the end. Meanwhile a thread of this process asks, mode
-after mode (local, global, drift, basic, lazy, auto), who signed the treaty.
+process SIGKILLs itself there, and re-runs it to the end. Meanwhile a thread of this process asks
+`graphrag-serve` (a real server on 127.0.0.1 over the same storage, with a keys file), mode after mode
+(local, global, drift, basic, lazy, auto), who signed the treaty.
 
 Reported:
 - runs, kills (runs that did die at their event; an event a re-index never reaches lets it finish),
@@ -18,7 +19,8 @@ Reported:
   added to those of a shadow namespace, in a storage of its own, that went through the same versions
   without a kill (a re-index is compared with a re-index: its tables need not equal a from-scratch
   index's, test_incremental covers that);
-- query_errors: queries that raised (in process, so there is no HTTP status; each would be a 5xx);
+- responses_5xx: answers with an HTTP status of 500 or more; query_errors: every other answer that was
+  not a 200 (a refused connection, a 4xx), by mode and status in errors_by_mode;
 - mixed_version_answers: answers whose result names both versions' signer, i.e. read rows of two index
   versions;
 - orphan_processes: processes started by a killed run (found by a token in their environment) still
@@ -29,16 +31,20 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -70,6 +76,7 @@ EVENTS = {
     "lance_commit": 3,
 }
 ORPHAN_WAIT_S = 60.0
+SERVE = str(Path(sys.executable).with_name("graphrag-serve"))  # the venv's console script
 
 
 def write_corpus(folder: Path, docs: int, version: str) -> None:
@@ -122,35 +129,94 @@ def orphans(token: str) -> list[psutil.Process]:
     return found
 
 
-class Queries(threading.Thread):
-    """Every mode in turn against the namespace until stopped; counts answers, errors, mixed versions."""
+class Server:
+    """`graphrag-serve` on a free port of 127.0.0.1 over `storage`, one key that reads the namespace."""
 
-    def __init__(self, storage: Path) -> None:
+    KEY = "chaos-bench-key"
+
+    def __init__(self, storage: Path, work: Path) -> None:
+        keys = work / "keys.yaml"
+        digest = hashlib.sha256(self.KEY.encode()).hexdigest()
+        keys.write_text(f"tenants:\n  bench:\n    key_sha256: {digest}\n    namespaces: [{NAMESPACE}]\n")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = {
+            **os.environ,
+            **ENV,
+            "PIPELINE_STORAGE_ROOT": str(storage),
+            "PIPELINE_API_KEYS_FILE": str(keys),
+        }
+        self.log = open(work / "serve.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [SERVE, "--port", str(self.port), "--log-level", "warning"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 300  # model loading on a busy machine; only a broken build waits it out
+        while not self._healthy():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"graphrag-serve did not start; see {work / 'serve.log'}")
+            time.sleep(0.2)
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def ask(self, mode: str) -> tuple[int, str]:
+        body = json.dumps({"namespace": NAMESPACE, "question": QUESTION}).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/query/{mode}",
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.KEY}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=300) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+
+
+class Queries(threading.Thread):
+    """Every mode in turn against the namespace, over HTTP, until stopped; counts answers, 5xx, other
+    failures and mixed versions."""
+
+    def __init__(self, server: Server) -> None:
         super().__init__(daemon=True)
-        self.storage = storage
+        self.server = server
         self.stop = threading.Event()
         self.count = 0
+        self.responses_5xx = 0
         self.errors: collections.Counter = collections.Counter()
         self.mixed = 0
         self.by_version: collections.Counter = collections.Counter()
 
     def run(self) -> None:
-        from pipeline import api
-        from pipeline.settings import Settings
-
-        settings = Settings(storage_root=str(self.storage), llm_provider="offline")
         while not self.stop.is_set():
             for mode in MODES:
                 try:
-                    result = getattr(api, f"{mode}_search")(NAMESPACE, QUESTION, settings=settings)
-                except Exception as e:  # noqa: BLE001 - every failure is what this bench counts
-                    self.errors[f"{mode}: {type(e).__name__}"] += 1
-                else:
-                    text = repr(result)
-                    seen = [v for v, signer in SIGNERS.items() if signer in text]
-                    self.mixed += len(seen) > 1
-                    self.by_version["+".join(seen) or "neither"] += 1
+                    status, text = self.server.ask(mode)
+                except OSError as e:
+                    status, text = 0, type(e).__name__
                 self.count += 1
+                if status >= 500:
+                    self.responses_5xx += 1
+                if status != 200:
+                    self.errors[f"{mode}: {status or text}"] += 1
+                    continue
+                seen = [v for v, signer in SIGNERS.items() if signer in text]
+                self.mixed += len(seen) > 1
+                self.by_version["+".join(seen) or "neither"] += 1
 
 
 def main() -> int:
@@ -173,7 +239,8 @@ def main() -> int:
         for root in (storage, shadow):
             if index(root, folder, env, None, log) != 0:
                 raise RuntimeError(f"the first index failed; see {log}")
-        queries = Queries(storage)
+        server = Server(storage, work)
+        queries = Queries(server)
         queries.start()
         kills = orphaned = lost = extra = 0
         lost_by_table: collections.Counter = collections.Counter()
@@ -205,6 +272,7 @@ def main() -> int:
             events.append({"kill_at": kill_at, "killed": killed, "rerun_exit": rerun, "orphans": len(alive)})
         queries.stop.set()
         queries.join()
+        server.stop()
         print(
             json.dumps(
                 {
@@ -214,9 +282,8 @@ def main() -> int:
                     "rows_lost": lost,
                     "rows_extra": extra,
                     "rows_lost_by_table": {k: v for k, v in lost_by_table.items() if v},
-                    "query_errors": sum(queries.errors.values()),
-                    "responses_5xx": None,
-                    "responses_5xx_reason": "queries run in process (pipeline.api): query_errors counts them",
+                    "responses_5xx": queries.responses_5xx,
+                    "query_errors": sum(queries.errors.values()) - queries.responses_5xx,
                     "mixed_version_answers": queries.mixed,
                     "orphan_processes": orphaned,
                     "answers_by_version": dict(queries.by_version),
