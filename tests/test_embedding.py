@@ -154,6 +154,8 @@ def test_the_embedders_bf16_detection_agrees_with_the_cpu_flags():
     assert resolve_precision("auto", "cpu", "none") == ("bf16" if cpu_has_bf16() else "fp32")
 
 
+# The pair below splits on hardware, not on an installed dependency: exactly one of the two runs on any
+# machine, and the test above fails if the embedder's own bf16 detection disagrees with the CPU flags.
 @pytest.mark.skipif(cpu_has_bf16(), reason="this CPU has bf16 instructions: the bf16 test runs instead")
 def test_without_bf16_instructions_the_default_is_fp32_and_bf16_is_refused():
     assert LocalMiniLMEmbedder().model_id == LocalMiniLMEmbedder(precision="fp32").model_id

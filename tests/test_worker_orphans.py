@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from tests.conftest import REPO_ROOT, make_dagster_home
 
@@ -47,7 +46,6 @@ def _wait_for_workers(proc: psutil.Process, popen: subprocess.Popen, log: Path) 
         time.sleep(0.05)  # a poll interval for the event, not a wait for something to happen
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the resource tracker and psutil children are Linux here")
 def test_kill_9_of_pipeline_index_leaves_no_worker_or_tracker_behind(tmp_path: Path):
     folder = tmp_path / "input"
     folder.mkdir()
@@ -107,7 +105,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="psutil's process checks are Linux here")
 def test_a_pool_child_that_dies_with_parent_ends_when_its_parent_is_killed_mid_task(tmp_path: Path):
     """The initializer every spawned pool uses (extraction workers, the distributed index's shard runs):
     a child busy with a task when its parent gets SIGKILL is gone, not re-parented to PID 1."""

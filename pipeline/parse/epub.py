@@ -14,6 +14,7 @@ from urllib.parse import unquote
 from pipeline.parse.html import html_tree, walk_html
 from pipeline.parse.layout import Builder, Parsed, ParseError
 
+# XML namespace names (lxml Clark notation): identifiers inside the file, never fetched.
 _OPF = "{http://www.idpf.org/2007/opf}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
 _NCX = "{http://www.daisy.org/z3986/2005/ncx/}"

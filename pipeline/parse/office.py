@@ -16,6 +16,7 @@ import re
 from pipeline.parse.layout import Builder, Parsed, ParseError, normalize
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+# An XML namespace name (lxml Clark notation): an identifier inside the file, never fetched.
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
