@@ -107,18 +107,7 @@ def build_namespace_chunk_graph(
         graph = _load(store)
         size = store.file_size(schema.CHUNK_GRAPH_SNAPSHOT) or 0
         return _summary(graph, store, size, reused=True, seconds=time.perf_counter() - started)
-    graph = ChunkGraph.build(
-        ids,
-        texts,
-        metadata,
-        vectors,
-        threshold=options.threshold,
-        mode=options.mode,
-        exact_max_nodes=options.exact_max_nodes,
-        block_size=options.block_size,
-        neighbors=options.neighbors,
-        nprobes=options.nprobes,
-    )
+    graph = ChunkGraph.build(ids, texts, metadata, vectors, **asdict(options))
     graph.build_info["fingerprint"] = fingerprint
     size = store.write_bytes(schema.CHUNK_GRAPH_SNAPSHOT, graph.serialize())
     return _summary(graph, store, size, reused=False, seconds=graph.build_info["build_seconds"])
