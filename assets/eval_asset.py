@@ -15,7 +15,7 @@ from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.eval.questions import load_questions
 from pipeline.eval.report import FILES, overall_table, type_table, write_report
-from pipeline.eval.run import MODES, evaluate_async, parse_modes
+from pipeline.eval.run import eval_modes, evaluate_async, parse_modes
 
 REPORT_DIR = "eval"  # in the namespace's folder
 
@@ -24,7 +24,9 @@ class EvalConfig(Config):
     questions_file: str = Field(
         description="JSONL, CSV or JSON: question, answer, gold_documents, gold_passages, type (see docs/evaluation.md)"
     )
-    modes: list[str] = Field(default=list(MODES), description="The modes to evaluate, in order")
+    modes: list[str] = Field(
+        default_factory=lambda: list(eval_modes()), description="The modes to evaluate, in order"
+    )
     limit: int | None = Field(default=None, description="Only the first N questions")
 
 

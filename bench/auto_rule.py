@@ -54,9 +54,9 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
     """One row per question: its half, and per passage mode the rules' features and the gold coverage."""
     from pipeline.eval.metrics import score
     from pipeline.eval.questions import load_questions
+    from pipeline.query import registry
     from pipeline.query.auto.compare import stem_frequencies
     from pipeline.query.auto.search import AutoSearchConfig, run_mode
-    from pipeline.query.common.scope import QueryScope
     from pipeline.query.common.shown import mode_context
     from pipeline.runtime import query_runtime
 
@@ -78,7 +78,7 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
             half = "choose" if i < len(questions) // 2 else "held_out"
         row: dict[str, Any] = {"set": name, "id": q.id, "type": q.type, "half": half, "modes": {}}
         for mode in PASSAGE_MODES:
-            scope = QueryScope(rt.store, rt.engine, rt.embedder)
+            scope = registry.scope(rt.store, rt.engine, rt.embedder)
             result = rt.engine.run_sync(run_mode(mode, scope, q.question, config)).to_dict()
             context = mode_context(mode, result, rt.store)
             _, _, coverage, _ = score(q, context)

@@ -13,6 +13,7 @@ import pytest
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.llm.errors import LLMCallError
+from pipeline.query import registry
 from pipeline.query.auto.route import offline_route
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.common.scope import QueryScope
@@ -169,13 +170,15 @@ def test_offline_routing_never_sends_a_fact_lookup_to_global(embedder):
 
 
 def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
-    coro = auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), "Summarize the story as a whole.")
+    coro = auto_search_async(
+        registry.scope(tiny, OfflineEngine(), embedder), "Summarize the story as a whole."
+    )
     result = asyncio.run(coro)
     assert (result.route, result.router) == ("global", "offline") and "summary" in result.reason
     assert result.status == result.result["status"] and result.answer == result.result["answer"]
     given = AutoSearchConfig(route="lazy")
     result = asyncio.run(
-        auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), "Who is Bob Cratchit?", given)
+        auto_search_async(registry.scope(tiny, OfflineEngine(), embedder), "Who is Bob Cratchit?", given)
     )
     assert (result.route, result.router) == ("lazy", "given") and "units_tested" in result.result
 
@@ -185,7 +188,7 @@ def test_offline_auto_keeps_the_passage_mode_whose_best_passage_shows_most_of_th
     from pipeline.query.common.shown import mode_context
 
     question = "Who was Scrooge's partner?"
-    result = asyncio.run(auto_search_async(QueryScope(tiny, OfflineEngine(), embedder), question))
+    result = asyncio.run(auto_search_async(registry.scope(tiny, OfflineEngine(), embedder), question))
     assert set(result.compared) == {"basic", "local", "lazy"}
     ranked = sorted(
         ("basic", "local", "lazy"),

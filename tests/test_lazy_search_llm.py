@@ -13,6 +13,7 @@ import threading
 from collections import defaultdict
 
 from pipeline import prompts
+from pipeline.query import registry
 from pipeline.query.auto.search import auto_search_async
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
@@ -136,8 +137,10 @@ def test_routing_is_one_cached_classification_call(tiny, embedder, tmp_path):
     model = ScriptedModel(route="basic")
     with FaultProxy(None, responder=model) as proxy:
         engine = engine_for(proxy.base_url, tmp_path)
-        first = asyncio.run(auto_search_async(QueryScope(tiny, engine, embedder), "Who is Bob Cratchit?"))
-        second = asyncio.run(auto_search_async(QueryScope(tiny, engine, embedder), "Who is Bob Cratchit?"))
+        first = asyncio.run(auto_search_async(registry.scope(tiny, engine, embedder), "Who is Bob Cratchit?"))
+        second = asyncio.run(
+            auto_search_async(registry.scope(tiny, engine, embedder), "Who is Bob Cratchit?")
+        )
     assert (first.route, first.router, first.reason) == ("basic", "llm", "scripted")
     assert len(model.requests["route"]) == 1 and second.route == "basic"  # the second from the cache
     assert first.result["status"] == "completed" and len(model.requests["answer"]) == 1
@@ -148,7 +151,7 @@ def test_an_invalid_route_falls_back_to_the_offline_rules(tiny, embedder, tmp_pa
     with FaultProxy(None, responder=model) as proxy:
         engine = engine_for(proxy.base_url, tmp_path)
         result = asyncio.run(
-            auto_search_async(QueryScope(tiny, engine, embedder), "Summarize the story as a whole.")
+            auto_search_async(registry.scope(tiny, engine, embedder), "Summarize the story as a whole.")
         )
     assert result.router == "offline" and result.route == "global"
     assert "classification failed" in result.reason

@@ -20,13 +20,15 @@ from pipeline.ops.extraction.models import ExtractionFailure
 from pipeline.ops.extraction.table import failures_table as extraction_failures_table
 from pipeline.ops.reports.build import ReportFailure
 from pipeline.ops.reports.build import failures_table as report_failures_table
+from pipeline.query.auto.saved import write_auto_answers
 from pipeline.query.auto.search import AutoSearchConfig
 from pipeline.query.basic.search import BasicSearchConfig
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.global_.search import GlobalSearchConfig
-from pipeline.query.lazy.saved import write_auto_answers, write_lazy_answers
+from pipeline.query.lazy.saved import write_lazy_answers
 from pipeline.query.lazy.search import LazySearchConfig
 from pipeline.query.local.search import LocalSearchConfig
+from pipeline.query.registry import MODES
 from pipeline.query.saved_questions import (
     write_basic_answers,
     write_drift_answers,
@@ -206,7 +208,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> NamespaceStore:
     write_drift_answers(store, questions, engine, embedder, DriftSearchConfig(depth=1))
     write_basic_answers(store, questions, engine, embedder, BasicSearchConfig())
     write_lazy_answers(store, questions, engine, embedder, LazySearchConfig(budget=8))
-    write_auto_answers(store, questions, engine, embedder, AutoSearchConfig())
+    write_auto_answers(store, questions, engine, embedder, AutoSearchConfig(), MODES)
     return store
 
 

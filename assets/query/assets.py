@@ -5,6 +5,7 @@ map answers (one row per batch and question: its scored points and status), the 
 local answers with their evidence. The work is in pipeline.query.saved_questions.
 """
 
+import functools
 import json
 import time
 from typing import Any
@@ -31,14 +32,16 @@ from assets.query.config import (
     options_of,
 )
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
+from pipeline.query.auto.saved import write_auto_answers
 from pipeline.query.auto.search import AutoSearchConfig
 from pipeline.query.basic.search import BasicSearchConfig
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.global_.search import GlobalSearchConfig
-from pipeline.query.lazy.saved import write_auto_answers, write_lazy_answers
+from pipeline.query.lazy.saved import write_lazy_answers
 from pipeline.query.lazy.search import LazySearchConfig
 from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
+from pipeline.query.registry import MODES
 from pipeline.query.requests import (
     AutoOptions,
     BasicOptions,
@@ -335,7 +338,13 @@ def auto_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     (answers, routes), engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, AutoOptions, AutoSearchConfig, write_auto_answers
+        context,
+        config,
+        pipeline_settings,
+        embedder,
+        AutoOptions,
+        AutoSearchConfig,
+        functools.partial(write_auto_answers, modes=MODES),
     )
     decisions = [
         {"question": q, "route": r, "reason": why}

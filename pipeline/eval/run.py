@@ -21,11 +21,14 @@ from pipeline.eval.metrics import Scored, answer_words, score, summarize
 from pipeline.eval.pages import page_scores
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.auto.search import AutoSearchConfig, auto_search_async, run_mode
-from pipeline.query.common.scope import QueryScope
+from pipeline.query import registry
 from pipeline.query.common.shown import mode_context
 
-MODES = ("basic", "local", "drift", "global", "lazy", "auto")
+
+def eval_modes() -> tuple[str, ...]:
+    """The modes `pipeline eval` asks by default, in order: the answering modes of the registry (those
+    auto may route to, and auto itself), not the retrieval-only ones."""
+    return (*registry.routable(), "auto")
 
 
 class EvalError(ValueError):
@@ -56,13 +59,14 @@ class EvalRun:
 
 def parse_modes(value: str | list[str] | None) -> list[str]:
     """The modes asked for (comma-separated or a list), in the order given; EvalError on an unknown one."""
+    known = eval_modes()
     if value is None:
-        return list(MODES)
+        return list(known)
     names = value.split(",") if isinstance(value, str) else list(value)
     modes = list(dict.fromkeys(m.strip() for m in names if m.strip()))
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in known]
     if unknown or not modes:
-        raise EvalError(f"unknown mode {', '.join(unknown) or '(none)'}; modes are {', '.join(MODES)}")
+        raise EvalError(f"unknown mode {', '.join(unknown) or '(none)'}; modes are {', '.join(known)}")
     return modes
 
 
@@ -77,14 +81,12 @@ def check_indexed(store: NamespaceStore) -> None:
 def _searches(engine: Engine, embedder: Embedder, settings: Any) -> dict[str, Callable[..., Any]]:
     """mode -> (store, question) -> its search's coroutine, each with the configured defaults (the
     modes' configs as auto builds them, and auto's own dispatch)."""
-    config = AutoSearchConfig.from_settings(settings)
 
     def search(mode: str) -> Callable[..., Any]:
-        if mode == "auto":
-            return lambda s, q: auto_search_async(QueryScope(s, engine, embedder), q, config)
-        return lambda s, q: run_mode(mode, QueryScope(s, engine, embedder), q, config)
+        config = registry.configure(mode, settings)
+        return lambda s, q: registry.mode(mode).search(registry.scope(s, engine, embedder), q, config)
 
-    return {m: search(m) for m in MODES}
+    return {m: search(m) for m in eval_modes()}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from pipeline.engine.base import Engine
 from pipeline.io.repair import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import stopped
+from pipeline.query import registry
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.scope import QueryScope
@@ -57,7 +58,7 @@ class Work:
 
     def scope(self, engine: Engine) -> QueryScope:
         """What a mode is handed: this query's store, embedder and clocks, with `engine`."""
-        return QueryScope(self.store, engine, self.embedder, self.deadline, self.cancel)
+        return registry.scope(self.store, engine, self.embedder, self.deadline, self.cancel)
 
 
 def _graph_mode(config_of: Any, search: Callable[..., Any]) -> Callable[[Work, Any], dict[str, Any]]:

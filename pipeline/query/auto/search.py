@@ -24,50 +24,38 @@ Rules, in order:
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core import schema
 from pipeline.core.plain import plain
-from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.compare import keep, mode_scores
 from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
-from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
+from pipeline.query.common.mode import Mode, missing
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
-from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
-from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
-from pipeline.query.local.search import LocalSearchConfig, local_search_async
-from pipeline.settings.query import QuerySettings
+from pipeline.settings import Settings
 
-# What a mode reads beyond the text units and graph that lazy search needs (rule 3).
-NEEDS: dict[str, tuple[str, str]] = {
-    "global": ("parquet", schema.COMMUNITY_REPORTS),
-    "drift": ("lance", schema.LANCE_COMMUNITY_REPORTS),
-    "local": ("parquet", schema.ENTITIES),
-}
+FALLBACK = "lazy"  # rule 3: needs only the text units and the graph's communities
 
 
 @dataclass(frozen=True)
 class AutoSearchConfig:
+    """The route (None: classify), and what the routed mode's config is built from: its own config in
+    `configs` when given, else `settings` (None: the settings' defaults)."""
+
     route: str | None = None
-    basic: BasicSearchConfig = field(default_factory=BasicSearchConfig)
-    local: LocalSearchConfig = field(default_factory=LocalSearchConfig)
-    global_: GlobalSearchConfig = field(default_factory=GlobalSearchConfig)
-    drift: DriftSearchConfig = field(default_factory=DriftSearchConfig)
-    lazy: LazySearchConfig = field(default_factory=LazySearchConfig)
+    settings: Any = None
+    configs: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_settings(cls, settings: QuerySettings, **overrides: Any) -> AutoSearchConfig:
-        return cls(
-            route=overrides.get("route"),
-            basic=BasicSearchConfig.from_settings(settings),
-            local=LocalSearchConfig.from_settings(settings),
-            global_=GlobalSearchConfig.from_settings(settings),
-            drift=DriftSearchConfig.from_settings(settings),
-            lazy=LazySearchConfig.from_settings(settings),
-        )
+    def from_settings(cls, settings: Any, **overrides: Any) -> AutoSearchConfig:
+        return cls(route=overrides.get("route"), settings=settings)
+
+    def config_of(self, mode: Mode) -> Any:
+        if mode.name in self.configs:
+            return self.configs[mode.name]
+        return mode.configure(self.settings if self.settings is not None else Settings(), {})
 
 
 @dataclass
@@ -88,12 +76,10 @@ class AutoSearchResult:
         return plain(self)
 
 
-def _available(store: NamespaceStore, route: str) -> bool:
-    need = NEEDS.get(route)
-    if need is None:
-        return True
-    kind, name = need
-    return store.has_table(name) if kind == "parquet" else store.has_lance_table(name)
+def _lacks(scope: QueryScope, route: str) -> list[str]:
+    """The tables mode `route` reads that the namespace lacks (all of them if no such mode is known)."""
+    mode = scope.modes.get(route)
+    return missing(scope.store, mode.needs) if mode is not None else [f"{route} search"]
 
 
 async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfig) -> tuple[RouteChoice, str]:
@@ -112,24 +98,20 @@ async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfi
                 route=choice.route, reason=f"{choice.reason} (classification failed: {exc})"[:400]
             )
             router = "offline"
-    if not _available(scope.store, choice.route):
-        reason = f"{choice.reason}; the namespace has no {NEEDS[choice.route][1]}, so lazy search"[:400]
-        choice = RouteChoice(route="lazy", reason=reason)
+    if lacks := _lacks(scope, choice.route):
+        reason = f"{choice.reason}; the namespace has no {lacks[0]}, so {FALLBACK} search"[:400]
+        choice = RouteChoice(route=FALLBACK, reason=reason)
     return choice, router
 
 
-async def run_mode(mode: str, scope: QueryScope, question: str, config: AutoSearchConfig) -> Any:
-    """One of the routable modes' search (`global`, `local`, `drift`, `basic`, else lazy) with its config
-    in `config`: where auto and `pipeline eval` both send a question."""
-    if mode == "global":
-        return await global_search_async(scope, question, config.global_)
-    if mode == "local":
-        return await local_search_async(scope, question, config.local)
-    if mode == "drift":
-        return await drift_search_async(scope, question, config.drift)
-    if mode == "basic":
-        return await basic_search_async(scope, question, config.basic)
-    return await lazy_search_async(scope, question, config.lazy)
+async def run_mode(route: str, scope: QueryScope, question: str, config: AutoSearchConfig) -> Any:
+    """Mode `route`'s search, found in the scope's modes (the registry), with its config from `config`:
+    where auto and `pipeline eval` both send a question."""
+    mode = scope.modes.get(route)
+    if mode is None:
+        known = ", ".join(scope.modes) or "none: build the scope with pipeline.query.registry.scope"
+        raise ValueError(f"no query mode {route!r} in this scope (modes: {known})")
+    return await mode.search(scope, question, config.config_of(mode))
 
 
 async def auto_search_async(
@@ -169,7 +151,7 @@ async def _compare(
     results: dict[str, dict[str, Any]] = {}
     scores: dict[str, dict[str, float]] = {}
     for mode in modes:
-        if not _available(scope.store, mode):
+        if _lacks(scope, mode):
             continue
         results[mode] = (await run_mode(mode, scope, question, config)).to_dict()
         if results[mode].get("status") == "cancelled":

@@ -9,7 +9,8 @@ signature is `(scope, question, config)`, and a new thing every mode needs is on
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pipeline.embeddings.base import Embedder
@@ -29,6 +30,9 @@ class QueryScope:
     embedder: Embedder
     deadline: float | None = None  # time.monotonic() after which no new call starts
     cancel: CancelSignal | None = None
+    # The registry's modes (`pipeline.query.registry.scope` fills it): a mode that hands the question on
+    # (auto) finds the others here instead of importing its siblings.
+    modes: Mapping[str, Any] = field(default_factory=dict)
 
     async def ask(self, task: Task[Req, Res], request: Req) -> Res:
         """`task` on `request` through the engine, under this call's embedder, deadline and cancel."""

@@ -1,0 +1,20 @@
+"""Basic search as every door sees it (`pipeline.query.common.mode`)."""
+
+from __future__ import annotations
+
+from pipeline.core import schema
+from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
+from pipeline.query.common.mode import Mode
+from pipeline.query.requests import BasicOptions
+
+MODE = Mode(
+    name="basic",
+    summary="Vector RAG: the nearest passages answered with citations to their offsets.",
+    options=BasicOptions,
+    configure=lambda settings, given: BasicSearchConfig.from_settings(settings, **given),
+    search=basic_search_async,
+    needs=(("lancedb", schema.LANCE_TEXT_UNITS),),
+    errors=(BasicSearchError,),
+    routable=True,
+    lane="quick",
+)

@@ -1,0 +1,61 @@
+"""What a query mode is to every door: one record per mode, exported by the mode's package (`MODE` in
+`pipeline/query/<mode>/mode.py`) and listed once in `pipeline.query.registry`.
+
+The CLI, the HTTP API and its OpenAPI schema, the MCP tools, the Dagster query configs and assets,
+`pipeline eval`, auto search's candidates and `--estimate` all loop over the registry, so adding a mode
+is a new package plus one registry line, and adding an option is one field in the mode's request model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+# (kind of table, name): what a mode reads; `/status` and auto's fallback decide readiness from these.
+Need = tuple[Literal["parquet", "lancedb", "snapshot"], str]
+# (scope, question, config) -> the mode's result, whose `to_dict()` is what every door returns.
+Search = Callable[[Any, str, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One query mode, as every door sees it."""
+
+    name: str  # the door's word for it: `pipeline query <name>`, `POST /v1/query/<name>`
+    summary: str  # one sentence: CLI help, OpenAPI description, MCP tool description
+    options: type[BaseModel]  # the request model: its fields are the mode's options at every door
+    # (settings, the options given) -> the search's config; a None option keeps the configured value
+    configure: Callable[[Any, Mapping[str, Any]], Any]
+    search: Search
+    needs: tuple[Need, ...]
+    tool: str = ""  # the MCP tool's name; default `<name>_search`
+    question: Literal["question", "query"] = "question"  # the body's text field
+    errors: tuple[type[Exception], ...] = ()  # what the search raises for a request it cannot take
+    routable: bool = False  # auto search may hand a question to it, and `pipeline eval` asks it
+    lane: Literal["quick", "graph"] = "graph"  # the service's worker pool: quick = no model call
+    # Optional parts a door uses when a mode has them:
+    estimate: Callable[..., None] | None = None  # adds the model calls one question costs (--estimate)
+    shown: Callable[[dict[str, Any], Any], Any] | None = None  # the context a result showed (eval)
+    # doors' extras that belong to the mode (e.g. the Dagster saved-answer table), by door
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool or f"{self.name}_search"
+
+
+def missing(store: Any, needs: tuple[Need, ...]) -> list[str]:
+    """The tables of `needs` that `store` lacks (a snapshot is a file of that name under the store)."""
+    from pipeline.core import schema
+
+    def present(kind: str, name: str) -> bool:
+        if kind == "parquet":
+            return store.has_table(name)
+        if kind == "lancedb":
+            return store.has_lance_table(name)
+        return store.has_file(schema.CHUNK_GRAPH_SNAPSHOT if name == "chunk_graph" else name)
+
+    return [name for kind, name in needs if not present(kind, name)]
