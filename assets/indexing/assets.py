@@ -4,33 +4,16 @@
 Each body builds the runner's context from the resources, calls its `pipeline.index` runner and turns
 the report into a materialization."""
 
-import warnings
-
-from dagster import (
-    AssetCheckSpec,
-    AssetDep,
-    AssetExecutionContext,
-    Config,
-    Failure,
-    MaterializeResult,
-    MultiToSingleDimensionPartitionMapping,
-    asset,
-)
+from dagster import AssetCheckSpec, AssetExecutionContext, Config, Failure, MaterializeResult, asset
 
 from assets.indexing.observe import index_context, materialize
+from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.index import base_text_units as base_text_units_runner
 from pipeline.index import documents as documents_runner
 from pipeline.index import input_documents as input_documents_runner
 from pipeline.index import text_unit_embeddings as text_unit_embeddings_runner
-
-GROUP = "indexing"
-# A namespace-level asset reads every shard of its own namespace. The mapping is marked beta; its
-# warning would be printed by every CLI command that loads the definitions.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    BY_NAMESPACE = MultiToSingleDimensionPartitionMapping(partition_dimension_name="namespace")
 
 
 class DocumentsConfig(Config):
@@ -40,7 +23,8 @@ class DocumentsConfig(Config):
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
+    group_name=group("input_documents"),
+    deps=deps("input_documents"),
     description="Documents read from the namespace's input folder; id = sha256 of the text. Bad files go to ingest_errors.",
     kinds={"parquet"},
 )
@@ -59,8 +43,8 @@ def input_documents(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[input_documents],
+    group_name=group("base_text_units"),
+    deps=deps("base_text_units"),
     description="Token-window chunks of each document with exact character offsets (GraphRAG's base text units).",
     kinds={"parquet"},
 )
@@ -73,8 +57,8 @@ def base_text_units(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[input_documents, base_text_units],
+    group_name=group("documents"),
+    deps=deps("documents"),
     description="GraphRAG's final documents: the input documents with the ids of their text units.",
     kinds={"parquet"},
 )
@@ -87,8 +71,8 @@ def documents(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[base_text_units, AssetDep("text_unit_embeddings_shard", partition_mapping=BY_NAMESPACE)],
+    group_name=group("text_unit_embeddings"),
+    deps=deps("text_unit_embeddings"),
     description="LanceDB table `text_units`: text, document id, offsets and vector, with a full-text index.",
     kinds={"lancedb"},
     check_specs=[

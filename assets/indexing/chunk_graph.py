@@ -4,8 +4,8 @@ from typing import Literal
 
 from dagster import AssetExecutionContext, Config, MaterializeResult, asset
 
-from assets.indexing.assets import GROUP, text_unit_embeddings
 from assets.indexing.observe import index_context, materialize
+from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.chunk_graph import BuildOptions
@@ -29,8 +29,8 @@ class ChunkGraphConfig(Config):
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[text_unit_embeddings],
+    group_name=group("chunk_graph"),
+    deps=deps("chunk_graph"),
     description=(
         "Chunk-similarity graph (Mastra GraphRAG semantics: edge when cosine > threshold) over the "
         "namespace's text-unit embeddings, saved as a versioned Arrow snapshot; rebuilt when its inputs change."

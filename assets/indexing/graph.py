@@ -5,7 +5,6 @@ from collections.abc import Iterator
 
 from dagster import (
     AssetCheckSpec,
-    AssetDep,
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
@@ -14,8 +13,8 @@ from dagster import (
     multi_asset,
 )
 
-from assets.indexing.assets import BY_NAMESPACE, GROUP, base_text_units
 from assets.indexing.observe import index_context, materialize
+from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, PipelineSettingsResource
 from pipeline.index import claims as claims_runner
@@ -30,8 +29,8 @@ RELATIONSHIPS = AssetKey("relationships")
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[base_text_units, AssetDep("extracted_graph_shard", partition_mapping=BY_NAMESPACE)],
+    group_name=group("extracted_graph"),
+    deps=deps("extracted_graph"),
     description=(
         "Raw entities, relationships and claims per text unit, every gleaning round kept (offline rules "
         "by default, the LLM when configured). Text units whose extraction failed go to failed_extractions."
@@ -51,15 +50,15 @@ def extracted_graph(
     specs=[
         AssetSpec(
             ENTITIES,
-            deps=[extracted_graph],
-            group_name=GROUP,
+            deps=deps("entities"),
+            group_name=group("entities"),
             kinds={"parquet"},
             description="Resolved entities (GraphRAG columns + aliases, document_ids).",
         ),
         AssetSpec(
             RELATIONSHIPS,
-            deps=[extracted_graph],
-            group_name=GROUP,
+            deps=deps("relationships"),
+            group_name=group("relationships"),
             kinds={"parquet"},
             description="Resolved relationships, weights summed over mentions.",
         ),
@@ -83,8 +82,8 @@ def entities_and_relationships(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[extracted_graph, ENTITIES],
+    group_name=group("claims"),
+    deps=deps("claims"),
     description="Claims (GraphRAG's `covariates` table) with subjects/objects resolved to entities.",
     kinds={"parquet"},
 )
@@ -95,8 +94,8 @@ def claims(context: AssetExecutionContext, pipeline_settings: PipelineSettingsRe
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[base_text_units, ENTITIES, RELATIONSHIPS, claims],
+    group_name=group("text_units"),
+    deps=deps("text_units"),
     description="GraphRAG's final text units: the base text units with the ids of their entities, "
     "relationships and claims.",
     kinds={"parquet"},
@@ -109,8 +108,8 @@ def text_units(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[ENTITIES, RELATIONSHIPS],
+    group_name=group("communities"),
+    deps=deps("communities"),
     description=(
         "Hierarchical Leiden communities over the whole graph (every component; edgeless entities grouped "
         "by document), levels 0..n with parent/children; plus a GraphML export."

@@ -9,10 +9,10 @@ whose merging assets take the shards' work as done."""
 from dagster import AssetSelection, define_asset_job
 
 from assets.indexing.assets import base_text_units, input_documents
-from assets.indexing.shards import SHARD_GROUP
 from assets.partitions import namespace_partitions, namespace_shard_partitions
+from pipeline.index.stages import GROUP, SHARD_GROUP
 
-INDEXING = AssetSelection.groups("indexing")
+INDEXING = AssetSelection.groups(GROUP)
 PREPARE = AssetSelection.assets(input_documents, base_text_units)
 
 # Every indexing asset of one namespace partition, in dependency order.

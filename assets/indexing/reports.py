@@ -1,9 +1,9 @@
 """Report assets: communities -> community reports (Parquet) -> report and entity embeddings (LanceDB)."""
 
-from dagster import AssetCheckSpec, AssetExecutionContext, AssetKey, MaterializeResult, asset
+from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
-from assets.indexing.assets import GROUP
 from assets.indexing.observe import index_context, materialize
+from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.index import community_reports as community_reports_runner
@@ -12,8 +12,8 @@ from pipeline.index import report_embeddings as report_embeddings_runner
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("communities"), AssetKey("claims")],
+    group_name=group("community_reports"),
+    deps=deps("community_reports"),
     description=(
         "One report per community (GraphRAG's community_reports columns + fingerprint), written bottom-up: "
         "a community over the context budget stands on its sub-communities' reports. An unchanged "
@@ -35,8 +35,8 @@ def community_reports(
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[community_reports, AssetKey("entities")],
+    group_name=group("report_embeddings"),
+    deps=deps("report_embeddings"),
     description=(
         "LanceDB tables `community_reports` (vector of the title and the summary's first 24 words) and "
         "`entities` (vector of the title), with full-text "

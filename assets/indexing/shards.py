@@ -4,14 +4,12 @@ runs of several shards spread over the workers of a distributed executor. The na
 
 from dagster import AssetExecutionContext, MaterializeResult, MultiPartitionKey, asset
 
-from assets.indexing.assets import base_text_units
 from assets.indexing.observe import index_context, materialize
+from assets.indexing.stages import deps, group
 from assets.partitions import SHARD_COUNT, namespace_shard_partitions
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.index import extracted_graph_shard as extracted_graph_shard_runner
 from pipeline.index import text_unit_embeddings_shard as text_unit_embeddings_shard_runner
-
-SHARD_GROUP = "indexing_shards"
 
 
 def _keys(context: AssetExecutionContext) -> tuple[str, int]:
@@ -23,8 +21,8 @@ def _keys(context: AssetExecutionContext) -> tuple[str, int]:
 
 @asset(
     partitions_def=namespace_shard_partitions,
-    group_name=SHARD_GROUP,
-    deps=[base_text_units],
+    group_name=group("text_unit_embeddings_shard"),
+    deps=deps("text_unit_embeddings_shard"),
     description="One shard's text-unit vectors computed into the embedding cache (no table is written).",
     kinds={"python"},
 )
@@ -38,8 +36,8 @@ def text_unit_embeddings_shard(
 
 @asset(
     partitions_def=namespace_shard_partitions,
-    group_name=SHARD_GROUP,
-    deps=[base_text_units],
+    group_name=group("extracted_graph_shard"),
+    deps=deps("extracted_graph_shard"),
     description="One shard's part of extracted_graph / failed_extractions (under shards/ in the namespace).",
     kinds={"parquet"},
     pool=LLM_POOL,

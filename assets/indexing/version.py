@@ -1,14 +1,11 @@
 """The last indexing asset: commits the run's tables as the namespace's next index version (runner:
-`pipeline.index.version`). It depends on every other indexing asset's leaves, so it runs only when all
-of them succeeded."""
+`pipeline.index.version`). The stage table makes it read every other indexing asset's leaves, so it
+runs only when all of them succeeded."""
 
 from dagster import AssetExecutionContext, MaterializeResult, asset
 
-from assets.indexing.assets import GROUP, documents
-from assets.indexing.chunk_graph import chunk_graph
-from assets.indexing.graph import text_units
 from assets.indexing.observe import index_context, materialize
-from assets.indexing.reports import report_embeddings
+from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
 from assets.resources import PipelineSettingsResource
 from pipeline.index import version as version_runner
@@ -16,8 +13,8 @@ from pipeline.index import version as version_runner
 
 @asset(
     partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[documents, text_units, report_embeddings, chunk_graph],
+    group_name=group("index_version"),
+    deps=deps("index_version"),
     description="Commits the run's tables as one index version (_manifest.json): queries switch to it at once.",
     kinds={"json"},
 )

@@ -1,5 +1,5 @@
 """Index a folder from plain Python, no Dagster: the runners of every indexing asset, in the order of
-the `index_namespace` job.
+the stage table (`pipeline.index.stages`), from which the `index_namespace` job's graph is built too.
 
     from pipeline.index.run import index_folder
     reports = index_folder("books", "path/to/folder")      # {asset name: StageReport}
@@ -13,23 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.index import (
-    base_text_units,
-    chunk_graph,
-    claims,
-    communities,
-    community_reports,
-    documents,
-    entities_and_relationships,
-    extracted_graph,
-    input_documents,
-    report_embeddings,
-    text_unit_embeddings,
-    text_units,
-    version,
-)
 from pipeline.index.context import IndexContext
 from pipeline.index.report import StageReport
+from pipeline.index.stages import STAGES
 from pipeline.io.repair import clear_damage
 from pipeline.settings import Settings, load_settings
 
@@ -63,18 +49,13 @@ def index_folder(
         if (lost := report.fatal_loss()) is not None:
             raise IndexRunError(lost)
 
-    record("input_documents", input_documents.run(ctx, input_dir))
-    record("base_text_units", base_text_units.run(ctx))
-    record("documents", documents.run(ctx))
-    record("text_unit_embeddings", text_unit_embeddings.run(ctx))
-    record("extracted_graph", extracted_graph.run(ctx))
-    for name, report in entities_and_relationships.run(ctx).items():
-        record(name, report)
-    record("claims", claims.run(ctx))
-    record("text_units", text_units.run(ctx))
-    record("communities", communities.run(ctx))
-    record("community_reports", community_reports.run(ctx))
-    record("report_embeddings", report_embeddings.run(ctx))
-    record("chunk_graph", chunk_graph.run(ctx))
-    version.run(ctx)  # every table is written: queries move to this version, all at once
+    for stage in STAGES:
+        if stage.per_shard:
+            continue  # fan-out is Dagster's: the namespace stage reading it does whatever no shard did
+        # the final stage runs last: every table is written, queries move to this version all at once
+        result = stage.run(ctx, input_dir) if stage.takes_input_dir else stage.run(ctx)
+        if stage.final:
+            continue  # a commit is no table: it logs its own line and is not among the reports
+        for name, report in (result if len(stage.writes) > 1 else {stage.writes[0]: result}).items():
+            record(name, report)
     return reports
