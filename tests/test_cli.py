@@ -123,7 +123,7 @@ def test_a_failing_stage_is_named_on_stderr(cli_env):
 def test_summary_table_shows_only_counters_that_are_not_zero():
     from rich.console import Console
 
-    from assets.index_display import print_outcome
+    from assets.cli.index_display import print_outcome
     from assets.runs import IndexRunResult, StepSummary
 
     zeros = {"llm_calls": 0, "llm_cache_hits": 0, "llm_prompt_tokens": 0, "llm_cost_usd": 0.0}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from assets.index_display import print_outcome
+from assets.cli.index_display import print_outcome
 from assets.runs import IndexRunResult, StepSummary
 from pipeline.core import schema
 from pipeline.index import input_documents

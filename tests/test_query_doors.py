@@ -16,8 +16,8 @@ import pytest
 from pydantic import Field, create_model
 
 from assets.cli import build_parser
+from assets.cli.query_options import add_options, options_from
 from assets.query.config import CONFIGS, config_class, options_of
-from assets.query_options import add_options, options_from
 from pipeline.query.requests import OPTIONS, BasicOptions, QueryOptions
 from pipeline.service.app import create_app
 from pipeline.service.mcp_server import TOOLS, _tool, build_mcp_server

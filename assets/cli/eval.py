@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from assets.query_cli import EXIT_NOT_READY
+from assets.cli.exits import EXIT_NOT_READY
 from pipeline.eval.questions import QuestionsError, load_questions
-from pipeline.eval.run import MODES, EvalError, check_indexed, parse_modes
+from pipeline.eval.run import EvalError, check_indexed, eval_modes, parse_modes
 from pipeline.settings import load_settings
 
 
@@ -74,7 +74,7 @@ def add_eval_parser(sub: Any, namespace: Callable[[str], str]) -> None:
         required=True,
         help="JSONL, CSV or JSON: question, answer, gold_documents, gold_passages, type",
     )
-    p.add_argument("--modes", help=f"comma-separated, in order (default: {','.join(MODES)})")
+    p.add_argument("--modes", help=f"comma-separated, in order (default: {','.join(eval_modes())})")
     p.add_argument("--limit", type=_positive, help="only the first N questions")
     p.add_argument(
         "--out", help="folder for report.md/.html/.json and chart.html (default: eval/<namespace>)"

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from assets.hit_display import add_matches, print_hits
-from assets.query_options import add_options, options_from
+from assets.cli.exits import damaged, not_ready
+from assets.cli.hits import add_matches, print_hits
+from assets.cli.query_options import add_options, options_from
 from pipeline.core.schema import LANCE_TEXT_UNITS
-from pipeline.io.damage import IndexDamaged
 from pipeline.io.repair import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.requests import (
@@ -32,22 +32,7 @@ from pipeline.query.requests import (
 )
 from pipeline.settings import load_settings
 
-EXIT_NOT_READY = 3
-EXIT_DAMAGED = 3
 BLANK_QUESTION = "the question is blank: it must contain a non-blank character"
-
-
-def not_ready(reason: str) -> int:
-    """A query on a namespace without the tables it reads: the same status the HTTP API and MCP give."""
-    print(f"[status: index_not_ready; {reason}]")
-    return EXIT_NOT_READY
-
-
-def damaged(exc: IndexDamaged) -> int:
-    """A table of the namespace does not read: named, with its repair, on one line (HTTP says 503
-    index_damaged)."""
-    print(f"error: {exc}", file=sys.stderr)
-    return EXIT_DAMAGED
 
 
 @contextmanager

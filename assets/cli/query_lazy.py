@@ -1,5 +1,5 @@
 """`pipeline query lazy` and `pipeline query auto`: lazy search (with `--estimate`) and the router, with the
-same exits as the other query commands (`assets.query_cli`): 0 on an answer, 1 on a cancelled query,
+same exits as the other query commands (`assets.cli.query`): 0 on an answer, 1 on a cancelled query,
 2 on a bad request."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from assets.query_cli import ESTIMATE_HELP, _citations, answer_or_exit
-from assets.query_options import add_options
+from assets.cli.query import ESTIMATE_HELP, _citations, answer_or_exit
+from assets.cli.query_options import add_options
 from pipeline.query.requests import AutoOptions, LazyOptions
 
 

@@ -1,6 +1,6 @@
 """One request model per query mode: its options, with their bounds and descriptions, written once.
 
-Every door derives from these: the CLI's flags (`assets/query_cli.py`), the HTTP bodies and so the
+Every door derives from these: the CLI's flags (`assets/cli/query.py`), the HTTP bodies and so the
 OpenAPI schema (`pipeline/service/models.py`), the MCP tools' schemas (`pipeline/service/mcp_server.py`)
 and the Dagster query assets' run config (`assets/query/assets.py`). A new option or a changed bound is
 one edit here; `tests/test_query_doors.py` checks that every field reaches every door with one default.
