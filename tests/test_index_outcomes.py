@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core import schema
-from pipeline.index.report import Loss, StageReport
+from pipeline.index.report import Check, Loss, StageReport
 from pipeline.io.store import NamespaceStore
 from tests.conftest import make_dagster_home
 from tests.support.fault_proxy import FaultProxy
@@ -109,3 +109,13 @@ def test_the_share_rule_fails_all_or_more_than_the_share_and_nothing_less() -> N
     assert "6 of 10 text units failed (more than 50%" in (
         StageReport(rows=10, loss=loss(6, 10)).fatal_loss() or ""
     )
+
+
+def test_a_check_of_counts_passes_only_when_every_count_is_zero_and_says_each_count() -> None:
+    clean = Check.of_counts("levels_nest", {"broken_parent_links": 0, "roots_below_level_0": 0})
+    assert clean.passed and clean.severity == "error"
+    broken = Check.of_counts(
+        "levels_nest", {"broken_parent_links": 0, "roots_below_level_0": 2}, severity="warn"
+    )
+    assert not broken.passed and broken.severity == "warn"
+    assert broken.metadata == {"broken_parent_links": 0, "roots_below_level_0": 2}

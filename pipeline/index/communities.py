@@ -12,11 +12,11 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.core.location import Location
 from pipeline.index.context import IndexContext
+from pipeline.index.graph_view import write_graph_view
 from pipeline.index.report import Check, Json, Markdown, PathValue, StageReport, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.communities import build_communities, check_communities, level_summary, size_histogram
 from pipeline.ops.graph_export import write_graphml
-from pipeline.ops.graph_view import graph_data, graph_html
 
 
 @dataclass
@@ -49,8 +49,7 @@ def index_communities(store: NamespaceStore, settings: Any) -> CommunitiesSummar
     store.write_table(schema.COMMUNITIES, communities)
     with store.open_output(schema.GRAPHML_EXPORT) as sink:
         write_graphml(sink, entities, relationships, communities)
-    page = graph_html(graph_data(entities, relationships, communities), f"{store.namespace}: entity graph")
-    store.write_bytes(schema.GRAPH_VIEW, page.encode("utf-8"))
+    write_graph_view(store, built=(entities, relationships, communities))
     return CommunitiesSummary(
         communities=communities.num_rows,
         levels=level_summary(communities),
@@ -90,30 +89,14 @@ def run(ctx: IndexContext) -> StageReport:
             "graph_view": PathValue(str(store.location(schema.GRAPH_VIEW))),
         },
         checks=[
-            Check(
+            Check.of_counts(
                 "every_entity_in_one_community_per_level",
-                passed=p["entities_without_community"] == 0
-                and p["entities_in_two_communities_at_a_level"] == 0,
-                metadata={
-                    "entities_without_community": p["entities_without_community"],
-                    "entities_in_two_communities_at_a_level": p["entities_in_two_communities_at_a_level"],
-                },
+                {k: p[k] for k in ("entities_without_community", "entities_in_two_communities_at_a_level")},
             ),
-            Check(
-                "no_empty_community",
-                passed=p["empty_communities"] == 0,
-                metadata={"empty_communities": p["empty_communities"]},
-            ),
-            Check(
+            Check.of_counts("no_empty_community", {"empty_communities": p["empty_communities"]}),
+            Check.of_counts(
                 "levels_nest",
-                passed=p["broken_parent_links"] == 0
-                and p["children_not_a_partition"] == 0
-                and p["roots_below_level_0"] == 0,
-                metadata={
-                    "broken_parent_links": p["broken_parent_links"],
-                    "children_not_a_partition": p["children_not_a_partition"],
-                    "roots_below_level_0": p["roots_below_level_0"],
-                },
+                {k: p[k] for k in ("broken_parent_links", "children_not_a_partition", "roots_below_level_0")},
             ),
         ],
         duration_s=summary.duration_s,

@@ -109,12 +109,7 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         },
         checks=[
-            Check(
-                "no_failed_reports",
-                passed=not result.failures,
-                severity="warn",
-                metadata={"failed_reports": len(result.failures)},
-            ),
+            Check.of_counts("no_failed_reports", {"failed_reports": len(result.failures)}, severity="warn"),
             Check(
                 "one_report_per_community",
                 passed=covered == expected and len(reports) == len({r["community"] for r in reports}),

@@ -114,13 +114,7 @@ def run(ctx: IndexContext) -> dict[str, StageReport]:
             "description_llm_calls": s.summaries.llm_calls,
             "description_llm_failures": s.summaries.llm_failures,
         },
-        checks=[
-            Check(
-                "entity_ids_unique",
-                passed=summary.duplicate_entity_ids == 0,
-                metadata={"duplicates": summary.duplicate_entity_ids},
-            )
-        ],
+        checks=[Check.of_counts("entity_ids_unique", {"duplicates": summary.duplicate_entity_ids})],
         duration_s=summary.duration_s,
     )
     relationships = StageReport(
@@ -133,11 +127,7 @@ def run(ctx: IndexContext) -> dict[str, StageReport]:
             "unresolved_endpoints": s.unresolved_endpoints,
         },
         checks=[
-            Check(
-                "relationships_reference_entities",
-                passed=summary.dangling_relationships == 0,
-                metadata={"dangling": summary.dangling_relationships},
-            )
+            Check.of_counts("relationships_reference_entities", {"dangling": summary.dangling_relationships})
         ],
         duration_s=summary.duration_s,
     )

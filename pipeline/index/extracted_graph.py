@@ -287,11 +287,8 @@ def run(ctx: IndexContext) -> StageReport:
             ),
         },
         checks=[
-            Check(
-                "no_failed_extractions",
-                passed=not summary.failures,
-                severity="warn",
-                metadata={"failed_extractions": len(summary.failures)},
+            Check.of_counts(
+                "no_failed_extractions", {"failed_extractions": len(summary.failures)}, severity="warn"
             )
         ],
         duration_s=summary.duration_s,

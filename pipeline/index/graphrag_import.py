@@ -158,11 +158,8 @@ def run(ctx: IndexContext, source: str | Path) -> StageReport:
             "graphml": PathValue(str(graphml_path(ctx.store))),
         },
         checks=[
-            Check(
-                "every_text_unit_located",
-                passed=s.units_not_found == 0,
-                severity="warn",
-                metadata={"text_units_without_offsets": s.units_not_found},
+            Check.of_counts(
+                "every_text_unit_located", {"text_units_without_offsets": s.units_not_found}, severity="warn"
             )
         ],
         duration_s=clock.seconds(),

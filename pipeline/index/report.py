@@ -7,6 +7,7 @@ them as such; `assets/` turns them into Dagster metadata, `index_folder` prints 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +37,16 @@ class Check:
     passed: bool
     severity: Literal["error", "warn"] = "error"
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of_counts(
+        cls, name: str, counts: Mapping[str, int], severity: Literal["error", "warn"] = "error"
+    ) -> Check:
+        """A check of things that must not happen: it passes when every count is 0; the counts are its
+        metadata, so a failed check says how many of each."""
+        return cls(
+            name, passed=all(n == 0 for n in counts.values()), severity=severity, metadata=dict(counts)
+        )
 
 
 BUDGET_REFUSAL = "LLMBudgetExceededError"  # a failure row's error_type when the run's budget refused it

@@ -255,10 +255,8 @@ def run(ctx: IndexContext) -> StageReport:
         rows=reports.rows + entities.rows,
         metadata=metadata,
         checks=[
-            Check(
-                "every_row_has_vector",
-                passed=not any(bad.values()),
-                metadata={f"{table}_without_vector": n for table, n in bad.items()},
+            Check.of_counts(
+                "every_row_has_vector", {f"{table}_without_vector": n for table, n in bad.items()}
             )
         ],
         duration_s=clock.seconds(),
