@@ -52,7 +52,7 @@ def _flat(text: str) -> str:
 def _ours(path: Path) -> tuple[float, str, int]:
     """(seconds on one core, the text a chunker sees with masked ranges blanked, pages known)."""
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    from pipeline.ops.boilerplate import Region, mask
+    from pipeline.core.boilerplate import Region, mask
     from pipeline.parse import OcrPolicy, parse_bytes
 
     start = time.perf_counter()

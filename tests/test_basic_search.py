@@ -111,8 +111,8 @@ def test_held_piece_vectors_rank_units_as_lancedb_flat_search_does(tiny, embedde
 
 
 def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
+    from pipeline.core.boilerplate import content_span
     from pipeline.core.tables import to_table
-    from pipeline.ops.boilerplate import content_span
     from pipeline.query.common.front_matter import document_regions
 
     def write(text: str) -> None:
@@ -136,8 +136,8 @@ def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
 
 
 def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_documents(tmp_path):
+    from pipeline.core.boilerplate import Region, content_span
     from pipeline.core.tables import to_table
-    from pipeline.ops.boilerplate import Region, content_span
     from pipeline.ops.incremental import REGIONS_KEY
     from pipeline.query.common.front_matter import DocumentRegions, document_regions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.ops.boilerplate import content_span, mask
+from pipeline.core.boilerplate import content_span, mask
 from pipeline.ops.chunking import chunk_text
 from pipeline.ops.extraction.offline import extract_unit
 

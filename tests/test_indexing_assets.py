@@ -12,11 +12,11 @@ import pytest
 
 from assets.launch import run_index
 from pipeline.core import schema
+from pipeline.core.boilerplate import content_span
 from pipeline.core.namespace import InvalidNamespaceError
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.boilerplate import content_span
 from pipeline.ops.chunking import offset_mismatches
 from pipeline.ops.incremental import stored_regions
 from pipeline.query.common.search import text_search, vector_search

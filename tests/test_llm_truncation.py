@@ -27,12 +27,12 @@ import pytest
 
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_text_units
 from pipeline.index import base_text_units, extracted_graph, input_documents
 from pipeline.index.context import IndexContext
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient, LLMTruncatedError
 from pipeline.llm.structured import parse_reply
-from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.descriptions import DESCRIBE, DescriptionRequest
 from pipeline.ops.extraction import failures_table, table_counts, to_table
 from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionOptions, ExtractionOut

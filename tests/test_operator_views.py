@@ -7,8 +7,8 @@ import json
 import os
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import content_span
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.boilerplate import content_span
 from tests.test_cli import run_cli
 
 MARLEY = "Marley was dead, to begin with."

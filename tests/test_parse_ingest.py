@@ -96,7 +96,7 @@ def test_the_layout_map_is_stored_with_the_document(tmp_path: Path) -> None:
 
 
 def test_masked_headers_become_the_chunkers_regions_and_are_blanked(tmp_path: Path) -> None:
-    from pipeline.ops.boilerplate import mask_text_units
+    from pipeline.core.boilerplate import mask_text_units
     from pipeline.ops.chunking import chunk_documents_table
     from pipeline.ops.incremental import stored_regions
 

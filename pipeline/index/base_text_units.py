@@ -3,7 +3,7 @@ create_base_text_units); the final `text_units` with their entity/relationship/c
 `pipeline.index.text_units`.
 
 Rules, in order:
-0. Only a document's content is chunked: an e-book's header and licence (`pipeline.ops.boilerplate`)
+0. Only a document's content is chunked: an e-book's header and licence (`pipeline.core.boilerplate`)
    stay in `documents` but reach no unit, hence no extraction, community or answer. Front matter inside
    the content (title page, headings, contents, captions, credits, speaker tags) is chunked but blanked
    for extraction. The run reports the characters each document lost to both.

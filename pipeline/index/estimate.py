@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_text_units
 from pipeline.index.input_documents import ingest_options
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.dry_run import (
@@ -43,7 +44,6 @@ from pipeline.llm.dry_run import (
 )
 from pipeline.llm.transport import default_concurrency, endpoint_label
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.chunking import chunk_documents_table
 from pipeline.ops.claims import build_covariates
 from pipeline.ops.communities import build_communities

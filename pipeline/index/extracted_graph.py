@@ -2,7 +2,7 @@
 Text units whose extraction failed go to failed_extractions.
 
 Rules, in order:
-0. The extractor sees each text unit with its document's front matter blanked (`pipeline.ops.boilerplate`):
+0. The extractor sees each text unit with its document's front matter blanked (`pipeline.core.boilerplate`):
    title pages, headings, captions and credits name no entity. Offsets are unchanged.
 1. Shard parts already extracted by workers (`extracted_graph_shard`) are taken when they still cover
    exactly the shard's text units under the same configuration; every other unit is extracted here.
@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_text_units
 from pipeline.core.shards import (
     SHARD_FOLDER,
     document_shards,
@@ -39,7 +40,6 @@ from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, md_table
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.boilerplate import mask_text_units
 from pipeline.ops.extraction import ExtractionFailure, failures_table, table_counts, to_table
 from pipeline.ops.extraction.models import ExtractionOptions, ExtractorIdentity
 from pipeline.ops.extraction.run import ExtractionRun, extract_graph

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.core.boilerplate import Region, content_span, with_layout
 from pipeline.core.tokens import get_encoding
-from pipeline.ops.boilerplate import Region, content_span, with_layout
 from pipeline.ops.structure import locate, segments
 from pipeline.parse.layout import Layout
 
@@ -114,10 +114,11 @@ def chunk_documents(
 
 def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:
     """What a base_text_units table was cut with: the settings and the source of the rules (this module,
-    `pipeline.ops.boilerplate`, `pipeline.ops.structure` and the parsers of `pipeline.parse`, whose layout
+    `pipeline.core.boilerplate`, `pipeline.ops.structure` and the parsers of `pipeline.parse`, whose layout
     places the cuts, pages and sections), so that an edited rule re-chunks every document."""
     from pipeline import parse
-    from pipeline.ops import boilerplate, structure
+    from pipeline.core import boilerplate
+    from pipeline.ops import structure
 
     code = hashlib.sha256()
     parsers = sorted(Path(parse.__file__).parent.glob("*.py"))
@@ -131,7 +132,7 @@ def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:
 def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encoding: str, previous=None):
     """(text_units table, documents table with text_unit_ids filled, {document id: characters left out as
     e-book header, licence or front matter}) from a `documents` table. Only each document's content span is
-    chunked (`pipeline.ops.boilerplate`); front matter inside it is chunked, and blanked for extraction.
+    chunked (`pipeline.core.boilerplate`); front matter inside it is chunked, and blanked for extraction.
 
     `previous`, the base_text_units table of an earlier run: a document it holds (same id, so the same
     text) keeps its rows when the table was cut under the same `chunking_config`, instead of being

@@ -25,9 +25,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.core.boilerplate import Region
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
-from pipeline.ops.boilerplate import Region
 from pipeline.ops.extraction import from_table
 from pipeline.ops.extraction import to_table as extraction_table
 from pipeline.ops.input_folder import folder_fingerprint  # what ingest reads, nothing outside it

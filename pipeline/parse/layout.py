@@ -27,7 +27,7 @@ LAYOUT_VERSION = 1
 
 @dataclass(frozen=True)
 class Region:
-    """A masked range: the (start, end, kind) triple of `pipeline.ops.boilerplate.Region`, which front
+    """A masked range: the (start, end, kind) triple of `pipeline.core.boilerplate.Region`, which front
     matter is stored as; the chunker merges these into it (`boilerplate.with_layout`)."""
 
     start: int

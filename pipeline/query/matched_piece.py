@@ -1,7 +1,7 @@
 """The piece of a retrieved passage that matched a query, for a person to read.
 
 A vector hit is a whole text unit (thousands of characters) while what matched is one part of it. Rules:
-1. The passage's front matter (`pipeline.ops.boilerplate`) is blanked first, so a list of
+1. The passage's front matter (`pipeline.core.boilerplate`) is blanked first, so a list of
    illustrations or a caption is never the part shown.
 2. The passage is split into sentences (`pipeline.core.sentences`, offsets kept) and each is embedded
    with the embedder that indexed it; the sentence nearest the query by cosine is the match. Its

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_rows
 from pipeline.core.plain import plain
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.ops.boilerplate import mask_rows
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
 from pipeline.query.common.batcher import pack
 from pipeline.query.common.front_matter import document_regions

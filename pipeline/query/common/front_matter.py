@@ -1,6 +1,6 @@
 """A namespace's documents and their front-matter regions, kept per version of the documents table.
 
-Basic search blanks the front matter of the passages it retrieves (`pipeline.ops.boilerplate`). It used to
+Basic search blanks the front matter of the passages it retrieves (`pipeline.core.boilerplate`). It used to
 read the whole documents table on every question and turn every text into a Python string to find the
 few it needed: 23 ms of Parquet decoding and 11 MB allocated per question on the 11 MB corpus, a third
 of a basic query, and under bench/bench_serve_load.py the slowest basic answers. Here the table is read
@@ -22,8 +22,8 @@ import threading
 import pyarrow as pa
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import Region, content_span
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.boilerplate import Region, content_span
 from pipeline.ops.incremental import stored_regions
 from pipeline.query.common.index_cache import cached_index, table_versions
 

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_text_units
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.ops.boilerplate import mask_text_units
 from pipeline.query.common.index_cache import cached_index, table_versions
 
 MAX_CLAIMS_PER_REPORT = 5
@@ -163,7 +163,7 @@ def _claims_by_entity(store: NamespaceStore) -> dict[str, list[dict]]:
 
 
 def _text_units(store: NamespaceStore, ids: set[str]) -> dict[str, str]:
-    """The texts of these units with their documents' front matter blanked (`pipeline.ops.boilerplate`):
+    """The texts of these units with their documents' front matter blanked (`pipeline.core.boilerplate`):
     a caption or a heading is no excerpt of what a community is about."""
     if not store.has_table(schema.TEXT_UNITS):
         return {}

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import mask_text_units
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.ops.boilerplate import mask_text_units
 from pipeline.query.common.index_cache import cached_index, table_versions
 from pipeline.query.local.entity_match import NameLookup
 
