@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.llm import LLMCancelledError, LLMClient, LLMTimeoutError, deadline_in
+from pipeline.llm.batch import gather_settled
 from pipeline.llm.retry import Backoff
 from pipeline.llm.structured import parse_reply
 from tests.support.fault_proxy import FaultProxy, Hold
@@ -136,7 +137,9 @@ def test_cancel_with_an_asyncio_event_stops_in_flight_calls(proxy: FaultProxy, t
 
     async def scenario() -> tuple[list, bool, int]:
         cancel = asyncio.Event()
-        batch = asyncio.ensure_future(client.map(list(range(4)), lambda i: _call(client, i), cancel=cancel))
+        batch = asyncio.ensure_future(
+            gather_settled(list(range(4)), lambda i: _call(client, i), cancel=cancel)
+        )
         await asyncio.to_thread(hold.wait_held, 4, WAIT_S, lambda: not batch.done())
         cancel.set()
         results = await asyncio.wait_for(batch, WAIT_S)

@@ -18,25 +18,23 @@ per item, so that an asset can write failure rows instead of stopping.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
 from pipeline.core.kill_points import kill_point
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
-from pipeline.llm.batch import CancelSignal
-from pipeline.llm.errors import LLMError
+from pipeline.llm.batch import Batches, CancelSignal
 from pipeline.llm.usage import Usage
 
-T = TypeVar("T")
-R = TypeVar("R")
 Req = TypeVar("Req")
 Res = TypeVar("Res")
 
 
-class Engine:
-    """Runs tasks, one or many; a new task needs nothing here. The subclasses (`OfflineEngine`,
-    `LLMEngine`) say which form of a task runs and how a batch of them runs."""
+class Engine(Batches):
+    """Runs tasks, one or many (`run_batch`, from `Batches`); a new task needs nothing here. The
+    subclasses (`OfflineEngine`, `LLMEngine`) say which form of a task runs and on which event loop
+    (`run_sync`)."""
 
     kind: Literal["offline", "llm"]  # a name for metadata and logs; never a reason to branch
     usage: Usage
@@ -59,25 +57,7 @@ class Engine:
         """What this engine's output of `task` under `options` is, as it enters fingerprints."""
         raise NotImplementedError
 
-    def run_batch(
-        self,
-        items: Sequence[T],
-        fn: Callable[[T], Awaitable[R]],
-        *,
-        deadline: float | None = None,
-        cancel: CancelSignal | None = None,
-    ) -> list[R | LLMError]:
-        """`fn` on every item, concurrently: a result or the `LLMError` that ended it, per item."""
-        return self._batch(items, fn, deadline, cancel)
-
-    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        """One coroutine to its end, on the loop this engine's calls run on."""
-        raise NotImplementedError
-
     async def _run_form(self, task: Task[Req, Res], request: Req, ctx: TaskContext) -> Res:
-        raise NotImplementedError
-
-    def _batch(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]], deadline: Any, cancel: Any) -> Any:
         raise NotImplementedError
 
 

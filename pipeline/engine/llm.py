@@ -8,7 +8,7 @@ room), else the limit here.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
@@ -18,7 +18,6 @@ from pipeline.llm.client import LLMClient
 from pipeline.settings.models import OutputLimitSettings
 
 T = TypeVar("T")
-R = TypeVar("R")
 Req = TypeVar("Req")
 Res = TypeVar("Res")
 
@@ -64,9 +63,6 @@ class LLMEngine(Engine):
         if task.model_identity is None:
             raise ValueError(f"task {task.name!r} has no identity")
         return task.model_identity(self.client, options)
-
-    def _batch(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]], deadline: Any, cancel: Any) -> Any:
-        return self.client.run_batch(items, fn, deadline=deadline, cancel=cancel)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.client.run_sync(coro)

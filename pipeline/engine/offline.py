@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
 from pipeline.engine.base import Engine
 from pipeline.engine.task import Task, TaskContext
-from pipeline.llm.batch import gather_settled
 from pipeline.llm.usage import Usage
 
 T = TypeVar("T")
-R = TypeVar("R")
 Req = TypeVar("Req")
 Res = TypeVar("Res")
 
@@ -32,9 +30,6 @@ class OfflineEngine(Engine):
         if task.offline_identity is None:
             raise ValueError(f"task {task.name!r} has no identity")
         return task.offline_identity(options)
-
-    def _batch(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]], deadline: Any, cancel: Any) -> Any:
-        return asyncio.run(gather_settled(items, fn, deadline=deadline, cancel=cancel))
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)

@@ -144,5 +144,25 @@ async def gather_settled(
     return results
 
 
+class Batches:
+    """`run_batch` for whatever runs a coroutine to its end (`run_sync`): the LLM client, the engines."""
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """One coroutine to its end, on the loop this object's calls run on."""
+        raise NotImplementedError
+
+    def run_batch(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], Awaitable[R]],
+        *,
+        deadline: float | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> list[R | LLMError]:
+        """`gather_settled` for code that is not async (asset bodies): a result or the `LLMError` that
+        ended it, per item; never raises because some items failed."""
+        return self.run_sync(gather_settled(items, fn, deadline=deadline, cancel=cancel))
+
+
 async def _as_coroutine(fn: Callable[[T], Awaitable[R]], item: T) -> R:
     return await fn(item)

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from pipeline.caches.base import ResponseCache, cache_key
 from pipeline.llm import structured
-from pipeline.llm.batch import CancelSignal, gather_settled, run_guarded
+from pipeline.llm.batch import Batches, CancelSignal, run_guarded
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
 from pipeline.llm.reply import Reply
 from pipeline.llm.transport import FormatRejectedError, Transport, endpoint_label
@@ -37,19 +37,19 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
-R = TypeVar("R")
 JsonModeSetting = Literal["auto", "json_schema", "json_object"]
 
 
-class LLMClient:
+class LLMClient(Batches):
     """One model on one OpenAI-compatible endpoint. Cheap to build; share one per run.
 
     Async methods may be used from any event loop; each loop gets its own HTTP connection pool and
-    concurrency limit. Sync callers (Dagster assets) use `run_batch` or `run_sync`.
+    concurrency limit. Sync callers (Dagster assets) use `run_batch` (from `Batches`) or `run_sync`;
+    async ones gather calls with `pipeline.llm.batch.gather_settled`.
 
     Every call takes `deadline` (an absolute `time.monotonic()` value, see `deadline_in`) and `cancel`
     (an asyncio.Event, or a threading.Event set from another thread), and raises an `LLMError`
-    subclass on failure; `run_batch`/`map` turn those into per-item results instead.
+    subclass on failure; `run_batch` and `gather_settled` turn those into per-item results instead.
     """
 
     def __init__(
@@ -136,28 +136,6 @@ class LLMClient:
         """Embedding vectors (as the server returns them) for one request's worth of texts."""
         work = self.transport.embed(list(texts), task, deadline)
         return await self._guarded(work, task, deadline, cancel)
-
-    async def map(
-        self,
-        items: Sequence[T],
-        fn: Callable[[T], Awaitable[R]],
-        *,
-        deadline: float | None = None,
-        cancel: CancelSignal | None = None,
-    ) -> list[R | LLMError]:
-        """`fn(item)` for every item under the concurrency limit; a result or an LLMError per item."""
-        return await gather_settled(items, fn, deadline=deadline, cancel=cancel)
-
-    def run_batch(
-        self,
-        items: Sequence[T],
-        fn: Callable[[T], Awaitable[R]],
-        *,
-        deadline: float | None = None,
-        cancel: CancelSignal | None = None,
-    ) -> list[R | LLMError]:
-        """Sync `map` for code that is not async (asset bodies). Never raises because some items failed."""
-        return self.run_sync(self.map(items, fn, deadline=deadline, cancel=cancel))
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine to completion on a fresh event loop and close this client's connections."""
