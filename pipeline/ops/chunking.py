@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.core.boilerplate import Region, content_span, with_layout
+from pipeline.core.sections import locate
 from pipeline.core.tokens import get_encoding
-from pipeline.ops.structure import locate, segments
+from pipeline.ops.structure import segments
 from pipeline.parse.layout import Layout
 
 
@@ -114,15 +115,17 @@ def chunk_documents(
 
 def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:
     """What a base_text_units table was cut with: the settings and the source of the rules (this module,
-    `pipeline.core.boilerplate`, `pipeline.ops.structure` and the parsers of `pipeline.parse`, whose layout
-    places the cuts, pages and sections), so that an edited rule re-chunks every document."""
+    `pipeline.core.boilerplate`, `pipeline.ops.structure`, `pipeline.core.sections` and the parsers of
+    `pipeline.parse`, whose layout places the cuts, pages and sections), so that an edited rule re-chunks
+    every document."""
     from pipeline import parse
-    from pipeline.core import boilerplate
+    from pipeline.core import boilerplate, sections
     from pipeline.ops import structure
 
     code = hashlib.sha256()
     parsers = sorted(Path(parse.__file__).parent.glob("*.py"))
-    for source in (Path(__file__), Path(boilerplate.__file__), Path(structure.__file__), *parsers):
+    rules = (Path(__file__), Path(boilerplate.__file__), Path(structure.__file__), Path(sections.__file__))
+    for source in (*rules, *parsers):
         code.update(source.name.encode())
         code.update(Path(source).read_bytes())
     settings = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "encoding": encoding}

@@ -1,5 +1,5 @@
-"""Structure-aware chunking: where a parsed file's sections start units, and the pages and section each
-unit carries (issue 58).
+"""Structure-aware chunking: where a parsed file's sections start units (issue 58; the pages and section
+each unit carries are `pipeline.core.sections`).
 
 A heading starts a new unit when its section is long enough to fill one (at least `chunk_size` tokens):
 a short section stays inside the window that covers it, as it would in plain text, so a document of many
@@ -10,41 +10,10 @@ heading opens the unit and the subsection's text fills it, rather than a unit ho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from pipeline.core.tokens import get_encoding
 from pipeline.parse.layout import Layout
-
-SECTION_SEPARATOR = " › "
-
-
-@dataclass(frozen=True)
-class Location:
-    page_start: int | None
-    page_end: int | None
-    section: str | None
-
-
-def section_path(layout: Layout | None, offset: int) -> str | None:
-    """The path of the innermost section holding `offset`, titles joined by " › "."""
-    found = layout.section_at(offset) if layout else None
-    return SECTION_SEPARATOR.join(found.path) if found else None
-
-
-def locate(layout: Layout | None, start: int, end: int) -> Location:
-    """Pages and section of the characters [start, end): the section is the one the range starts in, or,
-    for a range that starts before any section (a Markdown heading's "# " marker, a preface), the first
-    one that opens inside it."""
-    if layout is None:
-        return Location(None, None, None)
-    pages = layout.page_span(start, end)
-    section = section_path(layout, start)
-    if section is None:
-        opening = min((s.start for s in layout.sections if start <= s.start < end), default=None)
-        section = section_path(layout, opening) if opening is not None else None
-    return Location(pages[0] if pages else None, pages[1] if pages else None, section)
 
 
 def segments(

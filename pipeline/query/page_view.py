@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.core import schema
+from pipeline.core.sections import section_path
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.structure import section_path
 from pipeline.parse.layout import Layout
 
 OPEN, CLOSE = "⟦", "⟧"

@@ -26,9 +26,9 @@ import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.core.boilerplate import Region, mask
+from pipeline.core.sections import SECTION_SEPARATOR, locate
 from pipeline.core.sentences import split_sentences
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.structure import SECTION_SEPARATOR, locate
 from pipeline.parse.layout import Layout
 from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.index_cache import cached_index, table_versions
