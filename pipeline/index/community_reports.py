@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
@@ -31,10 +33,43 @@ def index_community_reports(
         store.read_table(schema.COMMUNITY_REPORTS) if store.has_table(schema.COMMUNITY_REPORTS) else None
     )
     covariates = store.read_table(schema.COVARIATES) if store.has_table(schema.COVARIATES) else None
-    run = build_reports(
-        store.read_table(schema.COMMUNITIES),
-        store.read_table(schema.ENTITIES),
-        store.read_table(schema.RELATIONSHIPS),
+    communities, entities, relationships = (
+        store.read_table(t) for t in (schema.COMMUNITIES, schema.ENTITIES, schema.RELATIONSHIPS)
+    )
+    run = reports_by_settings(
+        communities,
+        entities,
+        relationships,
+        covariates,
+        engine,
+        settings,
+        previous=previous,
+        min_entities=min_entities,
+        progress=progress,
+    )
+    store.write_table(schema.COMMUNITY_REPORTS, run.reports)
+    store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
+    return run
+
+
+def reports_by_settings(
+    communities: pa.Table,
+    entities: pa.Table,
+    relationships: pa.Table,
+    covariates: pa.Table | None,
+    engine: Engine,
+    settings: Any,
+    *,
+    previous: pa.Table | None,
+    min_entities: int,
+    progress: ProgressFn | None = None,
+) -> ReportsRun:
+    """`build_reports` under the settings' report options: the stage and its estimate
+    (`pipeline.index.estimate`) build the same reports."""
+    return build_reports(
+        communities,
+        entities,
+        relationships,
         covariates,
         engine,
         budget=settings.report_max_input_tokens,
@@ -45,9 +80,6 @@ def index_community_reports(
         min_entities=min_entities,
         min_claims=min_entities,  # the same bar: a community with as many claims has enough to report
     )
-    store.write_table(schema.COMMUNITY_REPORTS, run.reports)
-    store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
-    return run
 
 
 def run(ctx: IndexContext) -> StageReport:

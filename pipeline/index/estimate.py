@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.core.boilerplate import mask_text_units
+from pipeline.index.community_reports import reports_by_settings
 from pipeline.index.input_documents import ingest_options
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.dry_run import (
@@ -50,7 +51,6 @@ from pipeline.ops.communities import build_communities
 from pipeline.ops.extraction.models import ExtractionOptions
 from pipeline.ops.extraction.run import extract_graph
 from pipeline.ops.ingest import documents_table, read_documents
-from pipeline.ops.reports.build import build_reports
 from pipeline.ops.resolution import ResolutionOptions, resolve_graph
 from pipeline.settings import Settings
 
@@ -288,18 +288,15 @@ def estimate_index(
     forms = stage_forms(settings)
     threshold = settings.report_min_entities if forms["reports"] == "model" else 0
     with ledger.stage("reports") as reports:
-        build_reports(
+        reports_by_settings(
             communities,
             graph.entities,
             graph.relationships,
             covariates,
             engines["reports"],
-            budget=settings.report_max_input_tokens,
-            max_words=settings.report_max_words,
-            encoding=settings.encoding,
+            settings,
             previous=previous,
             min_entities=threshold,
-            min_claims=threshold,
         )
     if descriptions_known:
         basis, note = (

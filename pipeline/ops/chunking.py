@@ -1,8 +1,7 @@
 """Token-based chunking that keeps exact character offsets.
 
-Every text unit satisfies ``document.text[start_char:end_char] == unit.text``. Token windows are
-measured in tiktoken tokens; a window edge that falls inside a multi-byte character (BPE can split
-one) is widened to the whole character, so offsets always land on character boundaries.
+Every text unit satisfies ``document.text[start_char:end_char] == unit.text``: a unit is a token window
+of `pipeline.core.token_windows` over the document's content.
 """
 
 from __future__ import annotations
@@ -13,11 +12,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from pipeline.core.boilerplate import Region, content_span, with_layout
 from pipeline.core.sections import locate
-from pipeline.core.tokens import get_encoding
+from pipeline.core.token_windows import token_windows
 from pipeline.ops.structure import segments
 from pipeline.parse.layout import Layout
 
@@ -37,15 +34,6 @@ def text_unit_id(document_id: str, start_char: int, end_char: int) -> str:
     # Position within a content-addressed document: stable across runs, distinct for equal texts
     # that occur in different documents.
     return hashlib.sha256(f"{document_id}:{start_char}:{end_char}".encode()).hexdigest()
-
-
-def _char_byte_starts(text: str) -> np.ndarray:
-    """Byte offset (in UTF-8) at which each character starts, plus the total length at the end."""
-    codepoints = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    lengths = 1 + (codepoints > 0x7F) + (codepoints > 0x7FF) + (codepoints > 0xFFFF)
-    starts = np.zeros(len(codepoints) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    return starts
 
 
 def chunk_text(
@@ -69,22 +57,9 @@ def chunk_text(
         offset, text = span[0], text[span[0] : span[1]]
         if not text:
             return []
-    enc = get_encoding(encoding)
-    tokens = enc.encode(text, disallowed_special=())
-    token_bytes = enc.decode_tokens_bytes(tokens)
-    byte_edges = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in token_bytes], out=byte_edges[1:])
-    char_starts = _char_byte_starts(text)
-
     units: list[TextUnit] = []
-    step = chunk_size - chunk_overlap
-    n = len(tokens)
-    start = 0
-    while True:
-        end = min(start + chunk_size, n)
-        # floor the start and ceil the end to whole characters
-        start_char = offset + int(np.searchsorted(char_starts, byte_edges[start], side="right") - 1)
-        end_char = offset + int(np.searchsorted(char_starts, byte_edges[end], side="left"))
+    for start, end, n_tokens in token_windows(text, chunk_size, chunk_overlap, encoding):
+        start_char, end_char = offset + start, offset + end
         units.append(
             TextUnit(
                 id=text_unit_id(document_id, start_char, end_char),
@@ -93,12 +68,9 @@ def chunk_text(
                 text=whole[start_char:end_char],
                 start_char=start_char,
                 end_char=end_char,
-                n_tokens=end - start,
+                n_tokens=n_tokens,
             )
         )
-        if end >= n:
-            break
-        start += step
     return units
 
 

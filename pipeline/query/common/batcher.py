@@ -11,8 +11,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline.core.token_windows import token_windows
 from pipeline.core.tokens import count_tokens
-from pipeline.ops.chunking import chunk_text
 from pipeline.query.global_.context import ReportContext
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
@@ -76,9 +76,7 @@ def split_report(
     # Token windows with exact character offsets; re-merging at a boundary can cost a token or two,
     # so windows are sized with a small margin and every part is re-checked below.
     size = max(4, room - 4)
-    pieces = [u.text for u in chunk_text(str(report.community), report.text, size, 0, encoding)] or [
-        report.text
-    ]
+    pieces = [report.text[a:b] for a, b, _ in token_windows(report.text, size, 0, encoding)] or [report.text]
     return [f"{part_header(report.community, n)}\n{text}" for n, text in enumerate(pieces, start=1)]
 
 
