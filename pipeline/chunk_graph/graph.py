@@ -30,6 +30,11 @@ from pipeline.chunk_graph.errors import ChunkGraphError
 from pipeline.chunk_graph.walk import Adjacency, personalized_pagerank, random_walk_scores
 
 DEFAULT_SEED = 0
+# A query's defaults, Mastra's GraphRAG's (topK 10, randomWalkSteps 100, restartProb 0.15): the Mastra
+# shim, the graph tool and the request models take them from here.
+TOP_K = 10
+RANDOM_WALK_STEPS = 100
+RESTART_PROB = 0.15
 Method = Literal["walk", "ppr"]
 
 
@@ -290,9 +295,9 @@ class ChunkGraph:
     def query(
         self,
         query_vector: Sequence[float] | np.ndarray,
-        top_k: int = 10,
-        random_walk_steps: int = 100,
-        restart_prob: float = 0.15,
+        top_k: int = TOP_K,
+        random_walk_steps: int = RANDOM_WALK_STEPS,
+        restart_prob: float = RESTART_PROB,
         filter: Mapping[str, Any] | None = None,
         seed: int | np.random.Generator | None = None,
         method: Method = "walk",

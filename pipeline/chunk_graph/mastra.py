@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.chunk_graph.errors import ChunkGraphError
-from pipeline.chunk_graph.graph import ChunkGraph
+from pipeline.chunk_graph.graph import RANDOM_WALK_STEPS, RESTART_PROB, TOP_K, ChunkGraph
 
 _CAMEL = {"topK": "top_k", "randomWalkSteps": "random_walk_steps", "restartProb": "restart_prob"}
 
@@ -55,9 +55,9 @@ class GraphRAG:
     def query(
         self,
         query: Sequence[float],
-        top_k: int = 10,
-        random_walk_steps: int = 100,
-        restart_prob: float = 0.15,
+        top_k: int = TOP_K,
+        random_walk_steps: int = RANDOM_WALK_STEPS,
+        restart_prob: float = RESTART_PROB,
         filter: Mapping[str, Any] | None = None,
         **mastra: Any,
     ) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
 SUPPORTED_ENCODINGS = ("o200k_base", "cl100k_base")
+# Every token count's encoding unless configured (`settings.encoding`): GPT-4o's and later models'.
+DEFAULT_ENCODING = SUPPORTED_ENCODINGS[0]
 _lock = threading.Lock()
 
 
@@ -39,7 +41,7 @@ def _load_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:
 
 
 @cache
-def get_encoding(name: str = "o200k_base") -> tiktoken.Encoding:
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """A tiktoken Encoding, built offline."""
     if name not in SUPPORTED_ENCODINGS:
         raise TokenizerError(f"unsupported encoding {name!r}; use one of {', '.join(SUPPORTED_ENCODINGS)}")
@@ -67,7 +69,7 @@ def _count_short(text: str, encoding: str) -> int:
     return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
-def count_tokens(text: str, encoding: str = "o200k_base") -> int:
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     if len(text) <= _COUNTED_CHARS:
         return _count_short(text, encoding)
     return len(get_encoding(encoding).encode(text, disallowed_special=()))

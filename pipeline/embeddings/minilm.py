@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.core import client_defaults as cd
 from pipeline.embeddings.base import Calibration
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -27,7 +28,11 @@ class LocalMiniLMEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers, from the model files shipped in a wheel."""
 
     def __init__(
-        self, device: str = "cpu", batch_size: int = 64, quantize: str = "none", precision: str = "auto"
+        self,
+        device: str = cd.EMBEDDING_DEVICE,
+        batch_size: int = cd.EMBEDDING_BATCH_SIZE,
+        quantize: str = cd.EMBEDDING_QUANTIZE,
+        precision: str = cd.EMBEDDING_PRECISION,
     ) -> None:
         if quantize not in ("none", "int8"):
             raise ValueError(f"quantize must be 'none' or 'int8', got {quantize!r}")

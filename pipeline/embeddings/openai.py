@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core import client_defaults as cd
 from pipeline.core.tokens import get_encoding
 from pipeline.embeddings.base import Calibration
 from pipeline.llm.client import LLMClient
@@ -34,8 +35,8 @@ class OpenAIEmbedder:
         self,
         client: LLMClient,
         *,
-        max_input_tokens: int = 8191,
-        batch_tokens: int = 100_000,
+        max_input_tokens: int = cd.EMBEDDING_MAX_INPUT_TOKENS,
+        batch_tokens: int = cd.EMBEDDING_BATCH_TOKENS,
         piece_overlap: int = 32,
     ) -> None:
         self.client = client

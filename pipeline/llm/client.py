@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from pipeline.caches.base import ResponseCache, cache_key
+from pipeline.core import client_defaults as cd
 from pipeline.llm import structured
 from pipeline.llm.batch import Batches, CancelSignal, run_guarded
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
@@ -59,9 +60,9 @@ class LLMClient(Batches):
         api_key: str,
         base_url: str | None = None,
         temperature: float = 0.0,
-        max_tokens: int = 2000,
-        max_output_tokens: int = 16_384,
-        json_mode: JsonModeSetting = "auto",
+        max_tokens: int = cd.LLM_MAX_TOKENS,
+        max_output_tokens: int = cd.LLM_MAX_OUTPUT_TOKENS,
+        json_mode: JsonModeSetting = cd.LLM_JSON_MODE,  # type: ignore[assignment]
         cache: ResponseCache | None = None,
         usage: Usage | None = None,
         **connection: Any,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.caches.base import CachedResponse, ResponseCache
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.llm.reply import Reply
 from pipeline.llm.transport import Transport
 
@@ -84,7 +84,7 @@ class Tally:
 class CallLedger:
     """What a dry run would have sent, per stage (`with ledger.stage("extraction"): ...`)."""
 
-    def __init__(self, encoding: str = "o200k_base") -> None:
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding = encoding
         self.tallies: dict[str, Tally] = {}
         self._current = "other"

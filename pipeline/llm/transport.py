@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from pipeline.core import client_defaults as cd
 from pipeline.core.tokens import count_tokens
 from pipeline.llm import structured
 from pipeline.llm.batch import remaining
@@ -98,11 +99,11 @@ class Transport:
         model: str,
         api_key: str,
         base_url: str | None = None,
-        timeout_s: float = 60.0,
-        first_token_timeout_s: float = 300.0,
-        idle_timeout_s: float = 30.0,
+        timeout_s: float = cd.REQUEST_TIMEOUT_S,
+        first_token_timeout_s: float = cd.LLM_FIRST_TOKEN_TIMEOUT_S,
+        idle_timeout_s: float = cd.LLM_IDLE_TIMEOUT_S,
         stream: bool = True,
-        max_retries: int = 4,
+        max_retries: int = cd.MAX_RETRIES,
         concurrency: int | None = None,
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,

@@ -15,8 +15,10 @@ from pathlib import Path
 from pipeline.core.boilerplate import Region, content_span, with_layout
 from pipeline.core.sections import locate
 from pipeline.core.token_windows import token_windows
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.ops.structure import segments
 from pipeline.parse.layout import Layout
+from pipeline.settings import default_of
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,9 @@ def text_unit_id(document_id: str, start_char: int, end_char: int) -> str:
 def chunk_text(
     document_id: str,
     text: str,
-    chunk_size: int = 1200,
-    chunk_overlap: int = 100,
-    encoding: str = "o200k_base",
+    chunk_size: int = default_of("chunk_size"),
+    chunk_overlap: int = default_of("chunk_overlap"),
+    encoding: str = DEFAULT_ENCODING,
     span: tuple[int, int] | None = None,
 ) -> list[TextUnit]:
     """Split one document (only `text[span[0]:span[1]]` if given) into overlapping token windows with
@@ -76,9 +78,9 @@ def chunk_text(
 
 def chunk_documents(
     documents: Iterable[tuple[str, str]],
-    chunk_size: int = 1200,
-    chunk_overlap: int = 100,
-    encoding: str = "o200k_base",
+    chunk_size: int = default_of("chunk_size"),
+    chunk_overlap: int = default_of("chunk_overlap"),
+    encoding: str = DEFAULT_ENCODING,
 ) -> Iterator[TextUnit]:
     """Chunk (document_id, text) pairs; documents never share a chunk."""
     for document_id, text in documents:

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from pipeline.core import schema, tables
 from pipeline.core.names import stable_id
+from pipeline.settings import default_of
 
 
 @dataclass
@@ -44,8 +45,8 @@ def build_communities(
     entities: pa.Table,
     relationships: pa.Table,
     *,
-    max_cluster_size: int = 10,
-    seed: int = 0xDEADBEEF,
+    max_cluster_size: int = default_of("max_cluster_size"),
+    seed: int = default_of("leiden_seed"),
     resolution: float = 1.0,
     period: str | None = None,
 ) -> pa.Table:

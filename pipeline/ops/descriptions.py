@@ -33,11 +33,12 @@ from pydantic import BaseModel, Field
 
 from pipeline import prompts
 from pipeline.core.names import normalize_name
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.engine.base import Engine, runner
 from pipeline.engine.summarize import Summary
 from pipeline.engine.task import Task, TaskContext
 from pipeline.ops.extraction.text import split_sentences
+from pipeline.settings import default_of
 from pipeline.settings.indexing import DescriptionSettings
 
 _INFORMATIVE_WORDS = (8, 50)
@@ -243,10 +244,11 @@ DESCRIBE: Task[DescriptionRequest, DescriptionSummary] = Task(
 class DescriptionOptions:
     """How long a merged description may be, offline and asked of a model."""
 
-    max_tokens: int = 200  # offline: the extractive description's budget
-    max_input_tokens: int = 4000  # LLM: descriptions per summarize call (iterative beyond)
-    max_words: int = 500  # LLM: the summary's length
-    encoding: str = "o200k_base"
+    max_tokens: int = default_of("description_max_tokens")  # offline: the extractive description's budget
+    # LLM: descriptions per summarize call (iterative beyond)
+    max_input_tokens: int = default_of("summarize_max_input_tokens")
+    max_words: int = default_of("summarize_max_words")  # LLM: the summary's length
+    encoding: str = DEFAULT_ENCODING
 
     @classmethod
     def from_settings(cls, settings: DescriptionSettings) -> DescriptionOptions:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.documents import Document, IngestError, document_id
 from pipeline.ops.input_folder import InputEntry, read_regular, scan
+from pipeline.settings import default_of
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 ROW_SUFFIXES = {".json", ".jsonl", ".ndjson", ".csv", ".parquet"}
@@ -53,11 +54,11 @@ def rejection_line(files: int, files_rejected: int, rows_rejected: int) -> str |
 
 @dataclass(frozen=True)
 class IngestOptions:
-    max_document_bytes: int = 20_000_000
+    max_document_bytes: int = default_of("max_document_bytes")
     fallback_encodings: tuple[str, ...] = ()
-    id_column: str = "id"
-    title_column: str = "title"
-    text_column: str = "text"
+    id_column: str = default_of("id_column")
+    title_column: str = default_of("title_column")
+    text_column: str = default_of("text_column")
     parse_cache_dir: str | None = None  # pipeline.parse.cache: parsed files by their bytes
 
 

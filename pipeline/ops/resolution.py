@@ -57,6 +57,7 @@ from pipeline.ops.descriptions import (
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
 from pipeline.ops.relationships import merge_relationships, prune_relationships
+from pipeline.settings import default_of
 from pipeline.settings.indexing import ResolutionSettings
 
 log = logging.getLogger(__name__)
@@ -108,9 +109,10 @@ class _Mention:
 class ResolutionOptions:
     """The thresholds of the rules above, and how merged descriptions are written."""
 
-    fuzzy_threshold: float = 92  # rapidfuzz ratio to merge same-type names (100: exact names only)
+    # rapidfuzz ratio to merge same-type names (100: exact names only)
+    fuzzy_threshold: float = default_of("resolution_fuzzy_threshold")
     min_npmi: float = 0.0  # offline edges below this NPMI are pruned...
-    keep_weight: float = 2  # ...unless seen in at least this many sentences
+    keep_weight: float = default_of("offline_keep_weight")  # ...unless seen in at least this many sentences
     drop_common_words: bool = False  # rule 4 (off by default; see Settings.offline_drop_common_words)
     descriptions: DescriptionOptions = DescriptionOptions()
 

@@ -16,6 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.chunk_graph.graph import RANDOM_WALK_STEPS, RESTART_PROB, TOP_K
+from pipeline.settings import default_of
+from pipeline.vector_tool.options import DEFAULT_TOP_K
+
 Scalar = str | int | float | bool | None  # filter values: JSON scalars, so they cannot smuggle expressions
 ResponseType = Field(
     default=None,
@@ -84,17 +88,30 @@ class GlobalOptions(QueryOptions):
 class LocalOptions(QueryOptions):
     """Entities → graph neighbourhood → communities → evidence cited to document offsets."""
 
-    top_k: int | None = Field(default=None, ge=1, le=50, description="Communities to keep; default 8")
+    top_k: int | None = Field(
+        default=None, ge=1, le=50, description=f"Communities to keep; default {default_of('local_top_k')}"
+    )
     community_level: int | None = CommunityLevel
 
 
 class DriftOptions(QueryOptions):
     """DRIFT: a primer over the nearest community reports, follow-up local searches, a reduce."""
 
-    primer_k: int | None = Field(default=None, ge=1, le=50, description="Reports the primer reads; default 8")
-    primer_folds: int | None = Field(default=None, ge=1, le=10, description="Primer calls; default 2")
-    depth: int | None = Field(default=None, ge=0, le=5, description="Rounds of follow-ups; default 2")
-    breadth: int | None = Field(default=None, ge=1, le=10, description="Follow-ups per round; default 3")
+    primer_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description=f"Reports the primer reads; default {default_of('drift_primer_k')}",
+    )
+    primer_folds: int | None = Field(
+        default=None, ge=1, le=10, description=f"Primer calls; default {default_of('drift_primer_folds')}"
+    )
+    depth: int | None = Field(
+        default=None, ge=0, le=5, description=f"Rounds of follow-ups; default {default_of('drift_depth')}"
+    )
+    breadth: int | None = Field(
+        default=None, ge=1, le=10, description=f"Follow-ups per round; default {default_of('drift_breadth')}"
+    )
     community_level: int | None = Field(
         default=None,
         ge=0,
@@ -108,7 +125,9 @@ class DriftOptions(QueryOptions):
 class BasicOptions(QueryOptions):
     """Vector RAG: the nearest passages answered with citations to their offsets."""
 
-    top_k: int | None = Field(default=None, ge=1, le=50, description="Passages in the context; default 10")
+    top_k: int | None = Field(
+        default=None, ge=1, le=50, description=f"Passages in the context; default {default_of('basic_top_k')}"
+    )
     full_text: bool | None = Field(
         default=None, description="Fuse BM25 full-text hits with the dense ones (off by default)"
     )
@@ -125,13 +144,22 @@ class LazyOptions(QueryOptions):
     answer from the relevant units' sentences; no community reports needed."""
 
     budget: int | None = Field(
-        default=None, ge=1, le=10_000, description="Units rated for relevance per question; default 100"
+        default=None,
+        ge=1,
+        le=10_000,
+        description=f"Units rated for relevance per question; default {default_of('lazy_budget')}",
     )
     subqueries: int | None = Field(
-        default=None, ge=1, le=8, description="Subqueries the question is expanded into; default 3"
+        default=None,
+        ge=1,
+        le=8,
+        description=f"Subqueries the question is expanded into; default {default_of('lazy_subqueries')}",
     )
     max_irrelevant: int | None = Field(
-        default=None, ge=1, le=100, description="Irrelevant communities in a row that end a branch; default 3"
+        default=None,
+        ge=1,
+        le=100,
+        description=f"Irrelevant communities in a row that end a branch; default {default_of('lazy_max_irrelevant')}",
     )
 
 
@@ -149,16 +177,20 @@ class AutoOptions(QueryOptions):
 class ChunkOptions(QueryOptions):
     """Chunk-similarity graph: seeds by cosine, random walk with restart from each (seeded)."""
 
-    top_k: int | None = Field(default=None, ge=1, le=100, description="Chunks to return; default 10")
+    top_k: int | None = Field(default=None, ge=1, le=100, description=f"Chunks to return; default {TOP_K}")
     random_walk_steps: int | None = Field(
         default=None,
         ge=1,
         le=10_000,
-        description="Random walk steps per seed; default 100",
+        description=f"Random walk steps per seed; default {RANDOM_WALK_STEPS}",
         json_schema_extra={"cli": ["--steps"]},
     )
     restart_prob: float | None = Field(
-        default=None, gt=0, le=1, allow_inf_nan=False, description="Restart probability; default 0.15"
+        default=None,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description=f"Restart probability; default {RESTART_PROB}",
     )
     filter: dict[str, Scalar] | None = Field(
         default=None,
@@ -183,7 +215,9 @@ class ChunkOptions(QueryOptions):
 class VectorOptions(QueryOptions):
     """Nearest text units by cosine similarity to the embedded query (the vector query tool)."""
 
-    top_k: int | None = Field(default=None, ge=1, le=100, description="Results to return; default 10")
+    top_k: int | None = Field(
+        default=None, ge=1, le=100, description=f"Results to return; default {DEFAULT_TOP_K}"
+    )
     filter: dict[str, Any] | None = Field(
         default=None,
         description='Metadata filter, e.g. {"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}}; '

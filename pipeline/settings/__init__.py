@@ -234,6 +234,12 @@ class Settings(
         return Settings.model_validate(data)
 
 
+def default_of(name: str) -> Any:
+    """Setting `name`'s default, for code that takes that value when built without settings (a config
+    made by hand, a test's): the literal is written once, in the settings model."""
+    return Settings.model_fields[name].get_default(call_default_factory=True)
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Settings from env/YAML/defaults, then `overrides` (None values ignored)."""
     try:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pipeline.core import client_defaults as cd
+
 
 class EmbeddingSettings(BaseModel):
     """The embedder (pipeline.embeddings) and what the vector tables embed."""
@@ -24,9 +26,11 @@ class EmbeddingSettings(BaseModel):
     embedding_api_key_env: str = Field(
         default="OPENAI_API_KEY", description="openai provider: the env var holding the key (never logged)"
     )
-    embedding_batch_size: int = Field(default=64, ge=1, description="Texts per model batch")
+    embedding_batch_size: int = Field(
+        default=cd.EMBEDDING_BATCH_SIZE, ge=1, description="Texts per model batch"
+    )
     embedding_device: str = Field(
-        default="cpu", description="torch device of the local model (cuda where a GPU is)"
+        default=cd.EMBEDDING_DEVICE, description="torch device of the local model (cuda where a GPU is)"
     )
     entity_vector_description_words: int = Field(
         default=0,
@@ -43,14 +47,14 @@ class EmbeddingSettings(BaseModel):
         "query engine reads the index unchanged; costs embedding those texts once (cached)",
     )
     embedding_quantize: Literal["none", "int8"] = Field(
-        default="none",
+        default=cd.EMBEDDING_QUANTIZE,
         description="local provider: 'int8' runs MiniLM's linear layers as int8 (torch dynamic "
         "quantization, made at load from the shipped weights): 1.4-1.7x faster on a CPU, vectors at "
         "0.94-0.96 cosine of the full model's, its own cache entries; on MuSiQue it costs plain vector "
         "search 3.5 points of R@5, so it is off by default",
     )
     embedding_precision: Literal["auto", "fp32", "bf16"] = Field(
-        default="auto",
+        default=cd.EMBEDDING_PRECISION,
         description="local provider: the number format MiniLM runs in. 'auto': bf16 on a CPU with bf16 "
         "instructions (avx512_bf16 or amx_bf16 in /proc/cpuinfo: AMD Zen 4 and later, Intel Cooper Lake, "
         "Sapphire Rapids and later) unless int8 is asked for, fp32 elsewhere (torch would emulate bf16 "
@@ -61,13 +65,17 @@ class EmbeddingSettings(BaseModel):
     # openai embedding provider: same shape as the llm_* knobs, plus token budgets (tiktoken counts)
     embedding_concurrency: int = Field(default=4, ge=1, description="openai provider: requests in flight")
     embedding_timeout_s: float = Field(
-        default=60.0, gt=0, description="openai provider: one request's timeout"
+        default=cd.REQUEST_TIMEOUT_S, gt=0, description="openai provider: one request's timeout"
     )
     embedding_max_retries: int = Field(
-        default=4, ge=0, description="openai provider: retries of a failed request"
+        default=cd.MAX_RETRIES, ge=0, description="openai provider: retries of a failed request"
     )
-    embedding_max_input_tokens: int = Field(default=8191, ge=16, description="Longer texts are split")
-    embedding_batch_tokens: int = Field(default=100_000, ge=16, description="Tokens per request at most")
+    embedding_max_input_tokens: int = Field(
+        default=cd.EMBEDDING_MAX_INPUT_TOKENS, ge=16, description="Longer texts are split"
+    )
+    embedding_batch_tokens: int = Field(
+        default=cd.EMBEDDING_BATCH_TOKENS, ge=16, description="Tokens per request at most"
+    )
 
 
 class LLMSettings(BaseModel):
@@ -91,32 +99,41 @@ class LLMSettings(BaseModel):
         description="Requests in flight at once; unset = 8 for OpenAI's API, 1 for any other base URL: set "
         "it to a local server's parallel slots (llama.cpp --parallel, OLLAMA_NUM_PARALLEL)",
     )
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="A whole (unstreamed) reply, an embedding")
+    llm_timeout_s: float = Field(
+        default=cd.REQUEST_TIMEOUT_S, gt=0, description="A whole (unstreamed) reply, an embedding"
+    )
     llm_stream: bool = Field(
         default=True,
         description="Stream chat replies (pipeline.llm.stream); a server that does not stream is asked for "
         "whole replies under llm_timeout_s, logged once",
     )
     llm_first_token_timeout_s: float = Field(
-        default=300.0, gt=0, description="Streamed reply: time to its first token (the prompt is read first)"
+        default=cd.LLM_FIRST_TOKEN_TIMEOUT_S,
+        gt=0,
+        description="Streamed reply: time to its first token (the prompt is read first)",
     )
-    llm_idle_timeout_s: float = Field(default=30.0, gt=0, description="Streamed reply: longest gap in it")
+    llm_idle_timeout_s: float = Field(
+        default=cd.LLM_IDLE_TIMEOUT_S, gt=0, description="Streamed reply: longest gap in it"
+    )
     llm_max_retries: int = Field(
-        default=4,
+        default=cd.MAX_RETRIES,
         ge=0,
         description="Retries of 429 (honouring Retry-After), 5xx, timeouts and dropped connections, after a "
         "backoff; never other 4xx, nor a whole reply that timed out at a local server",
     )
     llm_temperature: float = Field(default=0.0, description="Sampling temperature of every call")
-    llm_max_tokens: int = Field(default=2000, ge=1, description="Output limit of tasks without their own")
+    llm_max_tokens: int = Field(
+        default=cd.LLM_MAX_TOKENS, ge=1, description="Output limit of tasks without their own"
+    )
     llm_max_output_tokens: int = Field(
-        default=16_384,
+        default=cd.LLM_MAX_OUTPUT_TOKENS,
         ge=1,
         description="A reply cut off at its limit is never used or cached: it is asked again once with "
         "twice the limit, at most this; cut again, the call fails (an extraction gets a failed_extractions row)",
     )
     llm_json_mode: Literal["auto", "json_schema", "json_object"] = Field(
-        default="auto", description="auto: json_schema, falling back to json_object if the server rejects it"
+        default=cd.LLM_JSON_MODE,
+        description="auto: json_schema, falling back to json_object if the server rejects it",
     )
     llm_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,

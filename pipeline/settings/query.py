@@ -17,6 +17,7 @@ class LocalSettings(TokenizerSettings):
     local_context_max_tokens: int = Field(
         default=12_000, ge=1000, description="Tokens of the local answer prompt, its data tables included"
     )
+    local_top_k: int = Field(default=8, ge=1, le=50, description="Communities local search keeps")
     local_rrf_k: int = Field(
         default=80,
         ge=1,
@@ -43,6 +44,14 @@ class GlobalSettings(TokenizerSettings, OutputLimitSettings):
     )
     global_rate_threshold: float = Field(
         default=2.0, ge=0, le=10, description="A report rated this (0-10) or more is mapped"
+    )
+
+
+class BasicSettings(BaseModel):
+    """Basic search (pipeline.query.basic); its answer prompt has local search's budget."""
+
+    basic_top_k: int = Field(
+        default=10, ge=1, le=50, description="Passages in basic search's context (Microsoft GraphRAG's k)"
     )
 
 
@@ -86,5 +95,5 @@ class VectorToolSettings(BaseModel):
     )
 
 
-class QuerySettings(DriftSettings, LazySettings, GlobalSettings, VectorToolSettings):
+class QuerySettings(DriftSettings, LazySettings, GlobalSettings, BasicSettings, VectorToolSettings):
     """Every query mode's section: what auto search builds each mode's config from."""

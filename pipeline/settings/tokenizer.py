@@ -6,8 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pipeline.core.tokens import DEFAULT_ENCODING
+
 
 class TokenizerSettings(BaseModel):
     encoding: Literal["o200k_base", "cl100k_base"] = Field(
-        default="o200k_base", description="tiktoken encoding of every token count (exact, offline)"
+        default=DEFAULT_ENCODING, description="tiktoken encoding of every token count (exact, offline)"
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pipeline.chunk_graph import ChunkGraph
+from pipeline.chunk_graph.graph import RANDOM_WALK_STEPS, RESTART_PROB
 from pipeline.vector_tool.filters import FilterError, conditions
 from pipeline.vector_tool.resolver import RequestContext
 from pipeline.vector_tool.stores.base import VectorStore
@@ -77,8 +78,8 @@ class GraphRAGTool(StoreTool):
     default_description: ClassVar[str] = DEFAULT_DESCRIPTION
     context_item_schema: ClassVar[dict[str, Any]] = {"type": "string"}
 
-    random_walk_steps: int = 100
-    restart_prob: float = 0.15
+    random_walk_steps: int = RANDOM_WALK_STEPS
+    restart_prob: float = RESTART_PROB
     threshold: float = 0.7
     seed: int | None = None
 

@@ -38,6 +38,7 @@ from pipeline.ops.extraction.models import (
     UnitExtraction,
     map_entity_type,
 )
+from pipeline.settings import default_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class LLMExtractionConfig:
     entity_types: Sequence[str]
     max_gleanings: int = 1
     extract_claims: bool = True
-    claim_description: str = "Any claims or facts that could be relevant to information discovery."
+    claim_description: str = default_of("claim_description")
 
     @property
     def version(self) -> str:

@@ -19,6 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from pipeline.core.tokens import DEFAULT_ENCODING
+from pipeline.settings import default_of
 from pipeline.settings.indexing import ExtractionSettings
 
 # The type of an entity whose type no rule or model could name. It means "unknown", not a type of its
@@ -78,11 +80,12 @@ class ExtractionOptions:
     entity_types: tuple[str, ...] = ("organization", "person", "geo", "event")
     extract_claims: bool = True
     max_gleanings: int = 1  # LLM: extra rounds asking for what the first missed
-    claim_description: str = "Any claims or facts that could be relevant to information discovery."  # LLM
+    claim_description: str = default_of("claim_description")  # LLM
     window: int = 1  # offline: co-occurrence window in sentences
     ner: bool = True  # offline: spaCy's NER types and adds names (the nlp method); False: the rules alone
-    encoding: str = "o200k_base"  # counts the text units packed into one request (`packed.plan_packs`)
-    pack_tokens: int = 1200  # text tokens packed into one request at most; 0: one unit per request
+    encoding: str = DEFAULT_ENCODING  # counts the text units packed into one request (`packed.plan_packs`)
+    # text tokens packed into one request at most; 0: one unit per request
+    pack_tokens: int = default_of("extraction_pack_tokens")
     processes: int = 0  # offline: worker processes for the packs; 0: one per core on a long run
 
     @classmethod

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema, tables
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.engine.base import Engine, runner
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
@@ -32,6 +33,7 @@ from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
 from pipeline.ops.reports.task import REPORT
+from pipeline.settings import default_of
 
 ProgressFn = Callable[[int, int, int], None]  # (level, reports done at this level, communities at it)
 _CONTENT = ("title", "summary", "full_content", "rank", "rating_explanation", "findings", "full_content_json")
@@ -93,8 +95,8 @@ def build_reports(
     engine: Engine,
     *,
     budget: int = 8000,
-    max_words: int = 2000,
-    encoding: str = "o200k_base",
+    max_words: int = default_of("report_max_words"),
+    encoding: str = DEFAULT_ENCODING,
     previous: pa.Table | None = None,
     progress: ProgressFn | None = None,
     min_entities: int = 0,

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from pipeline.settings import default_of
+
 
 class Finding(BaseModel):
     summary: str = Field(description="A one-line summary of the insight")
@@ -93,7 +95,7 @@ class ReportContext(BaseModel):
 
 class CommunityReportRequest(BaseModel):
     context: ReportContext
-    max_words: int = Field(default=2000, ge=10)
+    max_words: int = Field(default=default_of("report_max_words"), ge=10)
 
 
 class ReportIdentity(NamedTuple):

@@ -21,7 +21,7 @@ from pipeline.core import schema
 from pipeline.core.boilerplate import mask_rows
 from pipeline.core.plain import plain
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
@@ -35,6 +35,7 @@ from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.global_.tasks import skeleton_text
 from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.tasks import AnswerRequest, ContextRow, LocalContext
+from pipeline.settings import default_of
 from pipeline.settings.query import LocalSettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
@@ -47,13 +48,14 @@ class BasicSearchError(ValueError):
 
 @dataclass(frozen=True)
 class BasicSearchConfig:
-    top_k: int = 10  # Microsoft GraphRAG's basic_search k
+    top_k: int = default_of("basic_top_k")  # Microsoft GraphRAG's basic_search k
     # Fuse BM25 hits with the dense ones. Off, as Microsoft GraphRAG's basic search: on MuSiQue-100 the
     # equal-weight fusion lost 7 points of R@5 to dense alone (57.0 vs 63.9; `make eval`).
     full_text: bool = False
     rrf_k: int = 60  # the RRF constant of the original paper (Cormack et al.), as `pipeline.core.rrf`
-    context_max_tokens: int = 12_000  # the whole answer prompt; Microsoft GraphRAG's max_context_tokens
-    encoding: str = "o200k_base"
+    # the whole answer prompt; Microsoft GraphRAG's max_context_tokens
+    context_max_tokens: int = default_of("local_context_max_tokens")
+    encoding: str = DEFAULT_ENCODING
     # A caller's own floor on the passages' cosine to the question, above the embedder's relevance
     # level that decides no_results; a full-text-only hit has no cosine and is kept.
     min_score: float | None = None
@@ -64,7 +66,11 @@ class BasicSearchConfig:
 
     @classmethod
     def from_settings(cls, settings: LocalSettings, **overrides: Any) -> BasicSearchConfig:
-        configured = {"context_max_tokens": settings.local_context_max_tokens, "encoding": settings.encoding}
+        configured = {
+            "top_k": settings.basic_top_k,
+            "context_max_tokens": settings.local_context_max_tokens,
+            "encoding": settings.encoding,
+        }
         return with_overrides(cls, configured, overrides)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipeline.core.token_windows import token_windows
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.query.global_.context import ReportContext
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
@@ -63,7 +63,7 @@ def pack(blocks: Sequence[str], base: str, limit: int, encoding: str, sep: str =
 
 
 def split_report(
-    report: ReportContext, skeleton_tokens: int, limit: int, encoding: str = "o200k_base"
+    report: ReportContext, skeleton_tokens: int, limit: int, encoding: str = DEFAULT_ENCODING
 ) -> list[str]:
     """The report as one or more labeled parts, each fitting in a batch alongside the skeleton."""
     header_tokens = count_tokens(part_header(report.community, WORST_CASE_PART) + "\n", encoding)
@@ -86,7 +86,7 @@ def build_batches(
     budget: int = 8000,
     reserve: int = 512,
     seed: int | None = 0,
-    encoding: str = "o200k_base",
+    encoding: str = DEFAULT_ENCODING,
 ) -> list[Batch]:
     """Shuffle (seeded), split and pack reports; `skeleton` is the map prompt with empty content."""
     limit = prompt_budget(budget, reserve)

@@ -33,6 +33,7 @@ from pipeline.query.local.context import prompt_tokens
 from pipeline.query.local.index import LocalIndex
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.query.local.tasks import ContextRow, LocalContext
+from pipeline.settings import default_of
 from pipeline.settings.query import DriftSettings
 
 CENTRAL_ENTITIES = 3  # per primer report: the follow-ups it can lead to
@@ -44,12 +45,14 @@ class DriftSearchError(ValueError):
 
 @dataclass(frozen=True)
 class DriftSearchConfig:
-    primer_k: int = 8  # reports the primer reads (Microsoft GraphRAG: drift_k_followups = 20)
-    primer_folds: int = 2  # primer calls, the reports split among them (primer_folds = 5)
-    depth: int = 2  # rounds of follow-ups (n_depth = 3)
-    breadth: int = 3  # follow-ups answered per round (drift_k_followups = 20)
+    # reports the primer reads (Microsoft GraphRAG: drift_k_followups = 20)
+    primer_k: int = default_of("drift_primer_k")
+    # primer calls, the reports split among them (primer_folds = 5)
+    primer_folds: int = default_of("drift_primer_folds")
+    depth: int = default_of("drift_depth")  # rounds of follow-ups (n_depth = 3)
+    breadth: int = default_of("drift_breadth")  # follow-ups answered per round (drift_k_followups = 20)
     follow_ups_per_step: int = 3  # follow-ups a step may propose
-    concurrency: int = 4  # calls in flight at once (concurrency = 32)
+    concurrency: int = default_of("drift_concurrency")  # calls in flight at once (concurrency = 32)
     community_level: int | None = None  # the primer's reports: None = every level
     reduce_budget: int = 8000  # tokens of the reduce prompt, as global search's
     response_type: str = DEFAULT_RESPONSE_TYPE

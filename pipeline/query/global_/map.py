@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
@@ -32,6 +33,7 @@ from pipeline.query.global_.tasks import (
     reduce_messages,
     skeleton_text,
 )
+from pipeline.settings import default_of
 from pipeline.settings.query import GlobalSettings
 
 SELECTIONS = ("auto", "dynamic", "static")
@@ -51,18 +53,21 @@ class GlobalSearchConfig:
     map_concurrency: int = 4
     map_attempts: int = 2  # a failed batch is retried once
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
-    encoding: str = "o200k_base"
+    encoding: str = DEFAULT_ENCODING
     response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
     # Which reports are mapped (`pipeline.query.global_.selection`): "dynamic" rates them top-down,
     # "static" maps one level, "auto" is dynamic when the namespace has more than
     # `dynamic_min_communities` communities and no level was asked for.
-    selection: str = "auto"
-    dynamic_min_communities: int = 300
-    rate_threshold: float = 2.0  # 0-10: a report rated this or more is kept (GraphRAG: 1 of 0-5)
+    selection: str = default_of("global_selection")
+    dynamic_min_communities: int = default_of("global_dynamic_min_communities")
+    # 0-10: a report rated this or more is kept (GraphRAG: 1 of 0-5)
+    rate_threshold: float = default_of("global_rate_threshold")
     rate_batch_size: int = 8  # reports per rating call
-    max_rated: int = 160  # reports rated per question: at most ceil(160 / 8) = 20 rating calls
+    # reports rated per question: at most ceil(160 / 8) = 20 rating calls
+    max_rated: int = default_of("global_max_rated")
     # 8 map calls: a broad question on MuSiQue-100 (3,202 communities) maps in 4 s offline on 2 cores.
-    max_map_batches: int = 8  # map calls per question, dynamic or level="auto"
+    # map calls per question, dynamic or level="auto"
+    max_map_batches: int = default_of("global_max_map_batches")
     keep_parent: bool = False  # a relevant child replaces its parent (GraphRAG's default)
 
     def __post_init__(self) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.plain import plain
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.basic.search import build_basic_context
 from pipeline.query.basic.tasks import BASIC_ANSWER
@@ -43,6 +44,7 @@ from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.passage_index import load_passage_index
 from pipeline.query.local.tasks import AnswerRequest
+from pipeline.settings import default_of
 from pipeline.settings.query import LazySettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
@@ -61,18 +63,22 @@ class _Stopped(Exception):
 class LazySearchConfig:
     # Units rated per question. Microsoft's presets are 100 / 500 / 1,500 (its "Z100", "Z500",
     # "Z1500"); 100 was already on a par with GraphRAG's global search in its evaluation.
-    budget: int = 100
-    subqueries: int = 3
-    units_per_call: int = 8  # several units per rating call: one call per community visit
-    max_irrelevant: int = 3  # a branch stops after this many irrelevant communities in a row
-    threshold: float = 2.0  # 0-10; offline 2.0 is the calibration's `relevant` cosine (MiniLM: 0.25)
+    budget: int = default_of("lazy_budget")
+    subqueries: int = default_of("lazy_subqueries")
+    # several units per rating call: one call per community visit
+    units_per_call: int = default_of("lazy_units_per_call")
+    # a branch stops after this many irrelevant communities in a row
+    max_irrelevant: int = default_of("lazy_max_irrelevant")
+    # 0-10; offline 2.0 is the calibration's `relevant` cosine (MiniLM: 0.25)
+    threshold: float = default_of("lazy_threshold")
     sentences_per_unit: int = 3  # extracted from a relevant unit (a short unit is kept whole)
     # Units each subquery ranks; only these are ever tested. Local search offers its 40 best passages to
     # its context; so does each subquery here (on MuSiQue-100: 187 gold passages in the contexts at 40,
     # 184 at 60, 172 at 200, where the community walk spent the tests on units ranked far down).
     ranking_depth: int = 40
-    context_max_tokens: int = 12_000  # the answer prompt, as basic and local search
-    encoding: str = "o200k_base"
+    # the answer prompt, as basic and local search
+    context_max_tokens: int = default_of("local_context_max_tokens")
+    encoding: str = DEFAULT_ENCODING
     # The relevant units' sentences rarely fill the answer budget (offline about 33 units a question on
     # MuSiQue-100, ~3k of 12k tokens); what is left goes to the best-ranked units no test got to, after
     # every relevant one, marked untested. A unit a test judged irrelevant is never added.

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.query.local.index import LocalIndex
 from pipeline.query.local.tasks import LABELS, SECTIONS, ContextRow, LocalContext, Section, answer_messages
 
@@ -301,7 +301,7 @@ def build_local_context(
     chunks: list[dict[str, Any]],
     *,
     max_tokens: int = 12_000,
-    encoding: str = "o200k_base",
+    encoding: str = DEFAULT_ENCODING,
     shares: ContextShares = ContextShares(),
 ) -> tuple[LocalContext, list[dict[str, Any]]]:
     """The context of the answer to `question` and the evidence items (sources, claims) it holds.

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipeline.core.plain import plain
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.options import require_counts, require_level
@@ -48,6 +49,7 @@ from pipeline.query.local.tasks import (
     LocalContext,
     SelectRequest,
 )
+from pipeline.settings import default_of
 from pipeline.settings.query import LocalSettings
 
 
@@ -68,18 +70,19 @@ NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 
 @dataclass(frozen=True)
 class LocalSearchConfig:
-    top_k: int = 8
+    top_k: int = default_of("local_top_k")
     community_level: int | None = None
     max_hops: int = 2
     report_top_k: int = 8
     evidence_limit: int = 40  # ranked passages offered to the context's sources section
     passages: PassageRankOptions = field(default_factory=PassageRankOptions)
-    rrf_k: int = 80  # community ranking; graphrag-ts's service default (its utility's own default is 60)
+    # community ranking; graphrag-ts's service default (its utility's own default is 60)
+    rrf_k: int = default_of("local_rrf_k")
     match: MatchOptions = field(default_factory=MatchOptions)
     # The answer prompt's budget (settings.local_context_max_tokens) and how its sections share it.
-    context_max_tokens: int = 12_000
+    context_max_tokens: int = default_of("local_context_max_tokens")
     context_shares: ContextShares = field(default_factory=ContextShares)
-    encoding: str = "o200k_base"
+    encoding: str = DEFAULT_ENCODING
 
     def __post_init__(self) -> None:
         # A clear error for what would otherwise slice oddly ([:-1]) or fail deep inside (2.5).
@@ -90,6 +93,7 @@ class LocalSearchConfig:
     def from_settings(cls, settings: LocalSettings, **overrides: Any) -> LocalSearchConfig:
         """The configured budget and token encoding, with `overrides` (top_k, community_level, ...)."""
         configured = {
+            "top_k": settings.local_top_k,
             "context_max_tokens": settings.local_context_max_tokens,
             "encoding": settings.encoding,
             "rrf_k": settings.local_rrf_k,
