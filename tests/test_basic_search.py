@@ -137,8 +137,8 @@ def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
 
 def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_documents(tmp_path):
     from pipeline.core.boilerplate import Region, content_span
+    from pipeline.core.stored_regions import REGIONS_KEY
     from pipeline.core.tables import to_table
-    from pipeline.ops.incremental import REGIONS_KEY
     from pipeline.query.common.front_matter import DocumentRegions, document_regions
 
     store = NamespaceStore(tmp_path, "docs")

@@ -101,7 +101,7 @@ def test_previous_rows_are_taken_only_under_the_same_chunking():
 def test_front_matter_regions_are_stored_with_the_units_and_carried_on_reuse(monkeypatch):
     import pipeline.ops.chunking as chunking
     from pipeline.core.boilerplate import content_span
-    from pipeline.ops.incremental import REGIONS_KEY, stored_regions
+    from pipeline.core.stored_regions import REGIONS_KEY, stored_regions
     from pipeline.ops.ingest import Document, document_id, documents_table
 
     texts = {

@@ -14,11 +14,11 @@ from assets.launch import run_index
 from pipeline.core import schema
 from pipeline.core.boilerplate import content_span
 from pipeline.core.namespace import InvalidNamespaceError
+from pipeline.core.stored_regions import stored_regions
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.chunking import offset_mismatches
-from pipeline.ops.incremental import stored_regions
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.runtime import open_embedding_cache
 from pipeline.settings import Settings

@@ -97,8 +97,8 @@ def test_the_layout_map_is_stored_with_the_document(tmp_path: Path) -> None:
 
 def test_masked_headers_become_the_chunkers_regions_and_are_blanked(tmp_path: Path) -> None:
     from pipeline.core.boilerplate import mask_text_units
+    from pipeline.core.stored_regions import stored_regions
     from pipeline.ops.chunking import chunk_documents_table
-    from pipeline.ops.incremental import stored_regions
 
     root = _folder(
         tmp_path, {"manual.pdf": pdf_pages(str(shared_data("pdf_manuals", "gnuplot.pdf")), 36, 41)}

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from pipeline.core.boilerplate import Region
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
 from pipeline.core.schema import EXTRACTED_GRAPH_SCHEMA
+from pipeline.core.stored_regions import REGIONS_KEY, regions_metadata, stored_regions
 from pipeline.ops.extraction import from_table
 from pipeline.ops.extraction import to_table as extraction_table
 from pipeline.ops.input_folder import folder_fingerprint  # what ingest reads, nothing outside it
@@ -35,10 +36,9 @@ from pipeline.ops.input_folder import folder_fingerprint  # what ingest reads, n
 # Parquet schema metadata key holding the configuration an `extracted_graph` table was made with.
 EXTRACTION_CONFIG_KEY = b"extraction_config"
 # ... and the chunking a base_text_units table was cut with, with each document's boilerplate count
-# and its front-matter regions ([start, end, kind] each; documents without any are left out).
+# and its front-matter regions (`pipeline.core.stored_regions`).
 CHUNKING_CONFIG_KEY = b"chunking_config"
 BOILERPLATE_KEY = b"boilerplate_chars"
-REGIONS_KEY = b"front_matter_regions"
 
 
 # ---- the input root (sensor) -------------------------------------------------------------------
@@ -149,18 +149,8 @@ def tag_chunking(
     meta = dict(table.schema.metadata or {})
     meta[CHUNKING_CONFIG_KEY] = config.encode()
     meta[BOILERPLATE_KEY] = json.dumps(dict(outside), sort_keys=True).encode()
-    stored = {doc: [[r.start, r.end, r.kind] for r in found] for doc, found in regions.items() if found}
-    meta[REGIONS_KEY] = json.dumps(stored, sort_keys=True, separators=(",", ":")).encode()
+    meta[REGIONS_KEY] = regions_metadata(regions)
     return table.replace_schema_metadata(meta)
-
-
-def stored_regions(metadata: Mapping[bytes, bytes] | None) -> dict[str, tuple[Region, ...]] | None:
-    """{document id: its front-matter regions} as `tag_chunking` stored them (documents without any
-    left out); None for a table cut before they were stored."""
-    raw = (metadata or {}).get(REGIONS_KEY)
-    if raw is None:
-        return None
-    return {doc: tuple(Region(s, e, kind) for s, e, kind in found) for doc, found in json.loads(raw).items()}
 
 
 def reusable_chunks(

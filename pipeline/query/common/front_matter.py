@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.core.boilerplate import Region, content_span
+from pipeline.core.stored_regions import stored_regions
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.incremental import stored_regions
 from pipeline.query.common.index_cache import cached_index, table_versions
 
 
