@@ -14,9 +14,9 @@ Validation of the LLM's JSON, record by record:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from pipeline.core.tokens import DEFAULT_ENCODING
@@ -127,29 +127,24 @@ class ExtractorIdentity:
 
 
 # ---- LLM output (validated; a reply that does not validate is repaired or retried, then fails) ----
+# A name or text with its surrounding whitespace removed, after the field's own checks (as a model
+# writes " Scrooge", a name with a space is still the name); the JSON schema the model sees is a string's.
+Stripped = Annotated[str, AfterValidator(str.strip)]
+
+
 class EntityOut(BaseModel):
-    name: str = Field(min_length=1, description="The entity's name, capitalised as in the text")
-    type: str = Field(min_length=1, description="One of the requested entity types")
-    description: str = Field(
+    name: Stripped = Field(min_length=1, description="The entity's name, capitalised as in the text")
+    type: Stripped = Field(min_length=1, description="One of the requested entity types")
+    description: Stripped = Field(
         description="Comprehensive description of the entity's attributes and activities"
     )
 
-    @field_validator("name", "type", "description")
-    @classmethod
-    def _strip(cls, v: str) -> str:
-        return v.strip()
-
 
 class RelationshipOut(BaseModel):
-    source: str = Field(min_length=1, description="Name of the source entity, as in `entities`")
-    target: str = Field(min_length=1, description="Name of the target entity, as in `entities`")
-    description: str = Field(description="Why the source and target entities are related")
+    source: Stripped = Field(min_length=1, description="Name of the source entity, as in `entities`")
+    target: Stripped = Field(min_length=1, description="Name of the target entity, as in `entities`")
+    description: Stripped = Field(description="Why the source and target entities are related")
     strength: int = Field(ge=1, le=10, description="Strength of the relationship, 1 (weak) to 10 (strong)")
-
-    @field_validator("source", "target", "description")
-    @classmethod
-    def _strip(cls, v: str) -> str:
-        return v.strip()
 
     @field_validator("strength", mode="before")
     @classmethod
@@ -166,19 +161,14 @@ class RelationshipOut(BaseModel):
 
 
 class ClaimOut(BaseModel):
-    subject: str = Field(min_length=1, description="Entity the claim is about")
+    subject: Stripped = Field(min_length=1, description="Entity the claim is about")
     object: str | None = Field(default=None, description="Other entity involved, or null")
-    claim_type: str = Field(min_length=1, description="Category of the claim, upper case")
+    claim_type: Stripped = Field(min_length=1, description="Category of the claim, upper case")
     status: ClaimStatus = Field(description="TRUE, FALSE or SUSPECTED")
     start_date: str | None = Field(default=None, description="ISO-8601 start date, or null")
     end_date: str | None = Field(default=None, description="ISO-8601 end date, or null")
     description: str = Field(description="The claim and the evidence for it")
     source_text: str = Field(description="Verbatim quote from the text that supports the claim")
-
-    @field_validator("subject", "claim_type")
-    @classmethod
-    def _strip(cls, v: str) -> str:
-        return v.strip()
 
     @field_validator("status", mode="before")
     @classmethod
