@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.ops.extraction.text import split_sentences
 from pipeline.ops.reports.citations import format_citation, strip_citations
 from pipeline.ops.reports.models import CommunityReportResponse, Finding, ReportContext
@@ -40,7 +41,6 @@ CENTRAL_ENTITIES = 10
 _INFORMATIVE_WORDS = (8, 50)
 _MIN_SENTENCE_WORDS = 6  # shorter ones are mostly fragments of dialogue
 _MAX_SENTENCE_WORDS = 70
-TEMPLATE_OPENINGS = ("A community of ", "Its largest parts: ")  # our own lines, in sub-reports
 _NEAR_DUPLICATE_WORDS = 8  # sentences opening with the same words repeat each other
 
 

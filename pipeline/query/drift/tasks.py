@@ -15,9 +15,9 @@ import re
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
+from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
-from pipeline.ops.reports.offline import TEMPLATE_OPENINGS
 from pipeline.query.common.sentence_rank import rank_by_question
 from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 

@@ -23,11 +23,11 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from pipeline import prompts
+from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.core.sentences import split_sentences
 from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
-from pipeline.ops.reports.offline import TEMPLATE_OPENINGS
 from pipeline.query.common.intent import is_broad
 from pipeline.query.common.sentence_rank import rank_by_question
 
