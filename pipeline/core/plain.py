@@ -34,3 +34,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):  # a subclass (a named tuple): its items, as a list
         return [plain(v) for v in value]
     return value
+
+
+def attributes(value: Any, *names: str) -> dict[str, Any]:
+    """The named attributes of `value`, in that order, as they are: the part of an object a report or
+    an error detail shows, each name written once."""
+    return {name: getattr(value, name) for name in names}

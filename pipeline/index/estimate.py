@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.core.boilerplate import mask_text_units
+from pipeline.core.plain import attributes
 from pipeline.index.community_reports import reports_by_settings
 from pipeline.index.input_documents import ingest_options
 from pipeline.io.store import NamespaceStore
@@ -124,13 +125,9 @@ class IndexEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "namespace": self.namespace,
-            "model": self.model,
-            "endpoint": self.endpoint,
-            "engine": self.engine,
-            "method": self.method,
-            "text_units": self.text_units,
-            "text_units_source": self.text_units_source,
+            **attributes(
+                self, "namespace", "model", "endpoint", "engine", "method", "text_units", "text_units_source"
+            ),
             "prices_usd_per_million_tokens": (
                 {"prompt": self.prices[0], "completion": self.prices[1]} if self.prices else None
             ),

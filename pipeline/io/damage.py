@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core import schema
+from pipeline.core.plain import attributes
 
 LANCE_DIR = "lancedb"  # as `pipeline.io.store.LANCE_DIR` (which imports this module)
 
@@ -74,13 +75,7 @@ class IndexDamaged(RuntimeError):
         )
 
     def detail(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "table": self.table,
-            "kind": self.kind,
-            "stage": self.stage,
-            "repair": self.repair,
-        }
+        return attributes(self, "namespace", "table", "kind", "stage", "repair")
 
 
 PARQUET_UNREADABLE = "not a readable Parquet file"
