@@ -20,9 +20,9 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import basic_search_async
-from pipeline.query.common.batcher import Batch
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import drift_search_async
+from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.search import (
     GlobalSearchConfig,
     GlobalTasks,

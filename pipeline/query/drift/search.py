@@ -40,8 +40,8 @@ from typing import Any
 
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.batcher import pack
 from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.common.token_budget import pack
 from pipeline.query.drift.steps import (
     Cancelled,
     DriftNode,

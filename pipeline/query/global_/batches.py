@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 
 from pipeline.core.token_windows import token_windows
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
+from pipeline.query.common.token_budget import BudgetError, prompt_budget
 from pipeline.query.global_.context import ReportContext
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
-
-
-class BudgetError(ValueError):
-    """The token budget cannot hold the prompt (or a single line of a report) at all."""
 
 
 @dataclass
@@ -33,33 +30,6 @@ class Batch:
 
 def part_header(community: int, part: int) -> str:
     return f"[Community ID: {community} | summary part {part}]"
-
-
-def prompt_budget(budget: int, reserve: int) -> int:
-    if budget <= 0 or reserve < 0:
-        raise BudgetError(
-            f"token budget must be positive and its reserve non-negative (got {budget}, {reserve})"
-        )
-    if budget <= reserve:
-        raise BudgetError(f"token budget {budget} must exceed its output reserve {reserve}")
-    return budget - reserve
-
-
-def pack(blocks: Sequence[str], base: str, limit: int, encoding: str, sep: str = "\n\n") -> list[int]:
-    """Indices of the blocks, in order, that fit within `limit` tokens after `base`, joined by `sep`. A
-    block that does not fit is skipped, not fatal: a shorter one further down may still fit. Counted block
-    by block (each once), then the joined text exactly, as tokens can merge across a join, dropping the
-    last kept blocks if need be."""
-    used = count_tokens(base, encoding)
-    kept: list[int] = []
-    for i, block in enumerate(blocks):
-        cost = count_tokens(block + sep, encoding)
-        if used + cost <= limit:
-            kept.append(i)
-            used += cost
-    while kept and count_tokens(base + sep.join(blocks[i] for i in kept), encoding) > limit:
-        kept.pop()
-    return kept
 
 
 def split_report(

@@ -14,8 +14,9 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.batcher import Batch, pack, prompt_budget
 from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
+from pipeline.query.common.token_budget import pack, prompt_budget
+from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
 from pipeline.query.global_.tasks import (

@@ -26,9 +26,9 @@ from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.batcher import Batch, build_batches
 from pipeline.query.common.intent import is_broad
 from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
 from pipeline.query.global_.map import (
     PHASES,
