@@ -1,13 +1,13 @@
 """The prompt of `pipeline eval`'s judge (`pipeline.eval.judge`)."""
 
-from pipeline.prompts.base import PROMPTS, Prompt
+from pipeline.prompts.base import Prompt
 
 __all__ = ["EVAL_JUDGE"]
 
 # GraphRAG-Bench's grading: the answer against the reference, three grades, a short reason.
 EVAL_JUDGE = Prompt(
     name="eval_judge",
-    version="eval_judge-v1",
+    revision=1,
     system=(
         "You grade an answer to a question against a reference answer. Judge only whether the answer "
         "states what the reference states; ignore style, length and citations like [Data: ...].\n"
@@ -20,4 +20,3 @@ EVAL_JUDGE = Prompt(
         'Answer as JSON: {{"verdict": "<correct|partially|incorrect>", "reason": "<one sentence>"}}'
     ),
 )
-PROMPTS[EVAL_JUDGE.name] = EVAL_JUDGE

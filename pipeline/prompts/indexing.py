@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.prompts.base import PROMPTS, Prompt
+from pipeline.prompts.base import Prompt
 
 SUMMARIZE = Prompt(
     name="summarize",
-    version="summarize-v1",
+    revision=1,
     system=(
         "You write short, factual summaries. Use only the information in the given texts; "
         "do not add facts, opinions or speculation."
@@ -21,15 +21,13 @@ SUMMARIZE = Prompt(
     ),
 )
 
-PROMPTS[SUMMARIZE.name] = SUMMARIZE
-
 
 # ---- graph extraction (pipeline.ops.extraction.llm) and description summaries (pipeline.ops.descriptions) ----
 # GraphRAG's extraction prompt, asking for JSON instead of delimited tuples, with claims in the same call,
 # and one worked example (entities, relationships, claims) as GraphRAG's prompts carry.
 EXTRACT_GRAPH = Prompt(
     name="extract_graph",
-    version="extract_graph-v2",
+    revision=2,
     system=(
         "You extract a knowledge graph from text: entities, the relationships between them, and claims. "
         "Use only what the text says."
@@ -140,7 +138,7 @@ def extraction_example(*, claims: bool) -> str:
 # A gleaning round: the conversation so far plus this user turn (its system prompt is not used).
 EXTRACT_GRAPH_GLEAN = Prompt(
     name="extract_graph_glean",
-    version="extract_graph_glean-v1",
+    revision=1,
     system="",
     user=(
         "MANY entities, relationships and claims were missed in the last extraction. Answer with only the "
@@ -150,7 +148,7 @@ EXTRACT_GRAPH_GLEAN = Prompt(
 )
 SUMMARIZE_DESCRIPTIONS = Prompt(
     name="summarize_descriptions",
-    version="summarize_descriptions-v1",
+    revision=1,
     system="You merge descriptions of one entity or relationship into a single comprehensive description.",
     user=(
         "Given one or more entities and a list of descriptions, all related to the same entity or group of "
@@ -163,7 +161,6 @@ SUMMARIZE_DESCRIPTIONS = Prompt(
         'Answer as JSON: {{"summary": "..."}}'
     ),
 )
-PROMPTS.update({p.name: p for p in (EXTRACT_GRAPH, EXTRACT_GRAPH_GLEAN, SUMMARIZE_DESCRIPTIONS)})
 
 
 # ---- community reports (pipeline.ops.reports) ----------------------------------------------------------
@@ -188,7 +185,7 @@ _REPORT_EXAMPLE = (
 )
 COMMUNITY_REPORT = Prompt(
     name="community_report",
-    version="community_report-v2",
+    revision=2,
     system=(
         "You help an analyst understand a community of entities in a knowledge graph. You write a report "
         "about the community using only the data given: its entities, the claims about them, their "
@@ -215,4 +212,3 @@ COMMUNITY_REPORT = Prompt(
         '"explanation": "... [Data: ...]"}}], "rating": <0-10>, "rating_explanation": "..."}}'
     ),
 )
-PROMPTS[COMMUNITY_REPORT.name] = COMMUNITY_REPORT

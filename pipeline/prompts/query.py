@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pipeline.prompts.base import PROMPTS, Prompt
+from pipeline.prompts.base import Prompt
 
 # ---- global search (pipeline.query.global_.search): map over report batches, then reduce ----
 # Microsoft GraphRAG's map: a list of points, each scored on its own, so the reduce can keep the best
 # points of every batch rather than whole batches.
 GLOBAL_MAP = Prompt(
     name="global_map",
-    version="global_map-v2",
+    revision=2,
     system=(
         "You are an analyst answering a question from community reports of a knowledge graph. The reports "
         "are given as excerpts, each starting with a label [Community ID: <id> | summary part <n>].\n"
@@ -34,7 +34,7 @@ GLOBAL_MAP = Prompt(
 )
 GLOBAL_REDUCE = Prompt(
     name="global_reduce",
-    version="global_reduce-v2",
+    revision=2,
     system=(
         "You write the final answer to a question from the points that analysts found in community reports "
         "of a knowledge graph. Each point is labeled [Score: <0-100>; Community IDs: <ids>]; the points are "
@@ -54,7 +54,7 @@ GLOBAL_REDUCE = Prompt(
 # short, several reports per call.
 GLOBAL_RATE = Prompt(
     name="global_rate",
-    version="global_rate-v1",
+    revision=1,
     system=(
         "You judge whether community reports of a knowledge graph are relevant to a question. Rate each "
         "report from 0 to 10: 0 when it has nothing to do with the question, 5 when it holds part of an "
@@ -69,13 +69,12 @@ GLOBAL_RATE = Prompt(
         'Answer as JSON: {{"ratings": [{{"community": <id>, "score": <0-10>}}]}}'
     ),
 )
-PROMPTS.update({p.name: p for p in (GLOBAL_MAP, GLOBAL_REDUCE, GLOBAL_RATE)})
 
 
 # ---- local search (pipeline.query.local.search) ----
 LOCAL_QUERY_INTENT = Prompt(
     name="local_query_intent",
-    version="local_query_intent-v2",
+    revision=2,
     system="You analyse a question for a search engine over a knowledge graph.",
     user=(
         "List the named entities the question is about, other significant keywords, and the broader themes it "
@@ -86,7 +85,7 @@ LOCAL_QUERY_INTENT = Prompt(
 )
 LOCAL_SELECT_COMMUNITIES = Prompt(
     name="local_select_communities",
-    version="local_select_communities-v2",
+    revision=2,
     system=(
         "You choose which community summaries of a knowledge graph are relevant to a question. Select only "
         "communities whose summary helps answer it."
@@ -98,7 +97,7 @@ LOCAL_SELECT_COMMUNITIES = Prompt(
 )
 LOCAL_ANSWER = Prompt(
     name="local_answer",
-    version="local_answer-v2",
+    revision=2,
     system=(
         "You answer a question from data tables of a knowledge graph built from documents. The data has up "
         "to five sections, each a table whose first column is the row's id: Reports (summaries of "
@@ -115,20 +114,18 @@ LOCAL_ANSWER = Prompt(
     ),
     user="Question: {question}\n\nData tables:\n{context}",
 )
-PROMPTS.update({p.name: p for p in (LOCAL_QUERY_INTENT, LOCAL_SELECT_COMMUNITIES, LOCAL_ANSWER)})
 
 
 # ---- vector query tool reranker (pipeline.vector_tool.rerank) ----
 RELEVANCE_SCORE = Prompt(
     name="relevance_score",
-    version="relevance_score-v2",
+    revision=2,
     system=(
         "You rate how relevant a passage is to a search query: 1 when it answers the query directly, 0 when "
         "it is unrelated, values in between for partial relevance."
     ),
     user='Query: {query}\n\nPassage:\n{text}\n\nAnswer as JSON: {{"score": <a number from 0 to 1>}}',
 )
-PROMPTS[RELEVANCE_SCORE.name] = RELEVANCE_SCORE
 
 
 # ---- DRIFT search (pipeline.query.drift.search): primer, follow-ups, reduce ----
@@ -144,7 +141,7 @@ _DRIFT_STEP_FIELDS = (
 )
 DRIFT_PRIMER = Prompt(
     name="drift_primer",
-    version="drift_primer-v1",
+    revision=1,
     system=(
         "You are an analyst starting a search over a knowledge graph built from documents. You get a "
         "question and the community reports closest to it, each a row of the Reports table whose first "
@@ -159,7 +156,7 @@ DRIFT_PRIMER = Prompt(
 )
 DRIFT_FOLLOW_UP = Prompt(
     name="drift_follow_up",
-    version="drift_follow_up-v1",
+    revision=1,
     system=LOCAL_ANSWER.system,
     user=(
         "Overall question: {question}\n"
@@ -170,7 +167,7 @@ DRIFT_FOLLOW_UP = Prompt(
 )
 DRIFT_REDUCE = Prompt(
     name="drift_reduce",
-    version="drift_reduce-v1",
+    revision=1,
     system=(
         "You write the final answer to a question from the intermediate answers of a search over a "
         "knowledge graph. Each intermediate answer is labeled with the question it answered and its score "
@@ -185,13 +182,12 @@ DRIFT_REDUCE = Prompt(
         "Intermediate answers:\n{context}"
     ),
 )
-PROMPTS.update({p.name: p for p in (DRIFT_PRIMER, DRIFT_FOLLOW_UP, DRIFT_REDUCE)})
 
 
 # ---- basic search (pipeline.query.basic.search): vector RAG over text units ----
 BASIC_ANSWER = Prompt(
     name="basic_answer",
-    version="basic_answer-v1",
+    revision=1,
     system=(
         "You answer a question from passages of documents, given as the Sources table whose first column "
         "is the passage's id. Use only facts from these passages. If they do not answer the question, say "
@@ -201,7 +197,6 @@ BASIC_ANSWER = Prompt(
     ),
     user="Question: {question}\n\nData tables:\n{context}",
 )
-PROMPTS[BASIC_ANSWER.name] = BASIC_ANSWER
 
 
 # ---- lazy search (pipeline.query.lazy) and the router (pipeline.query.auto) ----
@@ -209,7 +204,7 @@ PROMPTS[BASIC_ANSWER.name] = BASIC_ANSWER
 # answer is basic search's (BASIC_ANSWER), over the relevant units' extracted sentences.
 LAZY_EXPAND = Prompt(
     name="lazy_expand",
-    version="lazy_expand-v1",
+    revision=1,
     system=(
         "You break a question into the few sub-questions a search over passages of documents must answer "
         "to answer it. Each sub-question stands alone (names what it is about, no pronouns)."
@@ -222,7 +217,7 @@ LAZY_EXPAND = Prompt(
 )
 LAZY_RATE = Prompt(
     name="lazy_rate",
-    version="lazy_rate-v1",
+    revision=1,
     system=(
         "You judge whether passages of documents are relevant to a question. Rate each passage from 0 to "
         "10: 0 when it has nothing to do with the question, 5 when it holds part of an answer or context "
@@ -236,7 +231,7 @@ LAZY_RATE = Prompt(
 )
 ROUTE_QUESTION = Prompt(
     name="route_question",
-    version="route_question-v1",
+    revision=1,
     system=(
         "You choose how a question over a collection of documents is best answered:\n"
         "- basic: a fact stated in one or two passages (who, when, where, which, how many);\n"
@@ -247,4 +242,3 @@ ROUTE_QUESTION = Prompt(
     ),
     user='Question: {question}\n\nAnswer as JSON: {{"route": "<basic|local|global|drift|lazy>", "reason": "..."}}',
 )
-PROMPTS.update({p.name: p for p in (LAZY_EXPAND, LAZY_RATE, ROUTE_QUESTION)})

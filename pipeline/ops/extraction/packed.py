@@ -49,7 +49,7 @@ MAX_PACK_UNITS = 12
 
 EXTRACT_GRAPH_PACKED = Prompt(
     name="extract_graph_packed",
-    version="extract_graph_packed-v1",
+    revision=1,
     system=EXTRACT_GRAPH.system,
     user=EXTRACT_GRAPH.user.replace(
         "Text:\n{input_text}\n\n",
@@ -67,7 +67,7 @@ EXTRACT_GRAPH_PACKED = Prompt(
 # names already found (a conversation repeating the first answer would resend every record).
 EXTRACT_GRAPH_PACKED_GLEAN = Prompt(
     name="extract_graph_packed_glean",
-    version="extract_graph_packed_glean-v1",
+    revision=1,
     system="",
     user=(
         "\n\nAlready extracted from these units (MANY entities, relationships and claims were missed): "
