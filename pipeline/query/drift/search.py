@@ -40,6 +40,7 @@ from typing import Any
 
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.token_budget import pack
 from pipeline.query.drift.steps import (
@@ -60,7 +61,6 @@ from pipeline.query.drift.tasks import (
     reduce_block,
     reduce_messages,
 )
-from pipeline.query.global_.tasks import skeleton_text
 from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.index import load_local_index
 from pipeline.query.local.tasks import LocalContext

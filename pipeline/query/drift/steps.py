@@ -15,6 +15,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
+from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.tasks import (
     FOLLOW_UP,
@@ -27,7 +28,6 @@ from pipeline.query.drift.tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.query.global_.tasks import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.context import prompt_tokens
 from pipeline.query.local.index import LocalIndex

@@ -15,12 +15,12 @@ from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
+from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.token_budget import pack, prompt_budget
 from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest
 from pipeline.query.global_.tasks import (
-    DEFAULT_RESPONSE_TYPE,
     MAP,
     REDUCE,
     MapAnswer,
@@ -32,7 +32,6 @@ from pipeline.query.global_.tasks import (
     batch_points,
     reduce_block,
     reduce_messages,
-    skeleton_text,
 )
 from pipeline.settings import default_of
 from pipeline.settings.query import GlobalSettings

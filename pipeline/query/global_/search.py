@@ -27,6 +27,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.intent import is_broad
+from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
@@ -49,13 +50,7 @@ from pipeline.query.global_.selection import (
     fit_batches,
     select_dynamic,
 )
-from pipeline.query.global_.tasks import (
-    ReduceRequest,
-    cited_communities,
-    map_messages,
-    offline_reduce,
-    skeleton_text,
-)
+from pipeline.query.global_.tasks import ReduceRequest, cited_communities, map_messages, offline_reduce
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
 DEFAULT_CONFIG = GlobalSearchConfig()

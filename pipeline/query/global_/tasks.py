@@ -29,6 +29,7 @@ from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_the
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
 from pipeline.query.common.intent import is_broad
+from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE
 from pipeline.query.common.sentence_rank import rank_by_question
 
 OFFLINE_MAX_POINTS = 4
@@ -39,7 +40,6 @@ OFFLINE_SENTENCES_PER_COMMUNITY = 6
 # Share of the question's words added, for ordering only, to a sentence naming a title entity.
 CENTRAL_BONUS = 0.1
 MAX_SCORE = 100.0
-DEFAULT_RESPONSE_TYPE = "multiple paragraphs"
 
 
 class MapRequest(BaseModel):
@@ -144,10 +144,6 @@ def reduce_messages(
     question: str, context: str, response_type: str = DEFAULT_RESPONSE_TYPE
 ) -> list[dict[str, str]]:
     return prompts.GLOBAL_REDUCE.messages(question=question, context=context, response_type=response_type)
-
-
-def skeleton_text(messages: list[dict[str, str]]) -> str:
-    return "\n".join(m["content"] for m in messages)
 
 
 def reduce_block(point: ReducePoint) -> str:
