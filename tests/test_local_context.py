@@ -7,8 +7,8 @@ import pytest
 
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
+from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.intent import QueryIntent
-from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.context import (
     ContextShares,
     build_local_context,

@@ -3,8 +3,8 @@ stemmed, decide; the given order breaks ties; nothing is embedded."""
 
 from __future__ import annotations
 
+from pipeline.query.common.answer_context import ContextRow, LocalContext, offline_answer, ranked_sentences
 from pipeline.query.common.sentence_rank import rank_by_question, stems
-from pipeline.query.local.tasks import ContextRow, LocalContext, offline_answer, ranked_sentences
 
 
 def test_the_sentence_holding_most_of_the_questions_words_comes_first():

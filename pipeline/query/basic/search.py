@@ -26,6 +26,8 @@ from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
+from pipeline.query.common.answer_context import AnswerRequest, ContextRow, LocalContext
+from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.options import with_overrides
 from pipeline.query.common.pages import locate_result
@@ -33,8 +35,6 @@ from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
 from pipeline.query.common.token_budget import pack
-from pipeline.query.local.citations import describe_context, resolve_citations
-from pipeline.query.local.tasks import AnswerRequest, ContextRow, LocalContext
 from pipeline.settings import default_of
 from pipeline.settings.query import LocalSettings
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipeline import prompts
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.local.tasks import AnswerRequest, offline_answer
+from pipeline.query.common.answer_context import AnswerRequest, offline_answer
 
 
 def basic_messages(question: str, context_text: str) -> list[dict[str, str]]:

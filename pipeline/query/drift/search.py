@@ -40,6 +40,8 @@ from typing import Any
 
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.answer_context import LocalContext
+from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.token_budget import pack
@@ -61,9 +63,7 @@ from pipeline.query.drift.tasks import (
     reduce_block,
     reduce_messages,
 )
-from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.index import load_local_index
-from pipeline.query.local.tasks import LocalContext
 
 DEFAULT_CONFIG = DriftSearchConfig()
 

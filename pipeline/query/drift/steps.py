@@ -14,6 +14,8 @@ from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.answer_context import ContextRow, LocalContext
+from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
 from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.scope import QueryScope
@@ -28,11 +30,9 @@ from pipeline.query.drift.tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.query.local.citations import resolve_citations
 from pipeline.query.local.context import prompt_tokens
 from pipeline.query.local.index import LocalIndex
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
-from pipeline.query.local.tasks import ContextRow, LocalContext
 from pipeline.settings import default_of
 from pipeline.settings.query import DriftSettings
 

@@ -18,8 +18,8 @@ from pipeline import prompts
 from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
+from pipeline.query.common.answer_context import LocalContext, citation, ranked_sentences, sentence_key
 from pipeline.query.common.sentence_rank import rank_by_question
-from pipeline.query.local.tasks import LocalContext, citation, ranked_sentences, sentence_key
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
 OFFLINE_REDUCE_LINES = 8

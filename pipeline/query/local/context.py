@@ -34,8 +34,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
+from pipeline.query.common.answer_context import LABELS, SECTIONS, ContextRow, LocalContext, Section
 from pipeline.query.local.index import LocalIndex
-from pipeline.query.local.tasks import LABELS, SECTIONS, ContextRow, LocalContext, Section, answer_messages
+from pipeline.query.local.tasks import answer_messages
 
 HEADERS: dict[Section, str] = {
     "reports": "id|title|summary",

@@ -23,11 +23,12 @@ from typing import Any
 from pipeline.core.plain import plain
 from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.answer_context import AnswerRequest, LocalContext
+from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.options import require_counts, require_level
 from pipeline.query.common.pages import locate_result
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.query.local.citations import describe_context, resolve_citations
 from pipeline.query.local.community_rank import (
     community_row,
     expand,
@@ -41,14 +42,7 @@ from pipeline.query.local.entity_match import MatchOptions, match_entities
 from pipeline.query.local.index import LocalIndex, load_local_index
 from pipeline.query.local.passage_index import load_passage_index
 from pipeline.query.local.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
-from pipeline.query.local.tasks import (
-    ANSWER,
-    SELECT,
-    AnswerRequest,
-    CommunitySelection,
-    LocalContext,
-    SelectRequest,
-)
+from pipeline.query.local.tasks import ANSWER, SELECT, CommunitySelection, SelectRequest
 from pipeline.settings import default_of
 from pipeline.settings.query import LocalSettings
 

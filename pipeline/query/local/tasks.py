@@ -1,7 +1,7 @@
 """The tasks of local search after parsing — community selection and the answer — in their offline and
 LLM forms, as the `SELECT` and `ANSWER` tasks the engine runs.
 
-Both answer forms read the same `LocalContext` (built by `pipeline.query.local.context`) and cite its
+Both answer forms read the same `LocalContext` (`pipeline.query.common.answer_context`) and cite its
 rows the same way, `[Data: Entities (3, 7); Relationships (12); Sources (4)]`, so one parser resolves
 the citations of either. The answer prompt is rendered here only (`answer_messages`), and the context
 builder measures the budget on that same rendering.
@@ -9,61 +9,20 @@ builder measures the budget on that same rendering.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
-from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.sentence_rank import rank_by_question
-
-OFFLINE_ANSWER_SENTENCES = 5
-OFFLINE_ANSWER_ROWS = 12  # per section: the best-ranked rows carry the answer (see offline_answer)
-
-Section = Literal["reports", "entities", "relationships", "claims", "sources"]
-SECTIONS: tuple[Section, ...] = ("reports", "entities", "relationships", "claims", "sources")
-# The name a section has in the context and in citations (GraphRAG's).
-LABELS: dict[Section, str] = {
-    "reports": "Reports",
-    "entities": "Entities",
-    "relationships": "Relationships",
-    "claims": "Claims",
-    "sources": "Sources",
-}
+from pipeline.query.common.answer_context import AnswerRequest, offline_answer
 
 
 class CommunitySelection(BaseModel):
     selected_community_ids: list[int] = Field(description="Ids of the communities relevant to the question")
-
-
-class ContextRow(BaseModel):
-    """One row of the answer's context: the short id the model sees and cites, and what it stands for."""
-
-    section: Section
-    id: int  # the table's human_readable_id (reports: the community number), unique within the section
-    text: str  # the row's prose (summary, description, passage): what the offline answer quotes
-    ref: dict[str, Any]  # what the id resolves to: entity/relationship/claim/text-unit id, offsets, ...
-
-
-class LocalContext(BaseModel):
-    """The mixed context of one local answer, within its token budget."""
-
-    text: str  # the sections as the model reads them
-    rows: list[ContextRow]
-    budget: int  # tokens the whole answer prompt may take
-    prompt_tokens: int  # tokens the answer prompt (system + user) takes with this context
-    section_tokens: dict[str, int] = Field(default_factory=dict)
-
-    def row(self, section: Section, row_id: int) -> ContextRow | None:
-        return next((r for r in self.rows if r.section == section and r.id == row_id), None)
-
-    def of(self, section: Section) -> list[ContextRow]:
-        return [r for r in self.rows if r.section == section]
 
 
 def candidates_text(candidates: list[dict[str, Any]]) -> str:
@@ -104,67 +63,6 @@ def answer_messages(question: str, context_text: str) -> list[dict[str, str]]:
     return prompts.LOCAL_ANSWER.messages(question=question, context=context_text or "(no data)")
 
 
-def citation(section: Section, ids: list[int]) -> str:
-    return f"[Data: {LABELS[section]} ({', '.join(str(i) for i in ids)})]"
-
-
-def ranked_sentences(
-    question: str, context: LocalContext, sections: tuple[Section, ...] = SECTIONS[1:]
-) -> list[tuple[Section, int, str, float]]:
-    """The sentences of the context's best-ranked rows, those that hold most of the question's words
-    first (`pipeline.query.common.sentence_rank`), each statement once: (section, row id, sentence,
-    score in [0, 1]).
-
-    Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked
-    claims, relationships and entities (the builder put those touching the matched entities first), in
-    that order, which breaks ties: an offline description is a sentence of a passage, and the passage
-    is the citation a reader can check at its document offsets."""
-    sentences: list[tuple[Section, int, str]] = []
-    for section in ("sources", "claims", "relationships", "entities", "reports"):
-        if section not in sections:
-            continue
-        for row in context.of(section)[:OFFLINE_ANSWER_ROWS]:
-            for s in split_sentences(row.text):
-                if len(s.clean.split()) >= 4:
-                    sentences.append((section, row.id, s.clean))
-    out, seen = [], set()
-    for i, score in rank_by_question(question, [s for *_, s in sentences]):
-        section, row_id, s = sentences[i]
-        if (key := sentence_key(s)) not in seen:
-            seen.add(key)
-            out.append((section, row_id, s, score))
-    return out
-
-
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def sentence_key(sentence: str) -> str:
-    """What makes two sentences the same statement: their words, lower-cased, without a caption's
-    'Illustration:' label, numbers or punctuation (a book repeats its captions in the text)."""
-    words = _WORD.findall(sentence.lower())
-    return " ".join(words[1:] if words[:1] == ["illustration"] else words)
-
-
-NO_EVIDENCE = "The index holds no evidence for this question."
-
-
-def offline_answer(question: str, context: LocalContext) -> str:
-    """The context's sentences that say most of what the question asks (`ranked_sentences`), each cited
-    to its row as the LLM answer is, after the titles of the best three reports."""
-    picked = [
-        f"{s} {citation(section, [row_id])}"
-        for section, row_id, s, _ in ranked_sentences(question, context)[:OFFLINE_ANSWER_SENTENCES]
-    ]
-    if not picked:
-        return NO_EVIDENCE
-    intro = ""
-    if reports := context.of("reports")[:3]:
-        titles = "; ".join(r.ref.get("title") or "" for r in reports)
-        intro = f"Relevant topics: {titles} {citation('reports', [r.id for r in reports])}.\n"
-    return intro + "\n".join(f"- {p}" for p in picked)
-
-
 # ---- the tasks ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SelectRequest:
@@ -173,12 +71,6 @@ class SelectRequest:
     # Offline only: the candidates' stored report vectors and the question's, so nothing is embedded again.
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
     query_vector: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class AnswerRequest:
-    question: str
-    context: LocalContext
 
 
 async def _offline_select(request: SelectRequest, ctx: TaskContext) -> CommunitySelection:
