@@ -27,8 +27,8 @@ from pipeline.index.run import index_folder
 from pipeline.io.manifest import GRACE_VERSIONS, MANIFEST, VERSIONS_DIR, commit_manifest
 from pipeline.io.store import NamespaceStore
 from pipeline.service.auth import hash_key
-from pipeline.service.models import BODIES
-from pipeline.service.modes import MODES, Work
+from pipeline.service.models import bodies
+from pipeline.service.modes import Work, answer
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
 from tests.test_service import serving
@@ -107,7 +107,7 @@ def _held_answers(held: NamespaceStore, settings: Settings) -> dict[str, str]:
         held, settings, lambda: make_engine(settings), cached_embedder(settings), math.inf, threading.Event()
     )
     return {
-        mode: json.dumps(MODES[mode](work, BODIES[mode](namespace=NS, **BODY[mode])), default=str)
+        mode: json.dumps(answer(work, mode, bodies()[mode](namespace=NS, **BODY[mode])), default=str)
         for mode in BODY
     }
 

@@ -224,12 +224,13 @@ def test_a_rare_word_outweighs_a_common_one_and_the_whole_context_breaks_a_tie()
 
 
 def test_the_lazy_estimate_is_its_call_bound(tiny, embedder):
+    from pipeline.query import registry
     from pipeline.query.estimate import estimate_query
     from pipeline.settings import Settings
 
     cfg = LazySearchConfig(budget=10, units_per_call=4)
     settings = Settings(llm_provider="openai", llm_model="gpt-4o-mini")
-    est = estimate_query("lazy", tiny, "Who is Bob Cratchit?", settings, embedder, cfg)
+    est = estimate_query(registry.mode("lazy"), tiny, "Who is Bob Cratchit?", settings, embedder, cfg)
     phases = {p.phase: p for p in est.phases}
     assert est.calls == cfg.max_calls == 1 + cfg.max_rate_calls + 1
     assert (phases["expand"].calls, phases["expand"].basis) == (1, "exact")

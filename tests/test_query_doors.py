@@ -17,12 +17,17 @@ from pydantic import Field, create_model
 
 from assets.cli import build_parser
 from assets.cli.query_options import add_options, options_from
-from assets.query.config import CONFIGS, config_class, options_of
-from pipeline.query.requests import OPTIONS, BasicOptions, QueryOptions
+from assets.query.config import config_class, configs, options_of
+from pipeline.query import registry
+from pipeline.query.requests import BasicOptions, QueryOptions
 from pipeline.service.app import create_app
-from pipeline.service.mcp_server import TOOLS, _tool, build_mcp_server
-from pipeline.service.models import BODIES
+from pipeline.service.mcp_server import _tool, build_mcp_server
+from pipeline.service.models import bodies
 from pipeline.settings import Settings
+
+OPTIONS = {name: mode.options for name, mode in registry.MODES.items()}
+BODIES = bodies()
+CONFIGS = configs()
 
 # A valid, non-default value per option, to see it arrive through a door.
 SAMPLES: dict[str, Any] = {
@@ -47,7 +52,7 @@ SAMPLES: dict[str, Any] = {
     "max_irrelevant": 2,
     "route": "lazy",
 }
-QUESTION_FIELD = {"chunks": "query", "vector": "query"}
+QUESTION_FIELD = {name: mode.question for name, mode in registry.MODES.items()}
 
 
 def _cli_args(mode: str, options: dict[str, Any]) -> list[str]:
@@ -112,7 +117,7 @@ def test_every_option_is_a_parameter_of_its_mcp_tool_with_the_same_default() -> 
     server = build_mcp_server(object())  # type: ignore[arg-type] - listing tools calls no service
     tools = {t.name: t for t in asyncio.run(server.list_tools())}
     for mode, model in OPTIONS.items():
-        schema = tools[TOOLS[mode][0]].input_schema
+        schema = tools[registry.mode(mode).tool_name].input_schema
         for name in model.model_fields:
             assert schema["properties"][name].get("default") is None, (mode, name)
             assert name not in schema.get("required", []), (mode, name)

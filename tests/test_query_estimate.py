@@ -8,6 +8,7 @@ import math
 
 from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
+from pipeline.query import registry
 from pipeline.query.basic.search import BasicSearchConfig, build_basic_context, retrieve
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.drift.steps import primer_reports, split_folds
@@ -30,7 +31,7 @@ SETTINGS = Settings(llm_provider="openai", llm_model="gpt-4o-mini")
 
 def test_drift_estimate_is_its_call_bound_with_the_primers_exact_prompts(tiny, embedder):
     cfg = DriftSearchConfig(primer_folds=2, depth=2, breadth=3)
-    est = estimate_query("drift", tiny, QUESTION, SETTINGS, embedder, cfg)
+    est = estimate_query(registry.mode("drift"), tiny, QUESTION, SETTINGS, embedder, cfg)
     phases = {p.phase: p for p in est.phases}
     assert est.calls == cfg.max_calls == 9
     hits = primer_reports(tiny, load_local_index(tiny), embedder.embed([QUESTION])[0], cfg)
@@ -52,14 +53,15 @@ def test_drift_estimate_is_its_call_bound_with_the_primers_exact_prompts(tiny, e
 
 def test_global_estimate_counts_the_static_batches_exactly_and_bounds_dynamic_selection(tiny, embedder):
     static = GlobalSearchConfig(selection="static")
-    est = estimate_query("global", tiny, QUESTION, SETTINGS, embedder, static)
+    est = estimate_query(registry.mode("global"), tiny, QUESTION, SETTINGS, embedder, static)
     batches = plan_batches(tiny, QUESTION, static)
     (mapped,) = [p for p in est.phases if p.phase == "map"]
     assert mapped.calls == len(batches) and mapped.basis == "exact"
     assert mapped.prompt_tokens == sum(_tokens(map_messages(QUESTION, b.content)) for b in batches)
     dynamic = GlobalSearchConfig(selection="dynamic", max_rated=12, rate_batch_size=4, max_map_batches=3)
     bound = {
-        p.phase: p.calls for p in estimate_query("global", tiny, QUESTION, SETTINGS, embedder, dynamic).phases
+        p.phase: p.calls
+        for p in estimate_query(registry.mode("global"), tiny, QUESTION, SETTINGS, embedder, dynamic).phases
     }
     reports = tiny.read_table("community_reports").num_rows
     assert bound == {"rate": math.ceil(min(12, reports) / 4), "map": 3, "reduce": 1}
@@ -67,7 +69,7 @@ def test_global_estimate_counts_the_static_batches_exactly_and_bounds_dynamic_se
 
 def test_basic_estimate_is_its_one_answers_exact_prompt(tiny, embedder):
     cfg = BasicSearchConfig(top_k=3)
-    (answer,) = estimate_query("basic", tiny, QUESTION, SETTINGS, embedder, cfg).phases
+    (answer,) = estimate_query(registry.mode("basic"), tiny, QUESTION, SETTINGS, embedder, cfg).phases
     units, _ = retrieve(tiny, embedder, QUESTION, cfg)
     assert (
         answer.calls == 1

@@ -1,6 +1,6 @@
 """Command line: `pipeline index|status|query ...` (also `python -m assets ...`), one module per command
-group: `index`, `status` (and `communities`), `import_`, `graph`, `eval`, `show`, `query` (and
-`query_lazy`), with `exits` holding the exit codes they share.
+group: `index`, `status` (and `communities`), `import_`, `graph`, `eval`, `show`, `query` (one command
+per registered query mode), with `exits` holding the exit codes they share.
 
 It lives beside the Dagster layer because `index` hands the work to it (`assets.launch`), so that a
 CLI run is the same materialization the UI performs; the other commands call `pipeline` directly.
@@ -20,7 +20,6 @@ from assets.cli.graph import add_graph_parser
 from assets.cli.import_ import add_import_parser
 from assets.cli.index import add_index_parser
 from assets.cli.query import add_query_parsers
-from assets.cli.query_lazy import add_lazy_parsers
 from assets.cli.show import add_show_parser
 from assets.cli.status import add_status_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
@@ -58,7 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("query", help="query an index").add_subparsers(dest="query_kind", required=True)
     add_query_parsers(q, _namespace)
-    add_lazy_parsers(q, _namespace)
     return parser
 
 

@@ -60,13 +60,24 @@ def _argument(annotation: Any) -> dict[str, Any]:
     raise TypeError(f"no CLI form for {annotation!r}")
 
 
+def _choices(prop: dict[str, Any]) -> tuple[str, ...]:
+    """The words a string option's JSON schema allows (its `enum`), or none."""
+    for branch in prop.get("anyOf", [prop]):
+        if branch.get("type") == "string" and branch.get("enum"):
+            return tuple(branch["enum"])
+    return ()
+
+
 def add_options(
     parser: argparse.ArgumentParser, model: type[QueryOptions], **special: dict[str, Any]
 ) -> None:
     """One flag per field of `model`; `special[field]` replaces the derived argparse keywords (the
     chunk graph's KEY=VALUE filter)."""
+    properties = model.model_json_schema()["properties"]
     for name, field in model.model_fields.items():
         kwargs = special.get(name) or _argument(field.annotation)
+        if kwargs.get("type") is str and (words := _choices(properties[name])):
+            kwargs = {"choices": words}  # e.g. auto's `route`: the registry's routable modes, read now
         parser.add_argument(
             *cli_flags(name, field), dest=name, default=None, help=field.description, **kwargs
         )

@@ -22,35 +22,13 @@ from dagster import (
 
 from assets.indexing.observe import step_engine, written_table
 from assets.partitions import namespace_partitions
-from assets.query.config import (
-    AutoQuestionsConfig,
-    BasicQuestionsConfig,
-    DriftQuestionsConfig,
-    GlobalQuestionsConfig,
-    LazyQuestionsConfig,
-    LocalQuestionsConfig,
-    options_of,
-)
+from assets.query.config import config_of, options_of
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
+from pipeline.query import registry
 from pipeline.query.auto.saved import write_auto_answers
-from pipeline.query.auto.search import AutoSearchConfig
-from pipeline.query.basic.search import BasicSearchConfig
-from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.global_.search import GlobalSearchConfig
 from pipeline.query.lazy.saved import write_lazy_answers
-from pipeline.query.lazy.search import LazySearchConfig
-from pipeline.query.local.search import LocalSearchConfig
 from pipeline.query.questions import load_questions
-from pipeline.query.registry import MODES
-from pipeline.query.requests import (
-    AutoOptions,
-    BasicOptions,
-    DriftOptions,
-    GlobalOptions,
-    LazyOptions,
-    LocalOptions,
-    QueryOptions,
-)
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
@@ -66,10 +44,22 @@ GROUP = "query"
 # Declarative automation: answers refresh after a re-index changes what they read (the automation
 # sensor runs in the Dagster daemon; the saved questions come from each asset's default config).
 REFRESH = AutomationCondition.eager()
+# Each asset's run config: its mode's request model's options (`assets.query.config`) beside the questions.
+GlobalQuestionsConfig = config_of("global")
+LocalQuestionsConfig = config_of("local")
+DriftQuestionsConfig = config_of("drift")
+BasicQuestionsConfig = config_of("basic")
+LazyQuestionsConfig = config_of("lazy")
+AutoQuestionsConfig = config_of("auto")
+
+
+def _config(mode: str, cfg: Config, settings: Any) -> Any:
+    """Mode `mode`'s search config: the run config's options over the configured defaults."""
+    return registry.configure(mode, settings, options_of(cfg, registry.mode(mode).options).given())
 
 
 def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSearchConfig:
-    return GlobalSearchConfig.from_settings(settings.get_settings(), **options_of(cfg, GlobalOptions).given())
+    return _config("global", cfg, settings.get_settings())
 
 
 def _answer_saved(
@@ -77,8 +67,7 @@ def _answer_saved(
     config: Config,
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
-    options: type[QueryOptions],
-    search_config: Any,
+    mode: str,
     write: Any,
 ) -> tuple[Any, Any, Any, float]:
     """What every saved-answer asset does first: this step's engine, the namespace's store, the saved
@@ -88,7 +77,7 @@ def _answer_saved(
     engine = step_engine(context, settings)
     store = pipeline_settings.store(context.partition_key)
     questions = load_questions(config.questions, config.questions_file, default=())
-    cfg = search_config.from_settings(settings, **options_of(config, options).given())
+    cfg = _config(mode, config, settings)
     return write(store, questions, engine, embedder.get_embedder(), cfg), engine, cfg, started
 
 
@@ -237,7 +226,7 @@ def local_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, LocalOptions, LocalSearchConfig, write_local_answers
+        context, config, pipeline_settings, embedder, "local", write_local_answers
     )
     return _answered(answers, engine, started)
 
@@ -258,7 +247,7 @@ def drift_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, DriftOptions, DriftSearchConfig, write_drift_answers
+        context, config, pipeline_settings, embedder, "drift", write_drift_answers
     )
     return _answered(
         answers,
@@ -286,7 +275,7 @@ def basic_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, BasicOptions, BasicSearchConfig, write_basic_answers
+        context, config, pipeline_settings, embedder, "basic", write_basic_answers
     )
     return _answered(answers, engine, started)
 
@@ -308,7 +297,7 @@ def lazy_answers(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, LazyOptions, LazySearchConfig, write_lazy_answers
+        context, config, pipeline_settings, embedder, "lazy", write_lazy_answers
     )
     return _answered(
         answers,
@@ -342,9 +331,8 @@ def auto_answers(
         config,
         pipeline_settings,
         embedder,
-        AutoOptions,
-        AutoSearchConfig,
-        functools.partial(write_auto_answers, modes=MODES),
+        "auto",
+        functools.partial(write_auto_answers, modes=registry.MODES),
     )
     decisions = [
         {"question": q, "route": r, "reason": why}

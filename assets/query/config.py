@@ -1,4 +1,5 @@
-"""The query assets' run config, derived from each mode's request model (`pipeline.query.requests`).
+"""The query assets' run config, derived from each registered mode's request model
+(`pipeline.query.registry`; `config_of` makes a mode's class when it is first asked for).
 
 Every option becomes a config field of the same name, description and default (None: the mode's
 configured default), beside the saved questions themselves. Dagster's config has no union of a number
@@ -14,15 +15,9 @@ from typing import Any, Literal
 from dagster import Config
 from pydantic import Field, create_model
 
-from pipeline.query.requests import (
-    AutoOptions,
-    BasicOptions,
-    DriftOptions,
-    GlobalOptions,
-    LazyOptions,
-    LocalOptions,
-    QueryOptions,
-)
+from pipeline.query import registry
+from pipeline.query.common.mode import Mode
+from pipeline.query.requests import QueryOptions
 
 QUESTIONS_FIELDS: dict[str, Any] = {
     "questions": (list[str], Field(default=[], description="Questions to answer")),
@@ -70,29 +65,25 @@ def options_of(config: Config, model: type[QueryOptions]) -> QueryOptions:
     return model(**values)
 
 
-GlobalQuestionsConfig = config_class(
-    "GlobalQuestionsConfig", GlobalOptions, "Saved global questions; with none, a default 'main themes' one."
-)
-LocalQuestionsConfig = config_class(
-    "LocalQuestionsConfig", LocalOptions, "Saved local questions; with none and no file, nothing is asked."
-)
-DriftQuestionsConfig = config_class(
-    "DriftQuestionsConfig", DriftOptions, "Saved DRIFT questions; with none and no file, nothing is asked."
-)
-BasicQuestionsConfig = config_class(
-    "BasicQuestionsConfig", BasicOptions, "Saved basic questions; with none and no file, nothing is asked."
-)
-LazyQuestionsConfig = config_class(
-    "LazyQuestionsConfig", LazyOptions, "Saved lazy questions; with none and no file, nothing is asked."
-)
-AutoQuestionsConfig = config_class(
-    "AutoQuestionsConfig", AutoOptions, "Saved questions routed per question; with none, nothing is asked."
-)
-CONFIGS: dict[str, tuple[type[Config], type[QueryOptions]]] = {
-    "global": (GlobalQuestionsConfig, GlobalOptions),
-    "local": (LocalQuestionsConfig, LocalOptions),
-    "drift": (DriftQuestionsConfig, DriftOptions),
-    "basic": (BasicQuestionsConfig, BasicOptions),
-    "lazy": (LazyQuestionsConfig, LazyOptions),
-    "auto": (AutoQuestionsConfig, AutoOptions),
-}
+_CONFIGS: dict[tuple[str, type], type[Config]] = {}
+
+
+def config_of(mode: Mode | str) -> type[Config]:
+    """The saved-questions run config of a registered mode (one class per mode, named after its
+    options: `LocalOptions` gives `LocalQuestionsConfig`), described by its record."""
+    mode = registry.mode(mode) if isinstance(mode, str) else mode
+    key = (mode.name, mode.options)
+    if key not in _CONFIGS:
+        name = mode.options.__name__.removesuffix("Options") + "QuestionsConfig"
+        _CONFIGS[key] = config_class(name, mode.options, mode.doc("saved"))
+    return _CONFIGS[key]
+
+
+def configs() -> dict[str, tuple[type[Config], type[QueryOptions]]]:
+    """Each answering mode's run config and request model, as the registry stands now (the
+    retrieval-only modes, which take a `query` and answer nothing, save no answers)."""
+    return {
+        name: (config_of(mode), mode.options)
+        for name, mode in registry.MODES.items()
+        if mode.question == "question"
+    }

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pipeline.engine.base import Engine
 from pipeline.engine.task import Task, TaskContext
 from pipeline.llm.client import LLMClient
-from pipeline.settings.models import OutputLimitSettings
+from pipeline.settings.bound import FromSettings, setting
 
 T = TypeVar("T")
 Req = TypeVar("Req")
@@ -23,26 +23,15 @@ Res = TypeVar("Res")
 
 
 @dataclass(frozen=True)
-class OutputLimits:
+class OutputLimits(FromSettings):
     """max_tokens per kind of task (`Task.limit`; the client's own default for a task that names none)."""
 
-    extraction: int = 4000
-    report: int = 4000
-    description: int = 1000
-    map: int = 512
-    reduce: int = 1024
-    local_answer: int = 2000
-
-    @classmethod
-    def from_settings(cls, settings: OutputLimitSettings) -> OutputLimits:
-        return cls(
-            extraction=settings.llm_extraction_max_tokens,
-            report=settings.llm_report_max_tokens,
-            description=settings.llm_description_max_tokens,
-            map=settings.llm_map_max_tokens,
-            reduce=settings.llm_reduce_max_tokens,
-            local_answer=settings.llm_local_answer_max_tokens,
-        )
+    extraction: int = setting("llm_extraction_max_tokens")
+    report: int = setting("llm_report_max_tokens")
+    description: int = setting("llm_description_max_tokens")
+    map: int = setting("llm_map_max_tokens")
+    reduce: int = setting("llm_reduce_max_tokens")
+    local_answer: int = setting("llm_local_answer_max_tokens")
 
 
 class LLMEngine(Engine):

@@ -33,13 +33,12 @@ from pydantic import BaseModel, Field
 
 from pipeline import prompts
 from pipeline.core.names import normalize_name
-from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
+from pipeline.core.tokens import count_tokens
 from pipeline.engine.base import Engine, runner
 from pipeline.engine.summarize import Summary
 from pipeline.engine.task import Task, TaskContext
 from pipeline.ops.extraction.text import split_sentences
-from pipeline.settings import default_of
-from pipeline.settings.indexing import DescriptionSettings
+from pipeline.settings.bound import FromSettings, setting
 
 _INFORMATIVE_WORDS = (8, 50)
 # The offline summary's rules; a change to `offline_summary` that changes its output bumps it, so that a
@@ -241,23 +240,14 @@ DESCRIBE: Task[DescriptionRequest, DescriptionSummary] = Task(
 
 
 @dataclass(frozen=True)
-class DescriptionOptions:
+class DescriptionOptions(FromSettings):
     """How long a merged description may be, offline and asked of a model."""
 
-    max_tokens: int = default_of("description_max_tokens")  # offline: the extractive description's budget
+    max_tokens: int = setting("description_max_tokens")  # offline: the extractive description's budget
     # LLM: descriptions per summarize call (iterative beyond)
-    max_input_tokens: int = default_of("summarize_max_input_tokens")
-    max_words: int = default_of("summarize_max_words")  # LLM: the summary's length
-    encoding: str = DEFAULT_ENCODING
-
-    @classmethod
-    def from_settings(cls, settings: DescriptionSettings) -> DescriptionOptions:
-        return cls(
-            max_tokens=settings.description_max_tokens,
-            max_input_tokens=settings.summarize_max_input_tokens,
-            max_words=settings.summarize_max_words,
-            encoding=settings.encoding,
-        )
+    max_input_tokens: int = setting("summarize_max_input_tokens")
+    max_words: int = setting("summarize_max_words")  # LLM: the summary's length
+    encoding: str = setting("encoding")
 
 
 @dataclass

@@ -57,8 +57,7 @@ from pipeline.ops.descriptions import (
 from pipeline.ops.extraction.lexicon import HONORIFICS
 from pipeline.ops.extraction.models import GENERIC_TYPE, UnitExtraction
 from pipeline.ops.relationships import merge_relationships, prune_relationships
-from pipeline.settings import default_of
-from pipeline.settings.indexing import ResolutionSettings
+from pipeline.settings.bound import FromSettings, nested, setting
 
 log = logging.getLogger(__name__)
 _MARKERS = re.compile(r"\b(?:\d+|[ivxlc]+)\b")
@@ -106,25 +105,15 @@ class _Mention:
 
 
 @dataclass(frozen=True)
-class ResolutionOptions:
+class ResolutionOptions(FromSettings):
     """The thresholds of the rules above, and how merged descriptions are written."""
 
     # rapidfuzz ratio to merge same-type names (100: exact names only)
-    fuzzy_threshold: float = default_of("resolution_fuzzy_threshold")
-    min_npmi: float = 0.0  # offline edges below this NPMI are pruned...
-    keep_weight: float = default_of("offline_keep_weight")  # ...unless seen in at least this many sentences
-    drop_common_words: bool = False  # rule 4 (off by default; see Settings.offline_drop_common_words)
-    descriptions: DescriptionOptions = DescriptionOptions()
-
-    @classmethod
-    def from_settings(cls, settings: ResolutionSettings) -> ResolutionOptions:
-        return cls(
-            fuzzy_threshold=settings.resolution_fuzzy_threshold,
-            min_npmi=settings.offline_min_npmi,
-            keep_weight=settings.offline_keep_weight,
-            drop_common_words=settings.offline_drop_common_words,
-            descriptions=DescriptionOptions.from_settings(settings),
-        )
+    fuzzy_threshold: float = setting("resolution_fuzzy_threshold")
+    min_npmi: float = setting("offline_min_npmi")  # offline edges below this NPMI are pruned...
+    keep_weight: float = setting("offline_keep_weight")  # ...unless seen in at least this many sentences
+    drop_common_words: bool = setting("offline_drop_common_words")  # rule 4 (off by default)
+    descriptions: DescriptionOptions = nested(DescriptionOptions)
 
 
 def resolve_graph(

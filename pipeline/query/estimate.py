@@ -98,14 +98,14 @@ def _finish(estimate: QueryEstimate, settings: Any) -> QueryEstimate:
 
 
 def estimate_query(
-    mode: str, store: NamespaceStore, question: str, settings: Any, embedder: Embedder, config: Any
+    mode: Any, store: NamespaceStore, question: str, settings: Any, embedder: Embedder, config: Any
 ) -> QueryEstimate:
-    """The calls one question of `mode` (global | drift | basic | lazy) can take, with `config` its mode's config."""
-    estimate = QueryEstimate(mode, store.namespace, question, settings.llm_model, settings.llm_provider)
-    phases = {"global": _global, "drift": _drift, "basic": _basic, "lazy": _lazy}
-    if mode not in phases:
-        raise ValueError(f"no estimate for {mode!r} search")
-    phases[mode](estimate, Asked(store, question, settings, embedder), config)
+    """The calls one question of `mode` (a registered mode's record, `pipeline.query.registry`) can
+    take, with `config` its mode's config; the record's `estimate` adds its phases."""
+    if mode.estimate is None:
+        raise ValueError(f"no estimate for {mode.name!r} search")
+    estimate = QueryEstimate(mode.name, store.namespace, question, settings.llm_model, settings.llm_provider)
+    mode.estimate(estimate, Asked(store, question, settings, embedder), config)
     return _finish(estimate, settings)
 
 

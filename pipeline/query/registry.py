@@ -12,15 +12,20 @@ from typing import Any
 
 from pipeline.query.auto.mode import MODE as AUTO
 from pipeline.query.basic.mode import MODE as BASIC
-from pipeline.query.common.mode import Mode
+from pipeline.query.chunks.mode import MODE as CHUNKS
+from pipeline.query.common.mode import MODES, Mode
+from pipeline.query.common.mode import routable as routable
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.mode import MODE as DRIFT
 from pipeline.query.global_.mode import MODE as GLOBAL
 from pipeline.query.lazy.mode import MODE as LAZY
 from pipeline.query.local.mode import MODE as LOCAL
+from pipeline.query.vector.mode import MODE as VECTOR
 
-# In the order `pipeline eval` asks them and its reports list them.
-MODES: dict[str, Mode] = {m.name: m for m in (BASIC, LOCAL, DRIFT, GLOBAL, LAZY, AUTO)}
+# In the order `pipeline eval` asks them and its reports list them; the doors list them in this order.
+# (The dict itself lives in `common.mode`, so that auto's `route` validates against it.)
+MODES.update({m.name: m for m in (BASIC, LOCAL, DRIFT, GLOBAL, LAZY, AUTO, CHUNKS, VECTOR)})
+__all__ = ["MODES", "Mode", "configure", "mode", "registered", "routable", "scope"]
 
 
 def mode(name: str) -> Mode:
@@ -29,11 +34,6 @@ def mode(name: str) -> Mode:
         return MODES[name]
     except KeyError:
         raise KeyError(f"unknown query mode {name!r}; modes are {', '.join(MODES)}") from None
-
-
-def routable() -> list[str]:
-    """The modes auto search may hand a question to and `pipeline eval` asks, in registry order."""
-    return [name for name, m in MODES.items() if m.routable]
 
 
 def scope(

@@ -163,15 +163,33 @@ class LazyOptions(QueryOptions):
     )
 
 
-ROUTES = ("basic", "local", "global", "drift", "lazy")
+def _routes(schema: dict[str, Any]) -> None:
+    """The routable modes as the JSON schema's choices, read when a door builds its schema."""
+    from pipeline.query.common.mode import routable
+
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string":
+            branch["enum"] = routable()
 
 
 class AutoOptions(QueryOptions):
     """Routes the question to basic, local, global, DRIFT or lazy search and says which and why."""
 
-    route: Literal["basic", "local", "global", "drift", "lazy"] | None = Field(
-        default=None, description="Take this mode instead of classifying the question"
+    route: str | None = Field(
+        default=None,
+        description="Take this mode instead of classifying the question",
+        json_schema_extra=_routes,
     )
+
+    @field_validator("route")
+    @classmethod
+    def _routable(cls, v: str | None) -> str | None:
+        """Any routable mode of the registry (`pipeline.query.registry`), as it stands when asked."""
+        from pipeline.query.common.mode import routable
+
+        if v is not None and v not in (modes := routable()):
+            raise ValueError(f"route must be a routable query mode: {', '.join(modes)}; not {v!r}")
+        return v
 
 
 class ChunkOptions(QueryOptions):
@@ -227,19 +245,7 @@ class VectorOptions(QueryOptions):
     _filter_is_an_object = field_validator("filter", mode="before")(json_object)
 
 
-OPTIONS: dict[str, type[QueryOptions]] = {
-    "global": GlobalOptions,
-    "local": LocalOptions,
-    "drift": DriftOptions,
-    "basic": BasicOptions,
-    "lazy": LazyOptions,
-    "auto": AutoOptions,
-    "chunks": ChunkOptions,
-    "vector": VectorOptions,
-}
-
-
 def cli_flags(name: str, field: Any) -> list[str]:
     """The CLI flags of an option: its own (`--top-k`) and those named in its `cli` extra."""
-    extra = field.json_schema_extra or {}
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     return [f"--{name.replace('_', '-')}", *extra.get("cli", [])]

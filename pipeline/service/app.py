@@ -20,18 +20,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
+from pipeline.query import registry
 from pipeline.query.common.index_cache import freeze_indexes_after_build
+from pipeline.query.common.mode import Mode
 from pipeline.service.auth import Principal
 from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
-from pipeline.service.models import BODIES, ErrorResponse, NamespaceStatus, QueryResponse
+from pipeline.service.models import ErrorResponse, NamespaceStatus, QueryResponse, body_of
 from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
@@ -138,29 +139,18 @@ def _http_error(exc: HTTPException) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
 
-# What each query endpoint does, as its OpenAPI description says.
-ROUTE_DOCS = {
-    "global": "Map-reduce over community reports (`pipeline.query.global_.search`).",
-    "local": "Entity/graph/vector retrieval with evidence cited to document offsets (`local_search`).",
-    "drift": "DRIFT: primer over reports, follow-up local searches, reduce; the tree in `nodes` (`drift_search`).",
-    "basic": "Vector RAG: the nearest passages answered with citations (`pipeline.query.basic.search`).",
-    "lazy": "LazyGraphRAG: relevance tests within a budget, no reports needed (`pipeline.query.lazy.search`).",
-    "auto": "Routes the question to basic, local, global, DRIFT or lazy; `route` and `reason` say which and why.",
-    "chunks": "Chunk graph: random walk with restart from the nearest chunks (`ChunkGraph.query`).",
-    "vector": "Nearest text units by cosine similarity (`pipeline.vector_tool`'s vector query tool).",
-}
-
-
-def _query_route(app: FastAPI, service: QueryService, kind: str, body: type[BaseModel]) -> None:
-    """`POST /v1/query/<kind>` taking the mode's body model (its options are `pipeline.query.requests`')."""
+def _query_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
+    """`POST /v1/query/<mode>` taking the mode's body model (its options are the mode's request model),
+    described by the mode's record."""
 
     async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
         return await service.run(caller, body)
 
-    endpoint.__annotations__ = {"body": body, "caller": Caller, "return": dict[str, Any]}
-    endpoint.__name__ = endpoint.__qualname__ = f"query_{kind}"
-    endpoint.__doc__ = ROUTE_DOCS[kind]
-    app.post(f"/v1/query/{kind}", response_model=QueryResponse, responses=ERRORS, tags=["query"])(endpoint)
+    endpoint.__annotations__ = {"body": body_of(mode), "caller": Caller, "return": dict[str, Any]}
+    endpoint.__name__ = endpoint.__qualname__ = f"query_{mode.name}"
+    endpoint.__doc__ = mode.doc("http")
+    path = f"/v1/query/{mode.name}"
+    app.post(path, response_model=QueryResponse, responses=ERRORS, tags=["query"])(endpoint)
 
 
 def create_app(
@@ -217,8 +207,8 @@ def create_app(
         log.error("unhandled %s: %s", type(exc).__name__, exc, exc_info=exc)
         return _error_response(ServiceError("internal error; the server log has the details"))
 
-    for kind, body in BODIES.items():
-        _query_route(app, service, kind, body)
+    for mode in registry.MODES.values():  # as registered when the app is built
+        _query_route(app, service, mode)
 
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]

@@ -1,5 +1,5 @@
-"""The MCP server: global_search, local_search, drift_search, basic_search, lazy_search, auto_search,
-chunk_graph_search and vector_query as tools.
+"""The MCP server: one tool per registered query mode (`pipeline.query.registry`): global_search,
+local_search, drift_search, basic_search, lazy_search, auto_search, chunk_graph_search and vector_query.
 
 Two transports, same keys and namespaces as the HTTP API:
 - stdio (`graphrag-mcp`, or `python -m pipeline.service mcp`): the key comes from the environment
@@ -24,65 +24,20 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.query import registry
+from pipeline.query.common.mode import Mode
 from pipeline.service.auth import KeysUnavailable, Principal
 from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
-from pipeline.service.models import BODIES
+from pipeline.service.models import body_of
 from pipeline.service.queries import QueryService
 
 KEY_ENV = "GRAPHRAG_API_KEY"
-INSTRUCTIONS = (
-    "GraphRAG retrieval over one namespace (tenant index) per call. global_search answers corpus-wide "
-    "questions from community summaries; local_search answers questions about specific entities with "
-    "cited evidence; drift_search starts from the nearest community reports and follows up with local "
-    "searches (broader than local, cheaper than global); basic_search answers from the nearest passages; lazy_search "
-    "tests passages for relevance within a budget; auto_search picks the mode itself; "
-    "chunk_graph_search and vector_query return matching text chunks."
-)
+PREAMBLE = "GraphRAG retrieval over one namespace (tenant index) per call. "
 
 
-# The tool of each mode: its name and what an agent reads about it; its parameters are the mode's body.
-TOOLS: dict[str, tuple[str, str]] = {
-    "global": (
-        "global_search",
-        'Answer a corpus-wide question ("what are the main themes?") by map-reduce over community reports.',
-    ),
-    "local": (
-        "local_search",
-        'Answer a question about specific entities ("how is X related to Y?") with evidence cited to '
-        "document offsets.",
-    ),
-    "drift": (
-        "drift_search",
-        "Answer a question that needs both breadth and detail: a primer over the community reports nearest "
-        "to it, `depth` rounds of `breadth` follow-up local searches, and a reduce. The result's `nodes` "
-        "are the search tree (question, answer, score, citations, children).",
-    ),
-    "basic": (
-        "basic_search",
-        "Answer from the passages nearest the question (vector RAG), cited to their document offsets.",
-    ),
-    "lazy": (
-        "lazy_search",
-        "Answer from the passages found relevant by a fixed budget of relevance tests (`budget` units), "
-        "walked in community order (LazyGraphRAG); needs no community reports. Cited to document offsets.",
-    ),
-    "auto": (
-        "auto_search",
-        "Answer with the mode that fits the question (basic, local, global, drift or lazy); the result's "
-        "`route` and `reason` say which and why, `result` is that mode's result.",
-    ),
-    "chunks": (
-        "chunk_graph_search",
-        "Text chunks ranked by a random walk with restart over the chunk-similarity graph, seeded by the "
-        'chunks nearest the query. `filter`: metadata equality, e.g. {"document_title": "a.txt"}.',
-    ),
-    "vector": (
-        "vector_query",
-        "Text chunks nearest the query by cosine similarity. `filter`: metadata, e.g. "
-        '{"document_title": "carol.txt"} or {"n_tokens": {"$gte": 100}} ($eq $ne $gt $gte $lt $lte $in '
-        "$nin, $and / $or).",
-    ),
-}
+def instructions(modes: list[Mode]) -> str:
+    """What the server tells an agent: each tool's clause from its mode's record."""
+    return PREAMBLE + "; ".join(f"{m.tool_name} {m.hint or m.summary}" for m in modes) + "."
 
 
 def _tool(name: str, doc: str, body: type[BaseModel], call: Callable[..., Awaitable[Any]]) -> Any:
@@ -137,8 +92,9 @@ class _Server(MCPServer):
 
 def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> MCPServer:
     """The tools over `service`. `stdio_key` is the key for a stdio session (HTTP calls bring their own)."""
-    bodies = {TOOLS[kind][0]: body for kind, body in BODIES.items()}
-    server = _Server(bodies, "graphrag", instructions=INSTRUCTIONS)
+    modes = list(registry.MODES.values())  # as registered when the server is built
+    bodies: dict[str, type[BaseModel]] = {m.tool_name: body_of(m) for m in modes}
+    server = _Server(bodies, "graphrag", instructions=instructions(modes))
 
     def principal(ctx: Context) -> Principal:
         headers = ctx.headers
@@ -157,9 +113,9 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
             error = exc
         return error_result(error)
 
-    for kind, body in BODIES.items():
-        name, doc = TOOLS[kind]
-        server.add_tool(_tool(name, doc, body, call), name=name, description=doc)
+    for mode in modes:
+        name, doc = mode.tool_name, mode.doc("tool")
+        server.add_tool(_tool(name, doc, bodies[name], call), name=name, description=doc)
     return server
 
 

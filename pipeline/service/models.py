@@ -14,16 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
-from pipeline.query.requests import (
-    AutoOptions,
-    BasicOptions,
-    ChunkOptions,
-    DriftOptions,
-    GlobalOptions,
-    LazyOptions,
-    LocalOptions,
-    VectorOptions,
-)
+from pipeline.query import registry
+from pipeline.query.common.mode import Mode
 
 Namespace = Annotated[
     str,
@@ -70,32 +62,36 @@ def _body(name: str, options: type[BaseModel], question: str = "question") -> ty
     return typing.cast(type[_Request], body)
 
 
-GlobalQuery = _body("GlobalQuery", GlobalOptions)
-LocalQuery = _body("LocalQuery", LocalOptions)
-DriftQuery = _body("DriftQuery", DriftOptions)
-BasicQuery = _body("BasicQuery", BasicOptions)
-LazyQuery = _body("LazyQuery", LazyOptions)
-AutoQuery = _body("AutoQuery", AutoOptions)
-ChunkQuery = _body("ChunkQuery", ChunkOptions, "query")
-VectorQuery = _body("VectorQuery", VectorOptions, "query")
+# Each body class is made once per mode, so that a request's class tells its mode (`kind_of`).
+_BODIES: dict[tuple[str, type[BaseModel], str], type[_Request]] = {}
+_KINDS: dict[type, str] = {}
 
 
-# The HTTP body of each mode, by the mode's name (the MCP tools are built from the same).
-BODIES: dict[str, type[_Request]] = {
-    "global": GlobalQuery,
-    "local": LocalQuery,
-    "drift": DriftQuery,
-    "basic": BasicQuery,
-    "lazy": LazyQuery,
-    "auto": AutoQuery,
-    "chunks": ChunkQuery,
-    "vector": VectorQuery,
-}
+def body_of(mode: Mode) -> type[_Request]:
+    """Mode `mode`'s HTTP body (the MCP tool's parameters too), named after its options: `LocalOptions`
+    gives `LocalQuery`, the name the OpenAPI schema lists it under."""
+    key = (mode.name, mode.options, mode.question)
+    if key not in _BODIES:
+        name = mode.options.__name__.removesuffix("Options") + "Query"
+        _BODIES[key] = body = _body(name, mode.options, mode.question)
+        _KINDS[body] = mode.name
+    return _BODIES[key]
+
+
+def bodies() -> dict[str, type[_Request]]:
+    """The HTTP body of each registered mode, by the mode's name, as the registry stands now (a door
+    reads it when it is built)."""
+    return {name: body_of(mode) for name, mode in registry.MODES.items()}
+
+
+def kind_of(request: BaseModel) -> str:
+    """The mode a request body is for."""
+    return _KINDS[type(request)]
 
 
 class QueryResponse(BaseModel):
     namespace: str
-    kind: Literal["global", "local", "drift", "basic", "lazy", "auto", "chunks", "vector"]
+    kind: str = Field(description="The query mode: the path's last part (`/v1/query/<kind>`)")
     status: str = Field(description="The library's status: completed | partial | no_results | cancelled")
     truncated: bool = Field(description="True when the answer or evidence was cut to the configured sizes")
     duration_s: float

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pipeline.chunk_graph.errors import ChunkGraphError, SnapshotError
+from pipeline.chunk_graph.errors import SnapshotError
 from pipeline.core import schema
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
@@ -28,11 +28,7 @@ from pipeline.io.repair import diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
-from pipeline.query.basic.search import BasicSearchError
-from pipeline.query.drift.search import DriftSearchError
-from pipeline.query.global_.context import GlobalContextError
-from pipeline.query.lazy.search import LazySearchError
-from pipeline.query.local.search import LocalSearchError
+from pipeline.query import registry
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import (
     DeadlineExceeded,
@@ -42,18 +38,8 @@ from pipeline.service.errors import (
     ServiceError,
 )
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
-from pipeline.service.models import (
-    BODIES,
-    AutoQuery,
-    BasicQuery,
-    ChunkQuery,
-    DriftQuery,
-    GlobalQuery,
-    LazyQuery,
-    LocalQuery,
-    VectorQuery,
-)
-from pipeline.service.modes import MODES, Abandoned, Work
+from pipeline.service.models import kind_of
+from pipeline.service.modes import Work, answer
 from pipeline.service.shared_limits import PgKeyLimiter, PgKeyRateLimiter
 from pipeline.settings import Settings
 
@@ -61,43 +47,19 @@ log = logging.getLogger("pipeline.service")
 
 # After the deadline the worker gets this long to notice it and hand back what it has done.
 GRACE_S = 1.0
-Request = (
-    GlobalQuery | LocalQuery | DriftQuery | BasicQuery | LazyQuery | AutoQuery | ChunkQuery | VectorQuery
-)
-KIND_OF: dict[type, str] = {body: kind for kind, body in BODIES.items()}
-# What each query kind reads: (kind of table, name). The status endpoint reports readiness from these.
-NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "global": (("parquet", schema.COMMUNITIES), ("parquet", schema.COMMUNITY_REPORTS)),
-    "local": (
-        ("parquet", schema.ENTITIES),
-        ("parquet", schema.RELATIONSHIPS),
-        ("parquet", schema.COMMUNITIES),
-        ("lancedb", schema.LANCE_TEXT_UNITS),
-    ),
-    "drift": (
-        ("parquet", schema.ENTITIES),
-        ("parquet", schema.COMMUNITIES),
-        ("lancedb", schema.LANCE_COMMUNITY_REPORTS),
-        ("lancedb", schema.LANCE_TEXT_UNITS),
-    ),
-    "basic": (("lancedb", schema.LANCE_TEXT_UNITS),),
-    # lazy and auto (which falls back to lazy) need the graph's communities and the text units only
-    "lazy": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
-    "auto": (("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
-    "chunks": (("snapshot", "chunk_graph"),),
-    "vector": (("lancedb", schema.LANCE_TEXT_UNITS),),
-}
 
 
-# Which worker pool runs each kind. Retrieval-only queries take about a tenth of a second offline, a
-# graph query up to a few seconds: in one first-come queue, 16 clients left basic searches waiting
-# seconds behind DRIFT and global ones (bench/bench_serve_load.py). Each lane has its own threads,
-# so a quick query starts at once however many graph queries wait their turn.
-QUICK_KINDS = frozenset({"basic", "vector", "chunks"})
-
-
+# Which worker pool runs each kind: its mode's `lane`. Retrieval-only queries take about a tenth of a
+# second offline, a graph query up to a few seconds: in one first-come queue, 16 clients left basic
+# searches waiting seconds behind DRIFT and global ones (bench/bench_serve_load.py). Each lane has its
+# own threads, so a quick query starts at once however many graph queries wait their turn.
 def lane_of(kind: str) -> str:
-    return "quick" if kind in QUICK_KINDS else "graph"
+    return registry.mode(kind).lane
+
+
+def bad_requests() -> tuple[type[Exception], ...]:
+    """What the registered modes raise for a request they cannot take (422 invalid_request)."""
+    return tuple(e for mode in registry.MODES.values() for e in mode.errors)
 
 
 class UpstreamError(ServiceError):
@@ -183,8 +145,9 @@ class QueryService:
         return self.keys.authenticate(key_from_headers(headers))
 
     # ---- a query --------------------------------------------------------------------------------
-    async def run(self, principal: Principal, request: Request) -> dict[str, Any]:
-        kind = KIND_OF[type(request)]
+    async def run(self, principal: Principal, request: Any) -> dict[str, Any]:
+        """Answer `request`, the HTTP body of a registered mode (`models.body_of`)."""
+        kind = kind_of(request)
         namespace = principal.authorize(request.namespace)
         timeout = min(
             request.timeout_s or self.settings.service_timeout_s, self.settings.service_max_timeout_s
@@ -291,7 +254,7 @@ class QueryService:
         key_id: str,
         kind: str,
         namespace: str,
-        request: Request,
+        request: Any,
         deadline: float,
         cancel: threading.Event,
         began: threading.Event,
@@ -306,9 +269,7 @@ class QueryService:
                 raise TableNotFoundError("no tables at all")
             store = store.pinned()  # one committed index version for every read of this request
             work = Work(store, self.settings, self.new_engine, self.embedder, deadline, cancel)
-            return MODES[kind](work, request)
-        except Abandoned as exc:  # the caller has answered 504 already; this only ends the work
-            return {"status": "cancelled", "reason": str(exc)}
+            return answer(work, kind, request)
         except IndexDamaged as exc:
             raise damaged(exc) from None
         except TableNotFoundError as exc:
@@ -317,15 +278,8 @@ class QueryService:
             raise IndexNotReady(
                 f"namespace {namespace!r}: its chunk graph cannot be loaded ({exc}); re-index it"
             ) from None
-        except (
-            LocalSearchError,
-            GlobalContextError,
-            DriftSearchError,
-            BasicSearchError,
-            LazySearchError,
-            ChunkGraphError,
-        ) as exc:
-            raise InvalidRequest(str(exc)) from None
+        except bad_requests() as exc:
+            raise InvalidRequest(str(exc), detail=getattr(exc, "detail", None)) from None
         except LLMConfigError as exc:
             log.error("query kind=%s: LLM configuration error: %s", kind, exc)
             raise ServiceError("the server's LLM provider is misconfigured") from None
@@ -366,7 +320,7 @@ class QueryService:
                 }
             )
         present = {(t["kind"], t["name"]) for t in tables}
-        ready = {kind: all(need in present for need in needs) for kind, needs in NEEDS.items()}
+        ready = {kind: all(need in present for need in m.needs) for kind, m in registry.MODES.items()}
         return {"namespace": namespace, "indexed": bool(tables), "tables": tables, "ready": ready}
 
 

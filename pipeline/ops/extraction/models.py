@@ -19,9 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from pipeline.core.tokens import DEFAULT_ENCODING
-from pipeline.settings import default_of
-from pipeline.settings.indexing import ExtractionSettings
+from pipeline.settings.bound import FromSettings, setting
 
 # The type of an entity whose type no rule or model could name. It means "unknown", not a type of its
 # own: resolution folds such mentions into the typed entity of the same name (see pipeline.ops.resolution).
@@ -74,32 +72,19 @@ TYPE_SYNONYMS = {
 
 # ---- the request (one text unit) ---------------------------------------------------------------------
 @dataclass(frozen=True)
-class ExtractionOptions:
+class ExtractionOptions(FromSettings):
     """What both extractors are told besides the text; each reads the options that apply to it."""
 
-    entity_types: tuple[str, ...] = ("organization", "person", "geo", "event")
-    extract_claims: bool = True
-    max_gleanings: int = 1  # LLM: extra rounds asking for what the first missed
-    claim_description: str = default_of("claim_description")  # LLM
-    window: int = 1  # offline: co-occurrence window in sentences
+    entity_types: tuple[str, ...] = setting("entity_types", tuple)
+    extract_claims: bool = setting("extract_claims", bool)
+    max_gleanings: int = setting("extraction_max_gleanings")  # LLM: extra rounds asking for what was missed
+    claim_description: str = setting("claim_description")  # LLM
+    window: int = setting("offline_cooccurrence_window")  # offline: co-occurrence window in sentences
     ner: bool = True  # offline: spaCy's NER types and adds names (the nlp method); False: the rules alone
-    encoding: str = DEFAULT_ENCODING  # counts the text units packed into one request (`packed.plan_packs`)
+    encoding: str = setting("encoding")  # counts the text units packed into one request (`packed.plan_packs`)
     # text tokens packed into one request at most; 0: one unit per request
-    pack_tokens: int = default_of("extraction_pack_tokens")
-    processes: int = 0  # offline: worker processes for the packs; 0: one per core on a long run
-
-    @classmethod
-    def from_settings(cls, settings: ExtractionSettings) -> ExtractionOptions:
-        return cls(
-            entity_types=tuple(settings.entity_types),
-            extract_claims=bool(settings.extract_claims),
-            max_gleanings=settings.extraction_max_gleanings,
-            claim_description=settings.claim_description,
-            window=settings.offline_cooccurrence_window,
-            encoding=settings.encoding,
-            pack_tokens=settings.extraction_pack_tokens,
-            processes=settings.extraction_processes,
-        )
+    pack_tokens: int = setting("extraction_pack_tokens")
+    processes: int = setting("extraction_processes")  # offline: pack workers; 0: one per core on a long run
 
 
 @dataclass(frozen=True)

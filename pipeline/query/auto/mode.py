@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
+from pipeline.query.auto.terminal import TERMINAL
 from pipeline.query.common.mode import Mode
 from pipeline.query.requests import AutoOptions
 
@@ -15,4 +16,10 @@ MODE = Mode(
     search=auto_search_async,
     # auto falls back to lazy search, which needs the graph's communities and the text units only
     needs=(("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
+    http_doc="Routes the question to basic, local, global, DRIFT or lazy; `route` and `reason` say which and why.",
+    tool_doc="Answer with the mode that fits the question (basic, local, global, drift or lazy); the result's "
+    "`route` and `reason` say which and why, `result` is that mode's result.",
+    saved_doc="Saved questions routed per question; with none, nothing is asked.",
+    hint="picks the mode itself",
+    terminal=TERMINAL,
 )

@@ -85,7 +85,13 @@ def _lacks(scope: QueryScope, route: str) -> list[str]:
 async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfig) -> tuple[RouteChoice, str]:
     """The route and why (rules 1-3), and who chose it."""
     if config.route is not None:
-        choice, router = RouteChoice(route=config.route, reason="route given by the caller"), "given"
+        # Any routable mode of the scope's registry (a toy or plug-in one too); RouteChoice's own five
+        # are what the model is told it may answer
+        if not getattr(scope.modes.get(config.route), "routable", False):
+            routes = ", ".join(n for n, m in scope.modes.items() if m.routable)
+            raise ValueError(f"route must be a routable query mode: {routes}; not {config.route!r}")
+        given = RouteChoice.model_construct(route=config.route, reason="route given by the caller")
+        choice, router = given, "given"
     else:
         try:
             choice = await scope.ask(ROUTE, RouteRequest(question))

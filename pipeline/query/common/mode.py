@@ -21,6 +21,23 @@ Search = Callable[[Any, str, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class Terminal:
+    """How `pipeline query <name>` shows a mode; the CLI builds the command from it and the record (a
+    mode without one gets the summary as its help and `common.terminal.generic` as its printer)."""
+
+    help: str = ""  # the subcommand's help; empty: the mode's summary
+    # (result, args, scope) -> exit code: prints the result (or, with args.json, its JSON)
+    render: Callable[[Any, Any, Any], int] | None = None
+    json_help: str | None = "print the whole result"
+    flags: Callable[[Any], None] | None = None  # adds the mode's own flags to its argparse parser
+    flags_first: bool = False  # before the options' flags in its help (else after them)
+    rank: int = 100  # its place in `pipeline query --help`, lowest first (ties: registry order)
+    special: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # a field's own argparse form
+    config_flags: tuple[str, ...] = ()  # own flags that go into the search's config (vector's --store)
+    quiet: tuple[str, ...] = ()  # loggers silenced without -v: the renderer says their reason on one line
+
+
+@dataclass(frozen=True)
 class Mode:
     """One query mode, as every door sees it."""
 
@@ -36,6 +53,15 @@ class Mode:
     errors: tuple[type[Exception], ...] = ()  # what the search raises for a request it cannot take
     routable: bool = False  # auto search may hand a question to it, and `pipeline eval` asks it
     lane: Literal["quick", "graph"] = "graph"  # the service's worker pool: quick = no model call
+    # False: the search calls no model, so a door builds it no engine (its scope's engine is None) and
+    # it answers with no LLM configured
+    uses_model: bool = True
+    # What each door says of it (empty: the summary)
+    http_doc: str = ""  # the OpenAPI description of `POST /v1/query/<name>`
+    tool_doc: str = ""  # what an agent reads about the MCP tool
+    saved_doc: str = ""  # the Dagster saved-questions config's description
+    hint: str = ""  # the MCP server's instructions on the tool, after its name ("answers ...")
+    terminal: Terminal = Terminal()  # `pipeline query <name>`
     # Optional parts a door uses when a mode has them:
     estimate: Callable[..., None] | None = None  # adds the model calls one question costs (--estimate)
     shown: Callable[[dict[str, Any], Any], Any] | None = None  # the context a result showed (eval)
@@ -45,6 +71,20 @@ class Mode:
     @property
     def tool_name(self) -> str:
         return self.tool or f"{self.name}_search"
+
+    def doc(self, door: Literal["http", "tool", "saved"]) -> str:
+        """What door `door` says of this mode: its own text, else the summary."""
+        return getattr(self, f"{door}_doc") or self.summary
+
+
+# The registered modes by name, filled by `pipeline.query.registry` (which imports every mode's record):
+# here, so that what validates against the registry (auto's `route`) need not import the modes.
+MODES: dict[str, Mode] = {}
+
+
+def routable() -> list[str]:
+    """The registered modes auto search may hand a question to, in registry order."""
+    return [name for name, m in MODES.items() if m.routable]
 
 
 def missing(store: Any, needs: tuple[Need, ...]) -> list[str]:

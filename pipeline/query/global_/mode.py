@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
+from pipeline.query.estimate import _global as estimate
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
+from pipeline.query.global_.terminal import TERMINAL
 from pipeline.query.requests import GlobalOptions
 
 MODE = Mode(
@@ -17,4 +19,10 @@ MODE = Mode(
     needs=(("parquet", schema.COMMUNITIES), ("parquet", schema.COMMUNITY_REPORTS)),
     errors=(GlobalContextError,),
     routable=True,
+    http_doc="Map-reduce over community reports (`pipeline.query.global_.search`).",
+    tool_doc='Answer a corpus-wide question ("what are the main themes?") by map-reduce over community reports.',
+    saved_doc="Saved global questions; with none, a default 'main themes' one.",
+    hint="answers corpus-wide questions from community summaries",
+    estimate=estimate,
+    terminal=TERMINAL,
 )

@@ -1,0 +1,1 @@
+"""The vector query: the nearest text units by cosine, through the vector query tool (`pipeline.vector_tool`)."""
