@@ -9,7 +9,8 @@ import math
 from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
 from pipeline.query import registry
-from pipeline.query.basic.search import BasicSearchConfig, build_basic_context, retrieve
+from pipeline.query.basic.search import BasicSearchConfig, retrieve
+from pipeline.query.common.passage_answer import build_basic_context
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.drift.steps import primer_reports, split_folds
 from pipeline.query.drift.tasks import PrimerRequest, primer_messages

@@ -10,7 +10,7 @@ Where the tasks live:
 - extraction: `ops/extraction/task.py`; descriptions: `ops/descriptions.py`; reports: `ops/reports/task.py`
 - global search: `query/global_/tasks.py` (map, reduce), `query/global_/selection_tasks.py` (rating)
 - local search: `query/common/intent.py` (the question parse), `query/local/tasks.py` (selection, answer)
-- DRIFT: `query/drift/tasks.py`; basic: `query/basic/tasks.py`; the example: `engine/summarize.py`
+- DRIFT: `query/drift/tasks.py`; basic and lazy: `query/common/passage_answer.py`; the example: `engine/summarize.py`
 
 A task runs on one item; `engine.run_batch(items, fn)` runs many and returns a result or an `LLMError`
 per item, so that an asset can write failure rows instead of stopping.

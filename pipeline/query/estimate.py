@@ -210,7 +210,8 @@ def _drift(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
 
 def _basic(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     store, question, settings, embedder = asked
-    from pipeline.query.basic.search import build_basic_context, retrieve
+    from pipeline.query.basic.search import retrieve
+    from pipeline.query.common.passage_answer import build_basic_context
 
     units, _ = retrieve(store, embedder, question, config)
     context = build_basic_context(question, units, config.context_max_tokens, config.encoding)

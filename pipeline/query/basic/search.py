@@ -21,25 +21,22 @@ from pipeline.core import schema
 from pipeline.core.boilerplate import mask_rows
 from pipeline.core.plain import plain
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
+from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.basic.tasks import BASIC_ANSWER, basic_messages
-from pipeline.query.common.answer_context import AnswerRequest, ContextRow, LocalContext
+from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.options import with_overrides
 from pipeline.query.common.pages import locate_result
-from pipeline.query.common.prompt_text import skeleton_text
+from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
-from pipeline.query.common.token_budget import pack
 from pipeline.settings import default_of
 from pipeline.settings.query import LocalSettings
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
-HEADER = "-----Sources-----\nid|text"
 
 
 class BasicSearchError(ValueError):
@@ -125,25 +122,6 @@ def retrieve(
     if (regions := document_regions(store)) is not None:  # front matter is not a passage to answer from
         out = mask_rows(out, regions)
     return out, max((r["score"] for r in dense), default=-1.0)
-
-
-def build_basic_context(
-    question: str, units: list[dict[str, Any]], max_tokens: int, encoding: str
-) -> LocalContext:
-    """The units, best first, as Sources rows numbered from 1, as many as the prompt's budget holds."""
-    skeleton = skeleton_text(basic_messages(question, HEADER))
-    all_lines = [f"{n}|{' '.join(u['text'].replace('|', '/').split())}" for n, u in enumerate(units, start=1)]
-    kept = pack(all_lines, skeleton + "\n", max_tokens, encoding, sep="\n")
-    lines, rows = [all_lines[i] for i in kept], []
-    for i in kept:
-        unit = units[i]
-        ref = {
-            k: unit[k] for k in ("text_unit_id", "document_id", "document_title", "start_char", "end_char")
-        }
-        rows.append(ContextRow(section="sources", id=i + 1, text=unit["text"], ref=ref))
-    text = "\n".join([HEADER, *lines]) if lines else ""
-    total = count_tokens(skeleton_text(basic_messages(question, text)), encoding)
-    return LocalContext(text=text, rows=rows, budget=max_tokens, prompt_tokens=total)
 
 
 async def basic_search_async(

@@ -10,8 +10,8 @@ relevance tests instead:
 4. from each relevant unit its sentences closest to the subquery that found it are extracted (the words
    they share with it, then their order: no model call, no embedding, so extraction costs nothing but
    CPU), the units ranked by their rating and then their rank, and packed within the answer budget as a
-   Sources table (`basic.search.build_basic_context`); what budget the relevant units leave is filled
-   with the best-ranked units no test reached (`fill_context`), never with one judged irrelevant;
+   Sources table (`common.passage_answer.build_basic_context`); what budget the relevant units leave is
+   filled with the best-ranked units no test reached (`fill_context`), never with one judged irrelevant;
 5. the answer is basic search's task over that table, citing `[Data: Sources (n)]`, which resolve to the
    units' documents and offsets.
 
@@ -31,13 +31,12 @@ from typing import Any
 from pipeline.core.plain import plain
 from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
-from pipeline.query.basic.search import build_basic_context
-from pipeline.query.basic.tasks import BASIC_ANSWER
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.options import prefixed, require_counts, with_overrides
 from pipeline.query.common.pages import locate_result
+from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
