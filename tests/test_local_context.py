@@ -9,15 +9,15 @@ from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.intent import QueryIntent
-from pipeline.query.local.context import (
+from pipeline.query.common.local_context import (
     ContextShares,
+    answer_messages,
     build_local_context,
     prompt_tokens,
     rank_entities,
     rank_relationships,
 )
-from pipeline.query.local.index import load_local_index
-from pipeline.query.local.tasks import answer_messages
+from pipeline.query.common.local_index import load_local_index
 from tests.test_local_search import PARAGRAPHS, build_tiny_index, eid
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"

@@ -12,15 +12,15 @@ import pytest
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.scope import QueryScope
-from pipeline.query.local.passage_index import load_passage_index
-from pipeline.query.local.passage_rank import (
+from pipeline.query.common.passage_index import load_passage_index
+from pipeline.query.common.passage_rank import (
     PassageRankOptions,
     bm25_scores,
     dense_scores,
     ppr_scores,
     rank_passages,
 )
+from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from tests.test_local_search import build_tiny_index, eid
 from tests.test_local_search import embedder as embedder  # noqa: F401 - the module-scoped fixture

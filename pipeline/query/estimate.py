@@ -176,9 +176,9 @@ def _rating(estimate: QueryEstimate, store: NamespaceStore, question: str, confi
 
 def _drift(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     store, question, settings, embedder = asked
+    from pipeline.query.common.local_index import load_local_index
     from pipeline.query.drift.steps import primer_reports, split_folds
     from pipeline.query.drift.tasks import PrimerRequest, primer_messages
-    from pipeline.query.local.index import load_local_index
 
     index = load_local_index(store)
     hits = primer_reports(store, index, embedder.embed([question])[0], config)
@@ -232,10 +232,10 @@ def _lazy(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     question's longest ranked units, cut as the prompt cuts them), the answer (within its budget)."""
     store, question, settings, embedder = asked
     from pipeline import prompts
+    from pipeline.query.common.local_index import load_local_index
+    from pipeline.query.common.passage_index import load_passage_index
     from pipeline.query.lazy.tasks import ExpandRequest, RateUnitsRequest, UnitItem, rate_messages
     from pipeline.query.lazy.tree import rank_units
-    from pipeline.query.local.index import load_local_index
-    from pipeline.query.local.passage_index import load_passage_index
 
     enc = config.encoding
     expand = prompts.LAZY_EXPAND.messages(**vars(ExpandRequest(question, config.subqueries)))

@@ -16,6 +16,9 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import ContextRow, LocalContext
 from pipeline.query.common.citations import resolve_citations
+from pipeline.query.common.local_context import prompt_tokens
+from pipeline.query.common.local_index import LocalIndex
+from pipeline.query.common.local_retrieval import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
 from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.scope import QueryScope
@@ -30,9 +33,6 @@ from pipeline.query.drift.tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.query.local.context import prompt_tokens
-from pipeline.query.local.index import LocalIndex
-from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.settings import default_of
 from pipeline.settings.query import DriftSettings
 

@@ -34,15 +34,15 @@ from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.intent import STOPWORDS
+from pipeline.query.common.local_index import load_local_index
 from pipeline.query.common.options import prefixed, require_counts, with_overrides
 from pipeline.query.common.pages import locate_result
 from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
+from pipeline.query.common.passage_index import load_passage_index
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
 from pipeline.query.lazy.tree import load_tree, nearest_pieces, rank_units
-from pipeline.query.local.index import load_local_index
-from pipeline.query.local.passage_index import load_passage_index
 from pipeline.settings import default_of
 from pipeline.settings.query import LazySettings
 

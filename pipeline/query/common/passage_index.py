@@ -21,10 +21,9 @@ import scipy.sparse as sp
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.local_index import PARQUET_INPUTS, LocalIndex, load_local_index
 from pipeline.query.common.sentence_rank import stemmer
 from pipeline.query.common.vector_cache import column_matrix
-from pipeline.query.local import index as local_index
-from pipeline.query.local.index import LocalIndex, load_local_index
 
 LANCE_INPUTS = (schema.LANCE_TEXT_UNITS, schema.LANCE_TEXT_UNIT_PIECES)
 
@@ -53,7 +52,7 @@ class PassageIndex:
 def load_passage_index(store: NamespaceStore, graph: LocalIndex | None = None) -> PassageIndex:
     """This namespace's passage index, rebuilt only when one of its input tables changed. Its rows and
     graph come from the loaded graph tables (`graph`, else `load_local_index`), not a second read."""
-    versions = table_versions(store, local_index.PARQUET_INPUTS, LANCE_INPUTS)
+    versions = table_versions(store, PARQUET_INPUTS, LANCE_INPUTS)
     return cached_index(
         store,
         "passages",

@@ -33,10 +33,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
+from pipeline import prompts
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.query.common.answer_context import LABELS, SECTIONS, ContextRow, LocalContext, Section
-from pipeline.query.local.index import LocalIndex
-from pipeline.query.local.tasks import answer_messages
+from pipeline.query.common.local_index import LocalIndex
 
 HEADERS: dict[Section, str] = {
     "reports": "id|title|summary",
@@ -86,6 +86,11 @@ class _Candidate:
 
 def _header_tokens(section: Section, encoding: str) -> int:
     return count_tokens(f"-----{LABELS[section]}-----\n{HEADERS[section]}\n\n", encoding)
+
+
+def answer_messages(question: str, context_text: str) -> list[dict[str, str]]:
+    """The answer prompt as sent: the context builder measures its budget on exactly this."""
+    return prompts.LOCAL_ANSWER.messages(question=question, context=context_text or "(no data)")
 
 
 def prompt_tokens(question: str, context_text: str, encoding: str) -> int:
