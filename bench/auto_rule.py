@@ -57,7 +57,6 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
     from pipeline.query import registry
     from pipeline.query.auto.compare import stem_frequencies
     from pipeline.query.auto.search import AutoSearchConfig, run_mode
-    from pipeline.query.common.shown import mode_context
     from pipeline.runtime import query_runtime
 
     with tempfile.TemporaryDirectory() as work:
@@ -80,7 +79,7 @@ def collect(name: str, limit: int | None) -> list[dict[str, Any]]:
         for mode in PASSAGE_MODES:
             scope = registry.scope(rt.store, rt.engine, rt.embedder)
             result = rt.engine.run_sync(run_mode(mode, scope, q.question, config)).to_dict()
-            context = mode_context(mode, result, rt.store)
+            context = registry.mode(mode).shown(result, rt.store)
             _, _, coverage, _ = score(q, context)
             row["modes"][mode] = {
                 "coverage": coverage or 0.0,

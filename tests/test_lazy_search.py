@@ -185,7 +185,6 @@ def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
 
 def test_offline_auto_keeps_the_passage_mode_whose_best_passage_shows_most_of_the_question(tiny, embedder):
     from pipeline.query.auto.compare import context_scores, stem_frequencies
-    from pipeline.query.common.shown import mode_context
 
     question = "Who was Scrooge's partner?"
     result = asyncio.run(auto_search_async(registry.scope(tiny, OfflineEngine(), embedder), question))
@@ -196,7 +195,7 @@ def test_offline_auto_keeps_the_passage_mode_whose_best_passage_shows_most_of_th
     )  # a stable sort: a tie keeps the earlier of basic, local, lazy
     assert result.route == ranked[0]
     # the kept mode's scores are those of the context it shows
-    shown = mode_context(result.route, result.result, tiny).texts
+    shown = registry.mode(result.route).shown(result.result, tiny).texts
     assert context_scores(question, shown, stem_frequencies(tiny)) == result.compared[result.route]
     assert "held the most of the question in one passage" in result.reason
 

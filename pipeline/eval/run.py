@@ -22,7 +22,7 @@ from pipeline.eval.pages import page_scores
 from pipeline.eval.questions import EvalQuestion
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query import registry
-from pipeline.query.common.shown import mode_context
+from pipeline.query.common.shown import Context
 
 
 def eval_modes() -> tuple[str, ...]:
@@ -116,7 +116,8 @@ async def _ask(
         return row
     row.status = result.get("status") or "completed"
     row.route = result.get("route") if mode == "auto" else None
-    context = mode_context(mode, result, store)
+    shown = registry.mode(mode).shown
+    context = shown(result, store) if shown else Context()
     row.context_recall, row.missing_gold, row.answer_coverage, row.missing_words = score(q, context)
     row.answer_words = answer_words(q, result.get("answer") or "")
     row.page_hit, row.page_spans = page_scores(q.gold_pages, result)

@@ -36,8 +36,8 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.mode import Mode
 from pipeline.query.common.sentence_rank import stems
-from pipeline.query.common.shown import mode_context
 
 TIE_ORDER = ("basic", "local", "lazy")  # rule 4
 
@@ -90,6 +90,7 @@ def keep(scores: dict[str, dict[str, float]]) -> str:
     )
 
 
-def mode_scores(mode: str, question: str, result: dict[str, Any], store: NamespaceStore) -> dict[str, float]:
-    """The scores of one mode's result, on the context it shows (`shown.mode_context`)."""
-    return context_scores(question, mode_context(mode, result, store).texts, stem_frequencies(store))
+def mode_scores(mode: Mode, question: str, result: dict[str, Any], store: NamespaceStore) -> dict[str, float]:
+    """The scores of one mode's result, on the context it shows (its record's `shown`)."""
+    shown = mode.shown(result, store).texts if mode.shown else []
+    return context_scores(question, shown, stem_frequencies(store))

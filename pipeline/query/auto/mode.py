@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
+from pipeline.query.auto.shown import auto_shown
 from pipeline.query.auto.terminal import TERMINAL
 from pipeline.query.common.mode import Mode
 from pipeline.query.requests import AutoOptions
@@ -22,4 +23,5 @@ MODE = Mode(
     saved_doc="Saved questions routed per question; with none, nothing is asked.",
     hint="picks the mode itself",
     terminal=TERMINAL,
+    shown=auto_shown,
 )

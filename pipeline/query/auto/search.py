@@ -162,7 +162,7 @@ async def _compare(
         results[mode] = (await run_mode(mode, scope, question, config)).to_dict()
         if results[mode].get("status") == "cancelled":
             break
-        scores[mode] = mode_scores(mode, question, results[mode], scope.store)
+        scores[mode] = mode_scores(scope.modes[mode], question, results[mode], scope.store)
     best = keep(scores) if scores else next(iter(results))
     got = scores.get(best, {"best_passage": 0.0, "context": 0.0})
     why = (

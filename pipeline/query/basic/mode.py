@@ -6,6 +6,7 @@ from pipeline.core import schema
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
 from pipeline.query.basic.terminal import TERMINAL
 from pipeline.query.common.mode import Mode
+from pipeline.query.common.shown import sources_shown
 from pipeline.query.estimate import _basic as estimate
 from pipeline.query.requests import BasicOptions
 
@@ -25,4 +26,5 @@ MODE = Mode(
     hint="answers from the nearest passages",
     estimate=estimate,
     terminal=TERMINAL,
+    shown=sources_shown,
 )

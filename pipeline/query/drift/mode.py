@@ -5,6 +5,7 @@ from __future__ import annotations
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
 from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError, drift_search_async
+from pipeline.query.drift.shown import drift_shown
 from pipeline.query.drift.terminal import TERMINAL
 from pipeline.query.estimate import _drift as estimate
 from pipeline.query.requests import DriftOptions
@@ -31,4 +32,5 @@ MODE = Mode(
     hint="starts from the nearest community reports and follows up with local searches (broader than local, cheaper than global)",
     estimate=estimate,
     terminal=TERMINAL,
+    shown=drift_shown,
 )

@@ -7,6 +7,7 @@ from pipeline.query.common.mode import Mode
 from pipeline.query.estimate import _global as estimate
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
+from pipeline.query.global_.shown import global_shown
 from pipeline.query.global_.terminal import TERMINAL
 from pipeline.query.requests import GlobalOptions
 
@@ -25,4 +26,5 @@ MODE = Mode(
     hint="answers corpus-wide questions from community summaries",
     estimate=estimate,
     terminal=TERMINAL,
+    shown=global_shown,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
+from pipeline.query.common.shown import sources_shown
 from pipeline.query.estimate import _lazy as estimate
 from pipeline.query.lazy.search import LazySearchConfig, LazySearchError, lazy_search_async
 from pipeline.query.lazy.terminal import TERMINAL
@@ -26,4 +27,5 @@ MODE = Mode(
     hint="tests passages for relevance within a budget",
     estimate=estimate,
     terminal=TERMINAL,
+    shown=sources_shown,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_async
+from pipeline.query.local.shown import local_shown
 from pipeline.query.local.terminal import TERMINAL
 from pipeline.query.requests import LocalOptions
 
@@ -28,4 +29,5 @@ MODE = Mode(
     saved_doc="Saved local questions; with none and no file, nothing is asked.",
     hint="answers questions about specific entities with cited evidence",
     terminal=TERMINAL,
+    shown=local_shown,
 )
