@@ -19,6 +19,12 @@ The layers of `pipeline/` (a module may import its own layer and those listed):
 - `chunk_graph`: the similarity graph, built by `index` and walked at query time.
 - `query`, `vector_tool`, `service`: query time; never `index`. `query` never imports `runtime`: a
   search takes its store, engine and embedder as arguments.
+- `query` never imports `ops`: what indexing and querying share (boilerplate masks, token windows,
+  sentences, section paths) lives in `core`.
+- Each query mode is a package of `query` (`query/<mode>/`, every subpackage but `common`) and never
+  imports another mode's: what several modes share lives in `query/common`, which imports no mode, and
+  a mode that hands a question on finds the others in its scope (`QueryScope.modes`). The registry
+  (`query/registry.py`) and the other modules at the root of `query` are no mode.
 - No module under `pipeline/` is over 400 lines.
 """
 
@@ -138,6 +144,104 @@ def test_the_cycle_check_sees_imports_inside_functions():
     top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert "pipeline.runtime" not in top_level
     assert "pipeline.runtime" in _import_graph()["pipeline.index.context"]
+
+
+def _query_modes() -> set[str]:
+    """The mode packages: every package directly under pipeline/query but `common`."""
+    root = REPO / "pipeline" / "query"
+    return {p.parent.name for p in root.glob("*/__init__.py")} - {"common"}
+
+
+def _mode_of(module: str, modes: set[str]) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["pipeline", "query"] and len(parts) > 2 and parts[2] in modes else None
+
+
+def query_imports_of_ops(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m == "pipeline.query" or m.startswith("pipeline.query.")
+        for t in targets
+        if t == "pipeline.ops" or t.startswith("pipeline.ops.")
+    )
+
+
+def mode_imports_of_sibling_modes(graph: dict[str, set[str]], modes: set[str]) -> list[str]:
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if (own := _mode_of(m, modes))
+        for t in targets
+        if (other := _mode_of(t, modes)) and other != own
+    )
+
+
+def common_imports_of_modes(graph: dict[str, set[str]], modes: set[str]) -> list[str]:
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if m == "pipeline.query.common" or m.startswith("pipeline.query.common.")
+        for t in targets
+        if _mode_of(t, modes)
+    )
+
+
+def test_query_code_never_imports_ops():
+    """What indexing and querying share lives in `core`; `ops` is indexing's."""
+    assert query_imports_of_ops(_import_graph()) == []
+
+
+def test_the_ops_check_sees_a_query_module_importing_ops():
+    graph = {
+        "pipeline.query.common.pages": {"pipeline.ops.structure", "pipeline.ops", "pipeline.core.sections"},
+        "pipeline.query": set(),
+        "pipeline.ops.chunking": {"pipeline.core.token_windows"},
+    }
+    assert query_imports_of_ops(graph) == [
+        "pipeline.query.common.pages -> pipeline.ops",
+        "pipeline.query.common.pages -> pipeline.ops.structure",
+    ]
+
+
+def test_no_query_mode_imports_another():
+    modes = _query_modes()
+    assert {"basic", "local", "drift", "global_", "lazy", "auto"} <= modes  # every mode is seen
+    assert mode_imports_of_sibling_modes(_import_graph(), modes) == []
+
+
+def test_the_mode_check_sees_a_mode_importing_a_sibling_but_not_common_or_the_registry():
+    modes = {"basic", "local", "drift"}
+    graph = {
+        # a function-level import counts the same (the graph holds every import of a module)
+        "pipeline.query.drift.steps": {
+            "pipeline.query.local.search",
+            "pipeline.query.local",
+            "pipeline.query.drift",
+        },
+        "pipeline.query.drift.tasks": {"pipeline.query.common.answer_context", "pipeline.query.drift.steps"},
+        "pipeline.query.registry": {"pipeline.query.basic.mode", "pipeline.query.local.mode"},
+        "pipeline.query.estimate": {"pipeline.query.basic.search"},
+    }
+    assert mode_imports_of_sibling_modes(graph, modes) == [
+        "pipeline.query.drift.steps -> pipeline.query.local",
+        "pipeline.query.drift.steps -> pipeline.query.local.search",
+    ]
+
+
+def test_query_common_imports_no_mode():
+    assert common_imports_of_modes(_import_graph(), _query_modes()) == []
+
+
+def test_the_common_check_sees_common_importing_a_mode():
+    graph = {
+        "pipeline.query.common.batcher": {"pipeline.query.global_.context", "pipeline.query.common.scope"},
+        "pipeline.query.common": set(),
+        "pipeline.query.global_.map": {"pipeline.query.common.batcher"},
+    }
+    assert common_imports_of_modes(graph, {"global_", "local"}) == [
+        "pipeline.query.common.batcher -> pipeline.query.global_.context"
+    ]
 
 
 def test_layers_import_only_what_they_may():
