@@ -13,7 +13,7 @@ MODE = Mode(
     name="auto",
     summary="Routes the question to the mode that fits it and says which and why.",
     options=AutoOptions,
-    configure=lambda settings, given: AutoSearchConfig.from_settings(settings, **given),
+    config=AutoSearchConfig,
     search=auto_search_async,
     # auto falls back to lazy search, which needs the graph's communities and the text units only
     needs=(("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pipeline.core import schema
+from pipeline.query.basic.estimate import estimate_phases as estimate
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
 from pipeline.query.basic.terminal import TERMINAL
 from pipeline.query.common.mode import Mode
 from pipeline.query.common.shown import sources_shown
-from pipeline.query.estimate import _basic as estimate
 from pipeline.query.requests import BasicOptions
 
 MODE = Mode(
     name="basic",
-    summary="Vector RAG: the nearest passages answered with citations to their offsets.",
     options=BasicOptions,
-    configure=lambda settings, given: BasicSearchConfig.from_settings(settings, **given),
+    config=BasicSearchConfig,
     search=basic_search_async,
     needs=(("lancedb", schema.LANCE_TEXT_UNITS),),
     errors=(BasicSearchError,),

@@ -21,20 +21,17 @@ from pipeline.core import schema
 from pipeline.core.boilerplate import mask_rows
 from pipeline.core.plain import plain
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.front_matter import document_regions
-from pipeline.query.common.options import with_overrides
 from pipeline.query.common.pages import locate_result
 from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.search import text_search, vector_search
-from pipeline.settings import default_of
-from pipeline.settings.query import LocalSettings
+from pipeline.settings.bound import FromSettings, setting
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 
@@ -44,15 +41,15 @@ class BasicSearchError(ValueError):
 
 
 @dataclass(frozen=True)
-class BasicSearchConfig:
-    top_k: int = default_of("basic_top_k")  # Microsoft GraphRAG's basic_search k
+class BasicSearchConfig(FromSettings):
+    top_k: int = setting("basic_top_k")  # Microsoft GraphRAG's basic_search k
     # Fuse BM25 hits with the dense ones. Off, as Microsoft GraphRAG's basic search: on MuSiQue-100 the
     # equal-weight fusion lost 7 points of R@5 to dense alone (57.0 vs 63.9; `make eval`).
     full_text: bool = False
     rrf_k: int = 60  # the RRF constant of the original paper (Cormack et al.), as `pipeline.core.rrf`
     # the whole answer prompt; Microsoft GraphRAG's max_context_tokens
-    context_max_tokens: int = default_of("local_context_max_tokens")
-    encoding: str = DEFAULT_ENCODING
+    context_max_tokens: int = setting("local_context_max_tokens")
+    encoding: str = setting("encoding")
     # A caller's own floor on the passages' cosine to the question, above the embedder's relevance
     # level that decides no_results; a full-text-only hit has no cosine and is kept.
     min_score: float | None = None
@@ -60,15 +57,6 @@ class BasicSearchConfig:
     def __post_init__(self) -> None:
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
             raise BasicSearchError(f"top_k must be a positive integer, got {self.top_k!r}")
-
-    @classmethod
-    def from_settings(cls, settings: LocalSettings, **overrides: Any) -> BasicSearchConfig:
-        configured = {
-            "top_k": settings.basic_top_k,
-            "context_max_tokens": settings.local_context_max_tokens,
-            "encoding": settings.encoding,
-        }
-        return with_overrides(cls, configured, overrides)
 
 
 @dataclass

@@ -20,12 +20,12 @@ from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.intent import STOPWORDS, QueryIntent
 from pipeline.query.common.vector_cache import nearest
-from pipeline.settings import default_of
+from pipeline.settings.bound import FromSettings, setting
 
 
 @dataclass(frozen=True)
-class MatchOptions:
-    rrf_k: int = default_of("local_rrf_k")  # graphrag-ts's service default (Settings.local_rrf_k)
+class MatchOptions(FromSettings):
+    rrf_k: int = setting("local_rrf_k")  # graphrag-ts's service default (Settings.local_rrf_k)
     max_seeds: int = 10
     fuzzy_threshold: float = 88.0  # rapidfuzz ratio, 0-100
     # Cosine of the question and the entity's vector (of its title); None: the embedder's `calibration.entity`

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipeline.core.plain import plain
-from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import LocalContext
 from pipeline.query.common.citations import describe_context, resolve_citations
@@ -48,8 +47,7 @@ from pipeline.query.common.pages import locate_result
 from pipeline.query.common.passage_index import load_passage_index
 from pipeline.query.common.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.settings import default_of
-from pipeline.settings.query import LocalSettings
+from pipeline.settings.bound import FromSettings, nested, setting
 
 
 class LocalSearchError(ValueError):
@@ -68,37 +66,25 @@ NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 
 
 @dataclass(frozen=True)
-class LocalSearchConfig:
-    top_k: int = default_of("local_top_k")
+class LocalSearchConfig(FromSettings):
+    top_k: int = setting("local_top_k")
     community_level: int | None = None
     max_hops: int = 2
     report_top_k: int = 8
     evidence_limit: int = 40  # ranked passages offered to the context's sources section
     passages: PassageRankOptions = field(default_factory=PassageRankOptions)
     # community ranking; graphrag-ts's service default (its utility's own default is 60)
-    rrf_k: int = default_of("local_rrf_k")
-    match: MatchOptions = field(default_factory=MatchOptions)
+    rrf_k: int = setting("local_rrf_k")
+    match: MatchOptions = nested(MatchOptions)
     # The answer prompt's budget (settings.local_context_max_tokens) and how its sections share it.
-    context_max_tokens: int = default_of("local_context_max_tokens")
+    context_max_tokens: int = setting("local_context_max_tokens")
     context_shares: ContextShares = field(default_factory=ContextShares)
-    encoding: str = DEFAULT_ENCODING
+    encoding: str = setting("encoding")
 
     def __post_init__(self) -> None:
         # A clear error for what would otherwise slice oddly ([:-1]) or fail deep inside (2.5).
         require_counts(self, LocalSearchError, ("top_k", "report_top_k", "evidence_limit"))
         require_level(self.community_level, LocalSearchError)
-
-    @classmethod
-    def from_settings(cls, settings: LocalSettings, **overrides: Any) -> LocalSearchConfig:
-        """The configured budget and token encoding, with `overrides` (top_k, community_level, ...)."""
-        configured = {
-            "top_k": settings.local_top_k,
-            "context_max_tokens": settings.local_context_max_tokens,
-            "encoding": settings.encoding,
-            "rrf_k": settings.local_rrf_k,
-            "match": MatchOptions(rrf_k=settings.local_rrf_k),
-        }
-        return cls(**{**configured, **overrides})
 
 
 @dataclass

@@ -8,6 +8,7 @@ is a new package plus one registry line, and adding an option is one field in th
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,12 +43,17 @@ class Mode:
     """One query mode, as every door sees it."""
 
     name: str  # the door's word for it: `pipeline query <name>`, `POST /v1/query/<name>`
-    summary: str  # one sentence: CLI help, OpenAPI description, MCP tool description
     options: type[BaseModel]  # the request model: its fields are the mode's options at every door
-    # (settings, the options given) -> the search's config; a None option keeps the configured value
-    configure: Callable[[Any, Mapping[str, Any]], Any]
     search: Search
     needs: tuple[Need, ...]
+    # The search's config: a class whose `from_settings(settings, **given)` builds it
+    # (`pipeline.settings.bound.FromSettings`), or `configure(settings, given)` for one that is built
+    # otherwise; a None option keeps the configured value either way.
+    config: Any = None
+    configure: Callable[[Any, Mapping[str, Any]], Any] = None  # type: ignore[assignment]
+    # One sentence: CLI help, OpenAPI description, MCP tool description; default: the request model's
+    # docstring, which says what the mode does
+    summary: str = ""
     tool: str = ""  # the MCP tool's name; default `<name>_search`
     question: Literal["question", "query"] = "question"  # the body's text field
     errors: tuple[type[Exception], ...] = ()  # what the search raises for a request it cannot take
@@ -67,6 +73,18 @@ class Mode:
     shown: Callable[[dict[str, Any], Any], Any] | None = None  # the context a result showed (eval)
     # doors' extras that belong to the mode (e.g. the Dagster saved-answer table), by door
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.configure is None:
+            if self.config is None:
+                raise TypeError(f"query mode {self.name!r} needs a config class or a configure function")
+            object.__setattr__(
+                self, "configure", lambda settings, given: self.config.from_settings(settings, **given)
+            )
+        if not self.summary:
+            object.__setattr__(
+                self, "summary", " ".join(inspect.cleandoc(self.options.__doc__ or "").split())
+            )
 
     @property
     def tool_name(self) -> str:

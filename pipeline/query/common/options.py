@@ -1,6 +1,5 @@
-"""What the query modes' configs check and how they take the configured values: counts that must be
-positive (or at least 0), a community level, the configured values of a settings section, and the
-caller's options over the configured ones."""
+"""What the query modes' configs check: counts that must be positive (or at least 0), and a community
+level. (How they take the configured values: `pipeline.settings.bound`.)"""
 
 from __future__ import annotations
 
@@ -26,13 +25,3 @@ def require_level(level: Any, error: type[Exception], also: str | None = None) -
     if isinstance(level, bool) or not isinstance(level, int) or level < 0:
         other = f" or {also!r}" if also else ""
         raise error(f"community level must be a non-negative integer{other}, got {level!r}")
-
-
-def with_overrides(cls: type[C], configured: dict[str, Any], overrides: dict[str, Any]) -> C:
-    """`cls` from the configured values, each replaced by the caller's option unless that is None."""
-    return cls(**{**configured, **{k: v for k, v in overrides.items() if v is not None}})
-
-
-def prefixed(settings: Any, prefix: str, names: Iterable[str]) -> dict[str, Any]:
-    """The config fields `names` from the settings fields of the same name after `prefix` (drift_depth)."""
-    return {name: getattr(settings, prefix + name) for name in names}

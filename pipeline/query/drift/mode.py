@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
+from pipeline.query.drift.estimate import estimate_phases as estimate
 from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError, drift_search_async
 from pipeline.query.drift.shown import drift_shown
 from pipeline.query.drift.terminal import TERMINAL
-from pipeline.query.estimate import _drift as estimate
 from pipeline.query.requests import DriftOptions
 
 MODE = Mode(
     name="drift",
-    summary="DRIFT: a primer over the nearest community reports, follow-up local searches, a reduce.",
     options=DriftOptions,
-    configure=lambda settings, given: DriftSearchConfig.from_settings(settings, **given),
+    config=DriftSearchConfig,
     search=drift_search_async,
     needs=(
         ("parquet", schema.ENTITIES),

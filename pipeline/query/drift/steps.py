@@ -19,7 +19,7 @@ from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.local_context import prompt_tokens
 from pipeline.query.common.local_index import LocalIndex
 from pipeline.query.common.local_retrieval import LocalSearchConfig, LocalSearchError, local_search_with
-from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
+from pipeline.query.common.options import require_counts, require_level
 from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.tasks import (
@@ -33,8 +33,7 @@ from pipeline.query.drift.tasks import (
     follow_up_for,
     follow_up_messages,
 )
-from pipeline.settings import default_of
-from pipeline.settings.query import DriftSettings
+from pipeline.settings.bound import FromSettings, nested, setting
 
 CENTRAL_ENTITIES = 3  # per primer report: the follow-ups it can lead to
 
@@ -44,19 +43,19 @@ class DriftSearchError(ValueError):
 
 
 @dataclass(frozen=True)
-class DriftSearchConfig:
+class DriftSearchConfig(FromSettings):
     # reports the primer reads (Microsoft GraphRAG: drift_k_followups = 20)
-    primer_k: int = default_of("drift_primer_k")
+    primer_k: int = setting("drift_primer_k")
     # primer calls, the reports split among them (primer_folds = 5)
-    primer_folds: int = default_of("drift_primer_folds")
-    depth: int = default_of("drift_depth")  # rounds of follow-ups (n_depth = 3)
-    breadth: int = default_of("drift_breadth")  # follow-ups answered per round (drift_k_followups = 20)
+    primer_folds: int = setting("drift_primer_folds")
+    depth: int = setting("drift_depth")  # rounds of follow-ups (n_depth = 3)
+    breadth: int = setting("drift_breadth")  # follow-ups answered per round (drift_k_followups = 20)
     follow_ups_per_step: int = 3  # follow-ups a step may propose
-    concurrency: int = default_of("drift_concurrency")  # calls in flight at once (concurrency = 32)
+    concurrency: int = setting("drift_concurrency")  # calls in flight at once (concurrency = 32)
     community_level: int | None = None  # the primer's reports: None = every level
     reduce_budget: int = 8000  # tokens of the reduce prompt, as global search's
     response_type: str = DEFAULT_RESPONSE_TYPE
-    local: LocalSearchConfig = field(default_factory=LocalSearchConfig)  # the follow-ups' local search
+    local: LocalSearchConfig = nested(LocalSearchConfig)  # the follow-ups' local search
 
     def __post_init__(self) -> None:
         positive = ("primer_k", "primer_folds", "breadth", "concurrency", "reduce_budget")
@@ -68,14 +67,6 @@ class DriftSearchConfig:
     def max_calls(self) -> int:
         """The most model calls one question costs: every fold, every follow-up of every round, the reduce."""
         return self.primer_folds + self.depth * self.breadth + 1
-
-    @classmethod
-    def from_settings(cls, settings: DriftSettings, **overrides: Any) -> DriftSearchConfig:
-        configured = {
-            **prefixed(settings, "drift_", ("primer_k", "primer_folds", "depth", "breadth", "concurrency")),
-            "local": LocalSearchConfig.from_settings(settings),
-        }
-        return with_overrides(cls, configured, overrides)
 
 
 @dataclass

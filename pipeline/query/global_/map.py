@@ -9,12 +9,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.options import prefixed, require_counts, require_level, with_overrides
+from pipeline.query.common.options import require_counts, require_level
 from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.token_budget import pack, prompt_budget
 from pipeline.query.global_.batches import Batch
@@ -33,8 +32,7 @@ from pipeline.query.global_.tasks import (
     reduce_block,
     reduce_messages,
 )
-from pipeline.settings import default_of
-from pipeline.settings.query import GlobalSettings
+from pipeline.settings.bound import FromSettings, setting
 
 SELECTIONS = ("auto", "dynamic", "static")
 PHASES = ("rate", "map", "reduce")
@@ -42,32 +40,34 @@ _PHASE_COUNTERS = ("calls", "requests", "cache_hits", "prompt_tokens", "completi
 
 
 @dataclass(frozen=True)
-class GlobalSearchConfig:
+class GlobalSearchConfig(FromSettings):
     level: int | str | None = (
         None  # None: leaf communities; "auto": the deepest level that fits max_map_batches
     )
     map_budget: int = 8000
-    map_reserve: int = 512
+    # the map and reduce answers' output limits (sent as max_tokens): a batch leaves exactly the room its
+    # answer may take
+    map_reserve: int = setting("llm_map_max_tokens")
     reduce_budget: int = 8000
-    reduce_reserve: int = 1024
+    reduce_reserve: int = setting("llm_reduce_max_tokens")
     map_concurrency: int = 4
     map_attempts: int = 2  # a failed batch is retried once
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
-    encoding: str = DEFAULT_ENCODING
+    encoding: str = setting("encoding")
     response_type: str = DEFAULT_RESPONSE_TYPE  # the reduced answer's length and form
     # Which reports are mapped (`pipeline.query.global_.selection`): "dynamic" rates them top-down,
     # "static" maps one level, "auto" is dynamic when the namespace has more than
     # `dynamic_min_communities` communities and no level was asked for.
-    selection: str = default_of("global_selection")
-    dynamic_min_communities: int = default_of("global_dynamic_min_communities")
+    selection: str = setting("global_selection")
+    dynamic_min_communities: int = setting("global_dynamic_min_communities")
     # 0-10: a report rated this or more is kept (GraphRAG: 1 of 0-5)
-    rate_threshold: float = default_of("global_rate_threshold")
+    rate_threshold: float = setting("global_rate_threshold")
     rate_batch_size: int = 8  # reports per rating call
     # reports rated per question: at most ceil(160 / 8) = 20 rating calls
-    max_rated: int = default_of("global_max_rated")
+    max_rated: int = setting("global_max_rated")
     # 8 map calls: a broad question on MuSiQue-100 (3,202 communities) maps in 4 s offline on 2 cores.
     # map calls per question, dynamic or level="auto"
-    max_map_batches: int = default_of("global_max_map_batches")
+    max_map_batches: int = setting("global_max_map_batches")
     keep_parent: bool = False  # a relevant child replaces its parent (GraphRAG's default)
 
     def __post_init__(self) -> None:
@@ -75,23 +75,6 @@ class GlobalSearchConfig:
             raise GlobalContextError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
         require_level(self.level, GlobalContextError, also="auto")
         require_counts(self, GlobalContextError, ("rate_batch_size", "max_rated", "max_map_batches"))
-
-    @classmethod
-    def from_settings(cls, settings: GlobalSettings, **overrides: Any) -> GlobalSearchConfig:
-        """The reserves are the map and reduce answers' output limits (`llm_map_max_tokens`,
-        `llm_reduce_max_tokens`, sent as max_tokens): a batch leaves exactly the room its answer may take.
-        An override of None keeps the default, as in the other modes' configs."""
-        values = {
-            "map_reserve": settings.llm_map_max_tokens,
-            "reduce_reserve": settings.llm_reduce_max_tokens,
-            "encoding": settings.encoding,
-            **prefixed(
-                settings,
-                "global_",
-                ("selection", "dynamic_min_communities", "max_rated", "max_map_batches", "rate_threshold"),
-            ),
-        }
-        return with_overrides(cls, values, overrides)
 
 
 @dataclass

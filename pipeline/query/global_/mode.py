@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
-from pipeline.query.estimate import _global as estimate
 from pipeline.query.global_.context import GlobalContextError
+from pipeline.query.global_.estimate import estimate_phases as estimate
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
 from pipeline.query.global_.shown import global_shown
 from pipeline.query.global_.terminal import TERMINAL
@@ -13,9 +13,8 @@ from pipeline.query.requests import GlobalOptions
 
 MODE = Mode(
     name="global",
-    summary='Map-reduce over community reports: corpus-wide questions ("what are the main themes?").',
     options=GlobalOptions,
-    configure=lambda settings, given: GlobalSearchConfig.from_settings(settings, **given),
+    config=GlobalSearchConfig,
     search=global_search_async,
     needs=(("parquet", schema.COMMUNITIES), ("parquet", schema.COMMUNITY_REPORTS)),
     errors=(GlobalContextError,),

@@ -5,17 +5,15 @@ from __future__ import annotations
 from pipeline.core import schema
 from pipeline.query.common.mode import Mode
 from pipeline.query.common.shown import sources_shown
-from pipeline.query.estimate import _lazy as estimate
+from pipeline.query.lazy.estimate import estimate_phases as estimate
 from pipeline.query.lazy.search import LazySearchConfig, LazySearchError, lazy_search_async
 from pipeline.query.lazy.terminal import TERMINAL
 from pipeline.query.requests import LazyOptions
 
 MODE = Mode(
     name="lazy",
-    summary="LazyGraphRAG: subqueries, relevance tests of text units in community order within a budget, an "
-    "answer from the relevant units' sentences; no community reports needed.",
     options=LazyOptions,
-    configure=lambda settings, given: LazySearchConfig.from_settings(settings, **given),
+    config=LazySearchConfig,
     search=lazy_search_async,
     needs=(("parquet", schema.COMMUNITIES), ("lancedb", schema.LANCE_TEXT_UNITS)),
     errors=(LazySearchError,),

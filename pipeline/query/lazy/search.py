@@ -29,13 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.plain import plain
-from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.local_index import load_local_index
-from pipeline.query.common.options import prefixed, require_counts, with_overrides
+from pipeline.query.common.options import require_counts
 from pipeline.query.common.pages import locate_result
 from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.passage_index import load_passage_index
@@ -43,8 +42,7 @@ from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
 from pipeline.query.lazy.tree import load_tree, nearest_pieces, rank_units
-from pipeline.settings import default_of
-from pipeline.settings.query import LazySettings
+from pipeline.settings.bound import FromSettings, setting
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."
 _WORD = re.compile(r"[^\W_]+")
@@ -59,25 +57,25 @@ class _Stopped(Exception):
 
 
 @dataclass(frozen=True)
-class LazySearchConfig:
+class LazySearchConfig(FromSettings):
     # Units rated per question. Microsoft's presets are 100 / 500 / 1,500 (its "Z100", "Z500",
     # "Z1500"); 100 was already on a par with GraphRAG's global search in its evaluation.
-    budget: int = default_of("lazy_budget")
-    subqueries: int = default_of("lazy_subqueries")
+    budget: int = setting("lazy_budget")
+    subqueries: int = setting("lazy_subqueries")
     # several units per rating call: one call per community visit
-    units_per_call: int = default_of("lazy_units_per_call")
+    units_per_call: int = setting("lazy_units_per_call")
     # a branch stops after this many irrelevant communities in a row
-    max_irrelevant: int = default_of("lazy_max_irrelevant")
+    max_irrelevant: int = setting("lazy_max_irrelevant")
     # 0-10; offline 2.0 is the calibration's `relevant` cosine (MiniLM: 0.25)
-    threshold: float = default_of("lazy_threshold")
+    threshold: float = setting("lazy_threshold")
     sentences_per_unit: int = 3  # extracted from a relevant unit (a short unit is kept whole)
     # Units each subquery ranks; only these are ever tested. Local search offers its 40 best passages to
     # its context; so does each subquery here (on MuSiQue-100: 187 gold passages in the contexts at 40,
     # 184 at 60, 172 at 200, where the community walk spent the tests on units ranked far down).
     ranking_depth: int = 40
     # the answer prompt, as basic and local search
-    context_max_tokens: int = default_of("local_context_max_tokens")
-    encoding: str = DEFAULT_ENCODING
+    context_max_tokens: int = setting("local_context_max_tokens")
+    encoding: str = setting("encoding")
     # The relevant units' sentences rarely fill the answer budget (offline about 33 units a question on
     # MuSiQue-100, ~3k of 12k tokens); what is left goes to the best-ranked units no test got to, after
     # every relevant one, marked untested. A unit a test judged irrelevant is never added.
@@ -106,17 +104,6 @@ class LazySearchConfig:
     def max_calls(self) -> int:
         """The model calls one question can take: expansion, the rating cap, the answer."""
         return 1 + self.max_rate_calls + 1
-
-    @classmethod
-    def from_settings(cls, settings: LazySettings, **overrides: Any) -> LazySearchConfig:
-        configured = {
-            **prefixed(
-                settings, "lazy_", ("budget", "subqueries", "units_per_call", "max_irrelevant", "threshold")
-            ),
-            "context_max_tokens": settings.local_context_max_tokens,
-            "encoding": settings.encoding,
-        }
-        return with_overrides(cls, configured, overrides)
 
 
 @dataclass

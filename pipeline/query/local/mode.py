@@ -11,9 +11,8 @@ from pipeline.query.requests import LocalOptions
 
 MODE = Mode(
     name="local",
-    summary="Entities → graph neighbourhood → communities → evidence cited to document offsets.",
     options=LocalOptions,
-    configure=lambda settings, given: LocalSearchConfig.from_settings(settings, **given),
+    config=LocalSearchConfig,
     search=local_search_async,
     needs=(
         ("parquet", schema.ENTITIES),
