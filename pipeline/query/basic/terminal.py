@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.query.common.mode import Terminal
-from pipeline.query.common.terminal import citations, exit_code, print_json
+from pipeline.query.common.terminal import citations, footer, print_json
 
 
 def render(result: Any, args: Any, scope: Any) -> int:
@@ -13,10 +13,7 @@ def render(result: Any, args: Any, scope: Any) -> int:
         return print_json(result)
     print(result.answer)
     citations(result.citations, result.quotes)
-    print(f"\n[status: {result.status}; passages: {len(result.sources)}]")
-    if result.reason:
-        print(f"[{result.reason}]")
-    return exit_code(result.status, ("completed", "no_results"))
+    return footer(result, f"passages: {len(result.sources)}", ("completed", "no_results"))
 
 
 TERMINAL = Terminal(

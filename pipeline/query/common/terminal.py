@@ -22,6 +22,15 @@ def exit_code(status: str, answered: tuple[str, ...] = ANSWERED) -> int:
     return 0 if status in answered else 1
 
 
+def footer(result: Any, details: str, answered: tuple[str, ...] = ANSWERED) -> int:
+    """The closing lines every mode prints the same way: `[status: ...; <details>]`, then the reason if
+    there is one; returns the exit code of the result's status."""
+    print(f"\n[status: {result.status}; {details}]")
+    if result.reason:
+        print(f"[{result.reason}]")
+    return exit_code(result.status, answered)
+
+
 def generic(result: Any, args: Any, scope: Any) -> int:
     """A mode without a renderer of its own: its answer (if it has one) and its status."""
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.query.common.mode import Terminal
-from pipeline.query.common.terminal import citations, exit_code, print_json
+from pipeline.query.common.terminal import citations, footer, print_json
 
 
 def render(result: Any, args: Any, scope: Any) -> int:
@@ -25,13 +25,11 @@ def render(result: Any, args: Any, scope: Any) -> int:
         show(0, 1)
     citations(result.citations)
     u = result.usage
-    print(
-        f"\n[status: {result.status}; model calls: primer {u['primer_calls']}, follow-ups "
-        f"{u['follow_up_calls']}, reduce {u['reduce_calls']} (at most {u['max_calls']})]"
+    return footer(
+        result,
+        f"model calls: primer {u['primer_calls']}, follow-ups "
+        f"{u['follow_up_calls']}, reduce {u['reduce_calls']} (at most {u['max_calls']})",
     )
-    if result.reason:
-        print(f"[{result.reason}]")
-    return exit_code(result.status)
 
 
 TERMINAL = Terminal(
