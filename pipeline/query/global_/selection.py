@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import schema
+from pipeline.core.plain import attributes
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import CancelSignal, stopped
@@ -68,17 +69,19 @@ class Selection:
     fallback: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "level": self.level,
-            "rated": self.rated,
-            "kept": self.kept,
-            "failed_ratings": self.failed_ratings,
-            "rate_calls": self.rate_calls,
-            "mapped_reports": self.mapped_reports,
-            "dropped": self.dropped,
-            "fallback": self.fallback,
-        }
+        # The counts and choices; `communities` (the ids themselves) stays out of the summary.
+        return attributes(
+            self,
+            "mode",
+            "level",
+            "rated",
+            "kept",
+            "failed_ratings",
+            "rate_calls",
+            "mapped_reports",
+            "dropped",
+            "fallback",
+        )
 
 
 def community_count(store: NamespaceStore) -> int:
