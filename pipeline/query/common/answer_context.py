@@ -10,12 +10,15 @@ citation parser (`pipeline.query.common.citations`) resolves the answers of all 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from pipeline.core.sentences import split_sentences
+from pipeline.engine.task import Task, TaskContext
+from pipeline.prompts import Prompt
 from pipeline.query.common.sentence_rank import rank_by_question
 
 OFFLINE_ANSWER_SENTENCES = 5
@@ -123,3 +126,19 @@ def offline_answer(question: str, context: LocalContext) -> str:
 class AnswerRequest:
     question: str
     context: LocalContext
+
+
+def answer_task(
+    name: str, prompt: Prompt, messages: Callable[[str, str], list[dict[str, str]]]
+) -> Task[AnswerRequest, str]:
+    """A written answer over a `LocalContext`: offline, `offline_answer`; with a model, `prompt` as
+    `messages(question, context text)` renders it. Local and basic search differ only in the prompt, and
+    both forms cite rows as `offline_answer` does, so one citation parser reads either."""
+
+    async def offline(request: AnswerRequest, ctx: TaskContext) -> str:
+        return offline_answer(request.question, request.context)
+
+    async def model(request: AnswerRequest, ctx: TaskContext) -> str:
+        return await ctx.ask_text(prompt, messages(request.question, request.context.text))
+
+    return Task(name, offline=offline, model=model, limit="local_answer")

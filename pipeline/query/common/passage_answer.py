@@ -9,8 +9,7 @@ from typing import Any
 
 from pipeline import prompts
 from pipeline.core.tokens import count_tokens
-from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.answer_context import AnswerRequest, ContextRow, LocalContext, offline_answer
+from pipeline.query.common.answer_context import ContextRow, LocalContext, answer_task
 from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.token_budget import pack
 
@@ -22,18 +21,7 @@ def basic_messages(question: str, context_text: str) -> list[dict[str, str]]:
     return prompts.BASIC_ANSWER.messages(question=question, context=context_text or "(no data)")
 
 
-async def _offline(request: AnswerRequest, ctx: TaskContext) -> str:
-    """The passages' sentences that hold most of the question's words, each cited to its passage."""
-    return offline_answer(request.question, request.context)
-
-
-async def _model(request: AnswerRequest, ctx: TaskContext) -> str:
-    return await ctx.ask_text(prompts.BASIC_ANSWER, basic_messages(request.question, request.context.text))
-
-
-BASIC_ANSWER: Task[AnswerRequest, str] = Task(
-    "basic_answer", offline=_offline, model=_model, limit="local_answer"
-)
+BASIC_ANSWER = answer_task("basic_answer", prompts.BASIC_ANSWER, basic_messages)
 
 
 def build_basic_context(
