@@ -38,7 +38,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.core.plain import plain
+from pipeline.core.plain import attributes, plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import LocalContext
 from pipeline.query.common.citations import resolve_citations
@@ -93,13 +93,8 @@ class DriftSearchResult:
         by_id = {n.id: n for n in self.nodes}
 
         def outline(node: DriftNode) -> dict[str, Any]:
-            return {
-                "id": node.id,
-                "question": node.question,
-                "status": node.status,
-                "score": node.score,
-                "children": [outline(by_id[c]) for c in node.children],
-            }
+            children = [outline(by_id[c]) for c in node.children]
+            return {**attributes(node, "id", "question", "status", "score"), "children": children}
 
         return outline(by_id[0]) if 0 in by_id else {}
 

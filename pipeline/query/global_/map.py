@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.plain import attributes
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
@@ -225,9 +226,4 @@ def select_for_reduce(
 
 
 def point_row(p: ReducePoint) -> dict[str, Any]:
-    return {
-        "batch": p.batch,
-        "description": p.description,
-        "score": p.score,
-        "community_ids": p.community_ids,
-    }
+    return attributes(p, "batch", "description", "score", "community_ids")
