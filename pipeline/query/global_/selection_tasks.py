@@ -10,12 +10,12 @@ report's vector (the one its report was indexed with), on the map answers' usefu
 
 from __future__ import annotations
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
+from pipeline.query.common.offline_rating import similarity_ratings
 
 SUMMARY_CHARS = 600  # of a report, in the rating prompt: enough to judge, cheap to send
 
@@ -52,17 +52,11 @@ def rate_messages(request: RateRequest) -> list[dict[str, str]]:
 def offline_rate(request: RateRequest, embedder: Embedder) -> RateAnswer:
     """Each report's similarity to the question on the usefulness scale (0-100) / 10; a report without
     a vector is embedded from its title and summary."""
-    if not request.reports:
-        return RateAnswer(ratings=[])
-    question = embedder.embed([request.question])[0]
-    missing = [r for r in request.reports if r.vector is None]
-    fresh = iter(embedder.embed([f"{r.title}\n{r.summary}" for r in missing])) if missing else iter(())
-    ratings = []
-    for r in request.reports:
-        vector = np.asarray(r.vector, dtype=np.float32) if r.vector is not None else next(fresh)
-        cosine = float(vector @ question)
-        ratings.append(Rating(community=r.community, score=embedder.calibration.usefulness(cosine) / 10))
-    return RateAnswer(ratings=ratings)
+    items = [(r.vector, f"{r.title}\n{r.summary}") for r in request.reports]
+    scores = similarity_ratings(embedder, request.question, items)
+    return RateAnswer(
+        ratings=[Rating(community=r.community, score=s) for r, s in zip(request.reports, scores, strict=True)]
+    )
 
 
 async def _offline(request: RateRequest, ctx: TaskContext) -> RateAnswer:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, field_validator
 from pipeline import prompts
 from pipeline.engine.task import Task, TaskContext
 from pipeline.query.common.intent import offline_intent
+from pipeline.query.common.offline_rating import similarity_ratings
 
 UNIT_CHARS = 1200  # of a unit, in the rating prompt: a MuSiQue paragraph whole, a long chunk's opening
 
@@ -94,17 +95,10 @@ def rate_messages(request: RateUnitsRequest) -> list[dict[str, str]]:
 
 def offline_rate_units(request: RateUnitsRequest, ctx: TaskContext) -> UnitRatings:
     embedder = ctx.need_embedder("relevance test")
-    if not request.units:
-        return UnitRatings(ratings=[])
-    query = embedder.embed([request.subquery])[0]
-    missing = [u for u in request.units if u.vector is None]
-    fresh = iter(embedder.embed([u.text for u in missing])) if missing else iter(())
-    ratings = []
-    for u in request.units:
-        vector = u.vector if u.vector is not None else next(fresh)
-        cosine = float(np.asarray(vector, dtype=np.float32) @ query)
-        ratings.append(UnitRating(id=u.id, score=embedder.calibration.usefulness(cosine) / 10))
-    return UnitRatings(ratings=ratings)
+    scores = similarity_ratings(embedder, request.subquery, [(u.vector, u.text) for u in request.units])
+    return UnitRatings(
+        ratings=[UnitRating(id=u.id, score=s) for u, s in zip(request.units, scores, strict=True)]
+    )
 
 
 async def _offline_rate(request: RateUnitsRequest, ctx: TaskContext) -> UnitRatings:
