@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
+
 from pipeline.index import (
     base_text_units,
     chunk_graph,
@@ -111,44 +113,30 @@ def _writers(stages: Sequence[Stage]) -> dict[str, Stage]:
     return writer
 
 
+def _graph(stages: Sequence[Stage], writer: dict[str, Stage]) -> nx.DiGraph:
+    """Stage names, an edge from each stage to every stage that reads what it writes."""
+    g = nx.DiGraph()
+    g.add_nodes_from(s.name for s in stages)
+    g.add_edges_from((writer[r].name, s.name) for s in stages for r in s.reads)
+    return g
+
+
 def _topological(stages: list[Stage], writer: dict[str, Stage]) -> tuple[Stage, ...]:
-    done: set[str] = set()
-    order: list[Stage] = []
-    left = list(stages)
-    while left:
-        ready = next((s for s in left if all(writer[r].name in done for r in s.reads)), None)
-        if ready is None:
-            raise StageTableError(
-                f"the stages form a cycle (each feeds the next): {' -> '.join(_cycle(left, writer))}"
-            )
-        order.append(ready)
-        done.add(ready.name)
-        left.remove(ready)
-    return tuple(order)
-
-
-def _cycle(left: list[Stage], writer: dict[str, Stage]) -> list[str]:
-    """One cycle among stages none of which can run, as stage names each feeding the next, the first
-    repeated at the end. Each of them reads at least one other stage left, so walking reads comes back."""
-    names = {s.name for s in left}
-    path: list[str] = []
-    stage = left[0]
-    while stage.name not in path:
-        path.append(stage.name)
-        stage = next(writer[r] for r in stage.reads if writer[r].name in names)
-    return [stage.name, *reversed(path[path.index(stage.name) :])]
-
-
-def _upstream(stage: Stage, writer: dict[str, Stage]) -> set[str]:
-    seen: set[str] = set()
-    todo = [stage]
-    while todo:
-        for name in todo.pop().reads:
-            up = writer[name]
-            if up.name not in seen:
-                seen.add(up.name)
-                todo.append(up)
-    return seen
+    """The stages in an order that runs each after what it reads; ties keep the table's order."""
+    g = _graph(stages, writer)
+    position = {s.name: i for i, s in enumerate(stages)}
+    try:
+        names = list(nx.lexicographical_topological_sort(g, key=position.__getitem__))
+    except nx.NetworkXUnfeasible:
+        # the shortest cycle, from its stage first in the table (a handful of stages: cheap)
+        cycle = min(nx.simple_cycles(g), key=len)
+        first = cycle.index(min(cycle, key=position.__getitem__))
+        cycle = cycle[first:] + cycle[: first + 1]
+        raise StageTableError(
+            f"the stages form a cycle (each feeds the next): {' -> '.join(cycle)}"
+        ) from None
+    by_name = {s.name: s for s in stages}
+    return tuple(by_name[n] for n in names)
 
 
 def _check_final(order: tuple[Stage, ...], writer: dict[str, Stage]) -> None:
@@ -156,7 +144,8 @@ def _check_final(order: tuple[Stage, ...], writer: dict[str, Stage]) -> None:
     if len(finals) != 1:
         raise StageTableError(f"the table needs exactly one final stage, it has {finals}")
     final = next(s for s in order if s.final)
-    missed = [s.name for s in order if s is not final and s.name not in _upstream(final, writer)]
+    upstream = nx.ancestors(_graph(order, writer), final.name)
+    missed = [s.name for s in order if s is not final and s.name not in upstream]
     if missed:
         raise StageTableError(
             f"final stage {final.name!r} would commit before {missed} ran: it must read them (or what reads them)"
