@@ -3,9 +3,12 @@
 Rules:
 1. Nodes are entities, coloured by their top-level (level 0) community; an entity outside every
    community is grey.
-2. A node's size is its community's report rank when reports exist (what the index found central),
-   else its community's size; its degree breaks ties within a community.
-3. Edges are relationships, thicker with weight.
+2. A node's size is bounded and grows with its degree (`graph_layout.node_sizes`); its place comes from
+   a seeded spring layout with no two discs overlapping (`graph_layout.layout`), so the page draws a
+   settled picture instead of running physics (above `MAX_LAID_OUT` nodes the page's physics places
+   them, overlap avoidance on). Labels are drawn at one legible size with a halo.
+3. Edges are relationships, thicker with weight. Communities are ranked by their report rank when
+   reports exist (what the index found central), else by size: the first gets the palette's first colour.
 4. A search box finds an entity by title or alias (case-insensitive, substring) and focuses it.
 5. Nothing is loaded from the network: vis-network's script and stylesheet are inlined from the pyvis
    wheel's package data (the package is found, never imported: its module imports IPython).
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from pipeline.ops.graph_layout import layout, node_sizes
 
 VIS_VERSION = "vis-9.1.2"
 PALETTE = [
@@ -69,9 +74,13 @@ def graph_data(
     order = sorted(top, key=lambda c: (-(ranks or {}).get(c["community"], 0.0), -c["size"], c["community"]))
     colour = {c["community"]: PALETTE[i % len(PALETTE)] for i, c in enumerate(order)}
     of_entity = {e: c["community"] for c in top for e in c["entity_ids"] or []}
-    weight = {c["community"]: (ranks or {}).get(c["community"], float(c["size"])) for c in top}
+    rows = entities.select(["id", "title", "type", "degree", "aliases"]).to_pylist()
+    edges = [
+        {"from": r["source_id"], "to": r["target_id"], "value": float(r["weight"] or 1.0)}
+        for r in relationships.select(["source_id", "target_id", "weight"]).to_pylist()
+    ]
     nodes = []
-    for e in entities.select(["id", "title", "type", "degree", "aliases"]).to_pylist():
+    for e in rows:
         community = of_entity.get(e["id"])
         nodes.append(
             {
@@ -80,15 +89,49 @@ def graph_data(
                 "aliases": e["aliases"] or [],
                 "title": f"{e['title']} ({e['type']}), community {community if community is not None else '-'}",
                 "color": colour.get(community, GREY),
-                "value": weight.get(community, 0.0) * 10 + int(e["degree"] or 0) / 100,
                 "community": community,
+                "degree": int(e["degree"] or 0),
             }
         )
-    edges = [
-        {"from": r["source_id"], "to": r["target_id"], "value": float(r["weight"] or 1.0)}
-        for r in relationships.select(["source_id", "target_id", "weight"]).to_pylist()
-    ]
-    return {"nodes": nodes, "edges": edges}
+    return {"nodes": placed(nodes, edges), "edges": edges}
+
+
+def placed(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`nodes` (each with a `degree`) with their `size` and, when laid out here, `x` and `y` (rule 2)."""
+    sizes = node_sizes({n["id"]: n["degree"] for n in nodes})
+    where = layout([n["id"] for n in nodes], ((e["from"], e["to"]) for e in edges), sizes)
+    out = []
+    for n in nodes:
+        node = {**n, "size": sizes[n["id"]]}
+        if where is not None:
+            node["x"], node["y"] = where[n["id"]]
+        out.append(node)
+    return out
+
+
+# What the graph page and the web app's graph view draw with (vis-network options): fixed sizes (no
+# value scaling), one label size with a white halo, and, for a graph the layout did not place, physics
+# that keeps discs apart (`avoidOverlap`) and stops once settled.
+VIS_OPTIONS: dict[str, Any] = {
+    "nodes": {
+        "shape": "dot",
+        "borderWidth": 1,
+        "font": {"size": 14, "face": "sans-serif", "strokeWidth": 4, "strokeColor": "#ffffff"},
+    },
+    "edges": {"color": {"opacity": 0.35}, "scaling": {"min": 1, "max": 6}, "smooth": False},
+    "interaction": {"hover": True, "keyboard": True, "navigationButtons": False},
+    "physics": {
+        "solver": "barnesHut",
+        "barnesHut": {"gravitationalConstant": -8000, "springLength": 140, "avoidOverlap": 1},
+        "stabilization": {"iterations": 300},
+    },
+}
+
+
+def vis_options(data: Mapping[str, Any]) -> dict[str, Any]:
+    """VIS_OPTIONS for `data`: physics off when every node has its place already."""
+    laid_out = bool(data["nodes"]) and all("x" in n for n in data["nodes"])
+    return {**VIS_OPTIONS, "physics": False} if laid_out else VIS_OPTIONS
 
 
 def graph_html(data: Mapping[str, Any], title: str) -> str:
@@ -99,6 +142,7 @@ def graph_html(data: Mapping[str, Any], title: str) -> str:
         style=style,
         script=_script_safe(script),
         data=_json_in_script(data),
+        options=_json_in_script(vis_options(data)),
         nodes=len(data["nodes"]),
         edges=len(data["edges"]),
     )
@@ -119,8 +163,7 @@ const data = {data};
 const nodes = new vis.DataSet(data.nodes);
 const network = new vis.Network(document.getElementById("graph"),
   {{nodes: nodes, edges: new vis.DataSet(data.edges)}},
-  {{nodes: {{shape: "dot", scaling: {{min: 6, max: 40}}}}, edges: {{color: {{opacity: 0.3}}}},
-    physics: {{stabilization: {{iterations: 150}}}}}});
+  {options});
 document.getElementById("search").addEventListener("input", (event) => {{
   const q = event.target.value.trim().toLowerCase();
   const hit = q ? data.nodes.find((n) => [n.label, ...n.aliases].some((s) => s.toLowerCase().includes(q))) : null;
