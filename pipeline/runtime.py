@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 from urllib.parse import unquote, urlparse
 
 from pipeline.caches.base import ResponseCache, VectorCache
@@ -35,6 +36,7 @@ from pipeline.llm.dry_run import CallLedger
 from pipeline.llm.transport import read_api_key
 from pipeline.llm.usage import DEFAULT_PRICES, Usage
 from pipeline.settings import Settings, load_settings
+from pipeline.settings.methods import IndexStage
 
 LLM_FILE = "llm.sqlite"
 EMBEDDING_FILE = "embeddings.sqlite"
@@ -187,7 +189,7 @@ def graph_query_workers(settings: Settings) -> int:
 
 
 # ---- indexing methods: the engine of each stage ------------------------------------------------------
-INDEX_STAGES = ("extraction", "claims", "descriptions", "reports")
+INDEX_STAGES: tuple[str, ...] = get_args(IndexStage)
 # What each method asks the model for (every other stage is done by the NLP extractor / offline forms).
 # fast is Microsoft GraphRAG's `--method fast`: the graph without the model, reports written by it.
 METHOD_FORMS: dict[str, dict[str, str]] = {

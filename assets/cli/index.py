@@ -13,10 +13,11 @@ import sys
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args
 
 from assets.cli.exits import EXIT_BUSY
 from pipeline.settings import load_settings
+from pipeline.settings.methods import IndexMethod
 
 
 def cmd_index_all(launch: ModuleType) -> int:
@@ -119,7 +120,7 @@ def add_index_parser(sub: Any, namespace: Callable[[str], str]) -> None:
     )
     p.add_argument(
         "--method",
-        choices=("standard", "fast", "nlp"),
+        choices=get_args(IndexMethod),
         help="standard: the model extracts, describes and reports; fast: the NLP graph and model "
         "reports; nlp: no model (default: PIPELINE_INDEX_METHOD, else nlp, or standard with the "
         "openai provider)",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pyarrow as pa
 
@@ -54,9 +54,10 @@ from pipeline.ops.extraction.run import extract_graph
 from pipeline.ops.ingest import documents_table, read_documents
 from pipeline.ops.resolution import ResolutionOptions, resolve_graph
 from pipeline.settings import Settings
+from pipeline.settings.methods import IndexMethod
 
 STAGES = ("extraction", "descriptions", "reports")
-METHODS = ("standard", "fast", "nlp")
+METHODS: tuple[str, ...] = get_args(IndexMethod)
 # Minutes: a call takes CALL_LATENCY_S before its first token and then writes OUTPUT_TOKENS_PER_S (about
 # what gpt-4o-mini's API gives; a local server is slower, a bigger model too), llm_concurrency at once.
 CALL_LATENCY_S = 0.8

@@ -12,17 +12,20 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 IndexForm = Literal["model", "nlp"]
+# The methods and stages are named here only: the runtime's forms, the estimate and the CLI read them.
+IndexMethod = Literal["standard", "fast", "nlp"]
+IndexStage = Literal["extraction", "claims", "descriptions", "reports"]
 
 
 class IndexMethodSettings(BaseModel):
     """Which indexing stages ask the model (pipeline.runtime.stage_forms)."""
 
-    index_method: Literal["standard", "fast", "nlp"] | None = Field(
+    index_method: IndexMethod | None = Field(
         default=None,
         description="standard: model extraction, claims, descriptions and reports; fast: the NLP graph "
         "and model reports; nlp: no model. Unset: standard when llm_provider is openai, else nlp",
     )
-    index_stage_methods: dict[Literal["extraction", "claims", "descriptions", "reports"], IndexForm] = Field(
+    index_stage_methods: dict[IndexStage, IndexForm] = Field(
         default_factory=dict,
         description="Per-stage override of the method, e.g. {extraction: model, claims: nlp}",
     )

@@ -9,6 +9,9 @@ from pydantic import BaseModel, Field
 from pipeline.settings.models import OutputLimitSettings
 from pipeline.settings.tokenizer import TokenizerSettings
 
+# Named once for the setting and for global search's check of a config built by hand.
+GlobalSelection = Literal["auto", "dynamic", "static"]
+
 
 class LocalSettings(TokenizerSettings):
     """Local search (pipeline.query.local) and basic search's budget."""
@@ -30,7 +33,7 @@ class GlobalSettings(TokenizerSettings, OutputLimitSettings):
     """Global search (pipeline.query.global_): selection, map and reduce."""
 
     # Global search's report selection (pipeline.query.global_.selection)
-    global_selection: Literal["auto", "dynamic", "static"] = Field(
+    global_selection: GlobalSelection = Field(
         default="auto",
         description="dynamic: rate reports top-down and map the relevant ones; static: map one level; "
         "auto: dynamic above global_dynamic_min_communities communities",

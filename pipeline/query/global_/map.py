@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from pipeline.core.plain import attributes
 from pipeline.embeddings.base import Embedder
@@ -34,8 +34,9 @@ from pipeline.query.global_.tasks import (
     reduce_messages,
 )
 from pipeline.settings.bound import FromSettings, setting
+from pipeline.settings.query import GlobalSelection
 
-SELECTIONS = ("auto", "dynamic", "static")
+SELECTIONS: tuple[str, ...] = get_args(GlobalSelection)
 PHASES = ("rate", "map", "reduce")
 _PHASE_COUNTERS = ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures")
 
