@@ -6,11 +6,18 @@ with a model, and the same in either mode."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from pipeline.embeddings.base import Embedder
+
+# A model's rating on the same scale, as both rating replies declare it: outside 0-10 the reply fails
+# validation (and the client repairs it once).
+RelevanceScore = Annotated[
+    float, Field(ge=0, le=10, description="0 (unrelated) to 10 (answers the question directly)")
+]
 
 
 def similarity_ratings(embedder: Embedder, question: str, items: Sequence[tuple[Any, str]]) -> list[float]:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.offline_rating import similarity_ratings
+from pipeline.query.common.offline_rating import RelevanceScore, similarity_ratings
 
 SUMMARY_CHARS = 600  # of a report, in the rating prompt: enough to judge, cheap to send
 
@@ -34,7 +34,7 @@ class RateRequest(BaseModel):
 
 class Rating(BaseModel):
     community: int = Field(description="The report's community id, as given")
-    score: float = Field(ge=0, le=10, description="0 (unrelated) to 10 (answers the question directly)")
+    score: RelevanceScore
 
 
 class RateAnswer(BaseModel):

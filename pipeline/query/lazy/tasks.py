@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, field_validator
 from pipeline import prompts
 from pipeline.engine.task import Task, TaskContext
 from pipeline.query.common.intent import offline_intent
-from pipeline.query.common.offline_rating import similarity_ratings
+from pipeline.query.common.offline_rating import RelevanceScore, similarity_ratings
 
 UNIT_CHARS = 1200  # of a unit, in the rating prompt: a MuSiQue paragraph whole, a long chunk's opening
 
@@ -81,7 +81,7 @@ class RateUnitsRequest:
 
 class UnitRating(BaseModel):
     id: int = Field(description="The passage's id, as given")
-    score: float = Field(ge=0, le=10, description="0 (unrelated) to 10 (answers the question directly)")
+    score: RelevanceScore
 
 
 class UnitRatings(BaseModel):
