@@ -169,6 +169,16 @@ def test_offline_routing_never_sends_a_fact_lookup_to_global(embedder):
         assert offline_route(question, embedder).route != "global"
 
 
+def test_offline_routing_never_sends_a_yes_no_or_how_to_question_to_global(embedder):
+    # Their nearest prototype was global at cosine 0.05-0.10 (issue 58): a guess, and global cites no page.
+    for question in (
+        "Can I put inline data inside the body of a loop?",
+        "Does the parser accept tabs between columns?",
+        "How can I give the x axis a probability scale?",
+    ):
+        assert offline_route(question, embedder).route != "global", question
+
+
 def test_auto_search_says_which_mode_answered_and_why(tiny, embedder):
     coro = auto_search_async(
         registry.scope(tiny, OfflineEngine(), embedder), "Summarize the story as a whole."

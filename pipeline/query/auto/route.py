@@ -23,8 +23,11 @@ the wh-question taxonomy of question answering, rules in order:
    its first link;
 7. any other wh-question (who, what, when, where, which, how many, ...) is a fact lookup -> basic;
 8. otherwise the mode of the nearest prototype (`PROTOTYPES`: a few plain questions per mode, written
-   once from the descriptions above) by the embedding model's cosine, except that a fact-like opening
-   never goes to global (lazy instead).
+   once from the descriptions above) by the embedding model's cosine, except that a question opening
+   like a lookup never goes to global (lazy instead): a fact wh-question, a yes/no question ("Can I put
+   inline data inside a loop?") or a how-to ("How can I give the x axis a probit scale?"). Each asks
+   about one stated thing, and their nearest prototype is a guess (cosine 0.05-0.10 on the dev manuals,
+   where two such fact questions went to global and got no page, issue 58).
 The cue lists are general English question forms. Rules 1-4 and 7 were written before `make eval`
 measured them on GraphRAG-Bench novel split A; rule 5 was added after that first measurement sent 34 of its
 362 summaries to basic, so split A's table is not a held-out measure of rule 5. Rule 6 was added after
@@ -80,7 +83,8 @@ COMPOSITIONAL = re.compile(
 ROLE_OF = re.compile(r"\bthe(?: [a-z][\w-]*){1,2} of (?:the )?[A-Z]")
 FACT_OPENING = re.compile(
     r"^(who|whom|whose|when|where|which|what (is|was|were|are) the (name|date|year)|how (many|much|old|long)|"
-    r"in (what|which) (year|city|country|place)|what year)\b"
+    r"in (what|which) (year|city|country|place)|what year|"
+    r"(can|could|is|are|was|were|does|do|did|should|will|would|may|must|has|have|had)|how (can|to|should))\b"
 )
 PROTOTYPES: dict[str, tuple[str, ...]] = {
     "basic": (
