@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.cli.exits import EXIT_NOT_READY
+from pipeline.core import schema
 from pipeline.eval.questions import QuestionsError, load_questions
 from pipeline.eval.run import EvalError, check_indexed, eval_modes, parse_modes
 from pipeline.settings import load_settings
@@ -46,6 +47,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report = run.to_dict()
     out = Path(args.out or Path("eval") / args.namespace)
     files = write_report(out, report, run.rows)
+    # Also beside the index: the service's web app shows a namespace's last report (not --out's folder,
+    # which is wherever this command ran).
+    summary = {k: v for k, v in report.items() if k != "rows"}
+    rt.store.write_bytes(schema.EVAL_REPORT, json.dumps(summary, default=str).encode("utf-8"))
     if args.json:
         shown = {k: v for k, v in report.items() if k != "rows"}
         print(json.dumps({**shown, "files": {k: str(v) for k, v in files.items()}}, indent=2))

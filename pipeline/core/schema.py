@@ -122,6 +122,7 @@ COMMUNITIES = "communities"
 DESCRIPTION_SUMMARIES = "description_summaries"
 GRAPHML_EXPORT = "graph.graphml"  # for Gephi / Cytoscape, in the namespace folder
 GRAPH_VIEW = "graph.html"  # a self-contained page of the graph (pipeline.ops.graph_view)
+EVAL_REPORT = "eval_report.json"  # the last `pipeline eval` metrics, for the web app (service.browse)
 
 _RAW_ENTITY = pa.struct(
     [

@@ -210,6 +210,10 @@ def create_app(
     for mode in registry.MODES.values():  # as registered when the app is built
         _query_route(app, service, mode)
 
+    from pipeline.service.web import install_web
+
+    install_web(app, service)  # the web app at /, and the /v1/ reads it needs besides answers
+
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]
     )

@@ -1,0 +1,211 @@
+"""The web app at `/` of `graphrag-serve`, and the JSON it reads besides answers.
+
+The page is hand-written HTML, CSS and JavaScript in `webapp/` (package data: it works from an installed
+wheel), with nothing from a CDN: the graph view draws with vis-network from the pinned pyvis package, as
+graph.html does. Its key stays in the tab's session storage and goes out as a bearer header; the page's
+Content-Security-Policy allows scripts from this server only, so even a text that reached the DOM as
+markup could not run.
+
+Its endpoints, under `/v1/` (authenticated like every `/v1/` route, each namespace checked against the
+key: 403 whether or not it exists):
+- `GET /v1/modes`: the registered query modes, for the mode choice;
+- `GET /v1/namespaces`: the key's namespaces with their index status, last run and indexing method;
+- `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
+- `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
+- `GET /v1/namespaces/{ns}/eval`: the namespace's last `pipeline eval` report, or null;
+- `POST /v1/estimate/{mode}`: what the question would cost with the configured model, or null offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from pathlib import Path as FsPath
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.security import APIKeyHeader, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+
+from pipeline.core.namespace import NAMESPACE_PATTERN
+from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.ops.graph_view import vis_network_files
+from pipeline.query import registry
+from pipeline.query.common.mode import Mode
+from pipeline.service import browse
+from pipeline.service.auth import Principal
+from pipeline.service.errors import ServiceError
+from pipeline.service.models import body_of
+from pipeline.service.queries import QueryService, not_ready
+
+WEBAPP = FsPath(str(resources.files("pipeline.service") / "webapp"))
+# Scripts, styles and connections from this server only; no plugin, no framing by another site.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="or X-API-Key: <API key>")
+
+
+def _principal(
+    request: Request,
+    _b: Annotated[Any, Depends(_bearer)],
+    _k: Annotated[Any, Depends(_api_key)],
+) -> Principal:
+    return request.scope["graphrag.principal"]  # set by app.AuthMiddleware before any /v1/ route
+
+
+Caller = Annotated[Principal, Depends(_principal)]
+NamespaceParam = Annotated[str, Path(pattern=NAMESPACE_PATTERN.pattern)]
+
+
+def install_web(app: FastAPI, service: QueryService) -> None:
+    """The page at `/`, its files under `/app/`, vis-network under `/vendor/`, and its `/v1/` reads."""
+    _install_page(app)
+    _install_reads(app, service)
+    for mode in registry.MODES.values():
+        _estimate_route(app, service, mode)
+
+
+def _install_page(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    async def page() -> Response:
+        return HTMLResponse((WEBAPP / "index.html").read_text("utf-8"), headers=PAGE_HEADERS)
+
+    script, style = vis_network_files()
+    vendor = {"vis-network.min.js": (script, "text/javascript"), "vis-network.css": (style, "text/css")}
+
+    @app.get("/vendor/{name}", include_in_schema=False)
+    async def vendored(name: str) -> Response:
+        if name not in vendor:
+            return Response(status_code=404)
+        body, media = vendor[name]
+        return Response(
+            body, media_type=f"{media}; charset=utf-8", headers={"X-Content-Type-Options": "nosniff"}
+        )
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return FileResponse(WEBAPP / "favicon.svg", media_type="image/svg+xml")
+
+    app.mount("/app", StaticFiles(directory=WEBAPP), name="webapp")
+
+
+def _store(service: QueryService, caller: Principal, namespace: str) -> NamespaceStore:
+    return NamespaceStore.from_settings(service.settings, caller.authorize(namespace))
+
+
+def _install_reads(app: FastAPI, service: QueryService) -> None:
+    @app.get("/v1/modes", tags=["web app"])
+    async def modes(caller: Caller) -> dict[str, Any]:
+        """The registered query modes: name, summary, the body's text field, whether it calls a model and
+        whether it has a cost estimate."""
+        return {
+            "default": "auto" if "auto" in registry.MODES else next(iter(registry.MODES)),
+            "modes": [
+                {
+                    "name": m.name,
+                    "summary": m.summary,
+                    "question": m.question,
+                    "uses_model": m.uses_model,
+                    "estimate": m.estimate is not None,
+                }
+                for m in registry.MODES.values()
+            ],
+        }
+
+    @app.get("/v1/namespaces", tags=["web app"])
+    async def namespaces(caller: Caller) -> dict[str, Any]:
+        """The key's namespaces, each with its index status (tables, last run, indexing method), or the
+        error its status gave."""
+        return {"namespaces": await asyncio.to_thread(_statuses, service, caller)}
+
+    @app.get("/v1/namespaces/{namespace}/documents/{document_id}", tags=["web app"])
+    async def document(
+        namespace: NamespaceParam,
+        document_id: str,
+        caller: Caller,
+        start: Annotated[int | None, Query(ge=0)] = None,
+        end: Annotated[int | None, Query(ge=0)] = None,
+        page: Annotated[int | None, Query(ge=1)] = None,
+        full: bool = False,
+    ) -> dict[str, Any]:
+        """A document's text around the characters [start, end) (a citation's span), or page `page`, or
+        with `full` as much of it as one answer carries; the span's pages and section from its layout."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(browse.document_view, store, document_id, start, end, page, full)
+
+    @app.get("/v1/namespaces/{namespace}/entities/{entity}/neighbourhood", tags=["web app"])
+    async def entity_neighbourhood(
+        namespace: NamespaceParam,
+        entity: str,
+        caller: Caller,
+        limit: Annotated[int, Query(ge=1, le=200)] = browse.NEIGHBOURS,
+    ) -> dict[str, Any]:
+        """An entity (id or title) and its neighbours, the heaviest relationships first, as drawable
+        nodes (sized by degree, placed without overlaps) and edges."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(browse.neighbourhood, store, entity, limit)
+
+    @app.get("/v1/namespaces/{namespace}/eval", tags=["web app"])
+    async def namespace_eval(namespace: NamespaceParam, caller: Caller) -> dict[str, Any]:
+        """The namespace's last `pipeline eval` report (metrics per mode), or null when it has none."""
+        store = _store(service, caller, namespace)
+        return {"namespace": namespace, "report": await asyncio.to_thread(browse.eval_report, store)}
+
+
+def _statuses(service: QueryService, caller: Principal) -> list[dict[str, Any]]:
+    out = []
+    for namespace in sorted(caller.namespaces):
+        try:
+            status = service.namespace_status(caller, namespace)
+        except ServiceError as exc:
+            out.append({"namespace": namespace, "indexed": False, "error": exc.body()["error"]})
+            continue
+        runs = [t["materialized_at"] for t in status["tables"] if t["materialized_at"] is not None]
+        store = NamespaceStore.from_settings(service.settings, namespace)
+        method = browse.index_method(store) if status["indexed"] else None
+        out.append({**status, "last_run": max(runs) if runs else None, "method": method})
+    return out
+
+
+def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
+    """`POST /v1/estimate/<mode>` with the mode's query body: the model calls, tokens and cost the question
+    can take (`pipeline query <mode> --estimate`), sending nothing; null with no model configured."""
+
+    async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
+        namespace = caller.authorize(body.namespace)
+        settings = service.settings
+        if mode.estimate is None or not mode.uses_model:
+            return {"estimate": None, "reason": f"{mode.name} search calls no model"}
+        if settings.llm_provider == "offline":
+            return {"estimate": None, "reason": "no model is configured: answers are written offline"}
+        config = registry.configure(mode.name, settings, body.given())
+        store = NamespaceStore.from_settings(settings, namespace)
+        await asyncio.to_thread(service.limiter.acquire, caller.key_id)  # 429 like a query
+        try:
+            from pipeline.query.estimate import estimate_query
+
+            question = getattr(body, mode.question)
+            found = await asyncio.to_thread(
+                estimate_query, mode, store, question, settings, service.embedder, config
+            )
+        except TableNotFoundError as exc:
+            raise not_ready(namespace, mode.name, exc) from None
+        finally:
+            service.limiter.release(caller.key_id)
+        return {"estimate": found.to_dict()}
+
+    endpoint.__annotations__ = {"body": body_of(mode), "caller": Caller, "return": dict[str, Any]}
+    endpoint.__name__ = endpoint.__qualname__ = f"estimate_{mode.name}"
+    endpoint.__doc__ = _estimate_route.__doc__
+    app.post(f"/v1/estimate/{mode.name}", tags=["web app"])(endpoint)

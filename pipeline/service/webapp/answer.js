@@ -1,0 +1,220 @@
+// The answer as it streams (citation markers inline), its source panel, the context it read and its
+// entities. All text goes in through dom.js (text nodes only).
+import { get } from "./api.js";
+import { clear, el, marked, pages, text } from "./dom.js";
+
+// What a model writes for a context section in `[Data: Sources (1, 2)]` (server: query/common/citations.py).
+const SECTION = {
+  reports: "reports", report: "reports", entities: "entities", entity: "entities",
+  relationships: "relationships", relationship: "relationships", claims: "claims", claim: "claims",
+  sources: "sources", source: "sources", communities: "reports", community: "reports",
+};
+const CITED = /\[Data:\s*([^\]]*)\]|\[(\d+)\]/gi;
+const PART = /([A-Za-z]+)\s*\(([^)]*)\)/g;
+
+export class Answer {
+  constructor(ui, namespace, openDocument) {
+    this.ui = ui;
+    this.namespace = namespace;
+    this.openDocument = openDocument;
+    this.text = "";
+    this.deltas = 0;
+    this.lengths = [];
+    this.citations = new Map(); // marker -> citation
+    this.quotes = new Map(); // marker -> the answer's sentence that cites it
+    this.cards = new Map(); // marker -> its source card
+    clear(ui.answer);
+    clear(ui.sources);
+    clear(ui.entities);
+    clear(ui.context);
+    text(ui.route, "");
+    text(ui.status, "");
+    this.state("streaming");
+    ui.answer.dataset.deltas = "0";
+    ui.answer.dataset.lengths = "";
+  }
+
+  state(value) {
+    this.ui.answer.dataset.state = value;
+  }
+
+  route(data) {
+    const reason = data.reason ? `: ${data.reason}` : "";
+    text(this.ui.route, data.mode === data.route ? `Mode ${data.route}` : `${data.mode} → ${data.route}${reason}`);
+  }
+
+  delta(data) {
+    this.text += data.text || "";
+    this.deltas += 1;
+    this.render();
+    // How long the shown answer was after each delta: the browser test reads this to see it grow.
+    this.lengths.push(this.ui.answer.textContent.length);
+    this.ui.answer.dataset.lengths = this.lengths.join(",");
+    this.ui.answer.dataset.deltas = String(this.deltas);
+  }
+
+  citation(data) {
+    if (this.citations.has(data.marker)) return;
+    this.citations.set(data.marker, data);
+    this.render();
+    this.addCard(data);
+    if (data.section === "entities") this.chip(data.entity_id || data.title, data.title);
+  }
+
+  context(data) {
+    const rows = data.sources || [];
+    const body = clear(this.ui.context);
+    for (const row of rows) {
+      const kind = row.section || row.kind || (row.document_id ? "passage" : "");
+      const what = row.title || row.text || row.description || row.summary || "";
+      const score = row.score ?? row.rank ?? row.weight;
+      body.append(el("tr", {},
+        el("td", {}, kind),
+        el("td", {}, row.id ?? row.text_unit_id ?? row.community ?? ""),
+        el("td", {}, String(what).slice(0, 300)),
+        el("td", { class: "num" }, typeof score === "number" ? score.toFixed(3) : score ?? "")));
+      if (kind === "entities" && (row.entity_id || row.title)) this.chip(row.entity_id || row.title, row.title);
+    }
+  }
+
+  chip(id, label) {
+    const key = String(id);
+    if ([...this.ui.entities.children].some((c) => c.dataset.entity === key)) return;
+    this.ui.entities.append(el("button", {
+      type: "button", class: "chip", "data-entity": key, "aria-label": `Show ${label || key} in the graph`,
+      onclick: () => this.ui.showEntity(key),
+    }, label || key));
+  }
+
+  done(data) {
+    for (const c of data.citations || []) this.citation(c);
+    if (!this.text && data.result) {
+      const inner = data.result.route && data.result.result ? data.result.result : data.result;
+      this.text = inner.answer || "";
+      this.render();
+    }
+    const usage = data.usage && data.usage.calls ? `, ${data.usage.calls} model calls` : "";
+    const time = typeof data.duration_s === "number" ? ` in ${data.duration_s.toFixed(2)} s` : "";
+    text(this.ui.status, `${data.status}${time}${usage}${data.truncated ? " (shortened)" : ""}`);
+    this.state("done");
+  }
+
+  fail(message, state = "error") {
+    text(this.ui.status, message);
+    this.state(state);
+  }
+
+  // The answer's text with each `[Data: ...]` block (or `[n]`) that names a citation as marker buttons.
+  render() {
+    const out = document.createDocumentFragment();
+    let at = 0;
+    for (const match of this.text.matchAll(CITED)) {
+      const before = this.text.slice(at, match.index);
+      out.append(document.createTextNode(before));
+      const markers = match[1] !== undefined ? this.resolve(match[1]) : this.known(Number(match[2]));
+      if (markers.length) {
+        const sentence = lastSentence(this.text.slice(0, match.index));
+        for (const m of markers) {
+          if (sentence && !this.quotes.has(m)) this.quotes.set(m, sentence);
+          out.append(el("button", {
+            type: "button", class: "cite", "data-marker": m, "aria-pressed": "false",
+            "aria-label": `Source ${m}`, onclick: () => this.select(m),
+          }, `[${m}]`));
+        }
+      } else {
+        out.append(document.createTextNode(match[0]));
+      }
+      at = match.index + match[0].length;
+    }
+    out.append(document.createTextNode(this.text.slice(at)));
+    this.ui.answer.replaceChildren(out);
+  }
+
+  resolve(block) {
+    const found = [];
+    for (const [, label, ids] of block.matchAll(PART)) {
+      const section = SECTION[label.toLowerCase()];
+      for (const token of ids.split(",").map((t) => t.trim())) {
+        for (const [marker, c] of this.citations) {
+          if (c.section === section && String(c.id) === token && !found.includes(marker)) found.push(marker);
+        }
+      }
+    }
+    return found;
+  }
+
+  known(n) {
+    return this.citations.has(n) ? [n] : [];
+  }
+
+  addCard(c) {
+    const head = el("h3", {}, `[${c.marker}] `, c.document_title || c.title || `${c.section || "source"} ${c.id ?? ""}`);
+    const where = el("p", { class: "where" }, describe(c));
+    const body = el("div", { class: "passage" }, c.text || c.summary || c.description || "");
+    const card = el("li", { class: "source", id: `source-${c.marker}`, tabindex: "-1", "data-marker": c.marker }, head, where, body);
+    this.cards.set(c.marker, { card, where, body, loaded: false });
+    this.ui.sources.append(card);
+  }
+
+  async select(marker) {
+    for (const b of this.ui.answer.querySelectorAll(".cite")) b.setAttribute("aria-pressed", String(Number(b.dataset.marker) === marker));
+    for (const [m, { card }] of this.cards) card.classList.toggle("selected", m === marker);
+    const entry = this.cards.get(marker);
+    if (!entry) return;
+    entry.card.scrollIntoView({ block: "nearest" });
+    entry.card.focus({ preventScroll: true });
+    if (!entry.loaded) await this.loadPassage(marker, entry);
+  }
+
+  async loadPassage(marker, entry) {
+    const c = this.citations.get(marker);
+    if (!c || !c.document_id || c.start_char === undefined || c.start_char === null) return;
+    entry.loaded = true;
+    const path = `/v1/namespaces/${encodeURIComponent(this.namespace)}/documents/${encodeURIComponent(c.document_id)}` +
+      `?start=${c.start_char}&end=${c.end_char}`;
+    let view;
+    try {
+      view = await get(path);
+    } catch (error) {
+      text(entry.body, `The passage could not be read: ${error.message}`);
+      entry.loaded = false;
+      return;
+    }
+    text(entry.where, describe({ ...c, page_start: view.page_start, page_end: view.page_end, document_section: view.section }));
+    entry.body.replaceChildren(highlighted(view, this.quotes.get(marker)));
+    entry.card.dataset.loaded = "true";
+    entry.card.append(el("button", {
+      type: "button", class: "secondary open-document",
+      onclick: () => this.openDocument(this.namespace, c.document_id, view.span ? view.span.start : c.start_char, view.span ? view.span.end : c.end_char),
+    }, "Open the whole document here"));
+  }
+}
+
+// The window's text, the cited span shaded and within it the answer's sentence (or, when the sentence is
+// not found there, the whole span) marked.
+export function highlighted(view, sentence) {
+  const lo = view.span ? view.span.start - view.window.start : 0;
+  const hi = view.span ? view.span.end - view.window.start : 0;
+  const span = view.text.slice(lo, hi);
+  const inner = el("span", { class: "span" });
+  const at = sentence ? span.indexOf(sentence) : -1;
+  if (at >= 0) inner.append(marked(span, at, at + sentence.length, el("mark")));
+  else inner.append(el("mark", {}, span));
+  const out = document.createDocumentFragment();
+  out.append(document.createTextNode(view.text.slice(0, lo)), inner, document.createTextNode(view.text.slice(hi)));
+  return out;
+}
+
+function describe(c) {
+  const parts = [c.document_title, pages(c.page_start, c.page_end), c.document_section];
+  if (c.start_char !== undefined && c.start_char !== null) parts.push(`characters ${c.start_char}–${c.end_char}`);
+  if (!c.document_id) parts.push(c.section, c.community !== undefined ? `community ${c.community}` : null);
+  return parts.filter(Boolean).join(" · ");
+}
+
+// The sentence just before a citation: the answer's line up to it, without a list bullet.
+function lastSentence(before) {
+  const line = before.slice(before.lastIndexOf("\n") + 1).replace(/\[Data:[^\]]*\]|\[\d+\]/g, "");
+  const trimmed = line.replace(/^\s*(?:[-*•]|\d+\.)\s+/, "").trim();
+  return trimmed.length >= 12 ? trimmed : "";
+}
