@@ -46,6 +46,62 @@ def test_overlap_must_be_smaller_than_size():
         chunk_text("d", "text", 10, 10)
 
 
+def _pages(n: int, sentences: int) -> tuple[str, list[int]]:
+    """A paged text: n pages of `sentences` distinct sentences each, and the page starts."""
+    text, starts = "", []
+    for page in range(1, n + 1):
+        starts.append(len(text))
+        text += " ".join(f"Page {page} sentence {i} says something." for i in range(sentences)) + "\n\n"
+    return text, starts
+
+
+def _page_of(starts: list[int], offset: int) -> int:
+    return max(i for i, s in enumerate(starts) if s <= offset)
+
+
+def test_a_unit_crosses_at_most_one_page_break():
+    # pages of ~70 tokens under 200-token windows: without breaks each unit would cover three or four pages
+    text, starts = _pages(12, 8)
+    units = chunk_text("doc", text, chunk_size=200, chunk_overlap=20, breaks=starts[1:])
+    assert len(units) > 5
+    for u in units:
+        assert text[u.start_char : u.end_char] == u.text
+        first, last = _page_of(starts, u.start_char), _page_of(starts, u.end_char - 1)
+        assert last - first <= 1, (u.start_char, u.end_char)
+    # the units still cover the whole text, in order, each overlapping or touching the next
+    assert units[0].start_char == 0 and units[-1].end_char == len(text)
+    for a, b in zip(units, units[1:], strict=False):
+        assert a.start_char < b.start_char <= a.end_char < b.end_char
+    # a unit cut short ends exactly where a page starts
+    assert any(u.end_char in starts for u in units[:-1])
+
+
+def test_breaks_leave_a_window_that_crosses_one_break_whole():
+    # pages longer than a window: a window crossing one break keeps its full size and overlap
+    text, starts = _pages(3, 40)
+    plain = chunk_text("doc", text, chunk_size=100, chunk_overlap=20)
+    paged = chunk_text("doc", text, chunk_size=100, chunk_overlap=20, breaks=starts[1:])
+    assert [u.n_tokens for u in paged[:-1]] == [100] * (len(paged) - 1)
+    assert len(paged) - len(plain) in (0, 1, 2)  # a window may start at a break rather than before it
+
+
+def test_pages_shorter_than_the_overlap_still_move_forward():
+    # empty and near-empty pages: each window must still advance (no endless or repeated windows)
+    text, starts = _pages(30, 1)
+    breaks = starts[1:] + starts[5:8]  # repeated offsets, as empty pages give
+    units = chunk_text("doc", text, chunk_size=50, chunk_overlap=40, breaks=breaks)
+    ends = [u.end_char for u in units]
+    assert ends == sorted(set(ends)) and ends[-1] == len(text)
+    assert all(_page_of(starts, u.end_char - 1) - _page_of(starts, u.start_char) <= 1 for u in units)
+
+
+def test_no_breaks_and_breaks_outside_the_span_chunk_as_before():
+    text = " ".join(f"word{i}" for i in range(3000))
+    before = chunk_text("doc", text, 100, 20, span=(500, 9000))
+    assert chunk_text("doc", text, 100, 20, span=(500, 9000), breaks=[10, 400, 500, 9000, 12000]) == before
+    assert chunk_text("doc", text, 100, 20, breaks=[]) == chunk_text("doc", text, 100, 20)
+
+
 def _documents():
     from pipeline.ops.ingest import Document, document_id, documents_table
 

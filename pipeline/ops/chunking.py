@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +45,11 @@ def chunk_text(
     chunk_overlap: int = default_of("chunk_overlap"),
     encoding: str = DEFAULT_ENCODING,
     span: tuple[int, int] | None = None,
+    breaks: Sequence[int] = (),
 ) -> list[TextUnit]:
     """Split one document (only `text[span[0]:span[1]]` if given) into overlapping token windows with
-    character offsets into the whole text."""
+    character offsets into the whole text. `breaks`: the document's page starts (offsets into the whole
+    text), none of which a unit crosses more than once (`pipeline.core.token_windows`)."""
     if chunk_overlap >= chunk_size:
         raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
     if not text:
@@ -60,7 +62,8 @@ def chunk_text(
         if not text:
             return []
     units: list[TextUnit] = []
-    for start, end, n_tokens in token_windows(text, chunk_size, chunk_overlap, encoding):
+    inside = [b - offset for b in breaks if offset < b < offset + len(text)]
+    for start, end, n_tokens in token_windows(text, chunk_size, chunk_overlap, encoding, inside):
         start_char, end_char = offset + start, offset + end
         units.append(
             TextUnit(
@@ -89,16 +92,22 @@ def chunk_documents(
 
 def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:
     """What a base_text_units table was cut with: the settings and the source of the rules (this module,
-    `pipeline.core.boilerplate`, `pipeline.ops.structure`, `pipeline.core.sections` and the parsers of
-    `pipeline.parse`, whose layout places the cuts, pages and sections), so that an edited rule re-chunks
-    every document."""
+    `pipeline.core.boilerplate`, `pipeline.ops.structure`, `pipeline.core.sections`,
+    `pipeline.core.token_windows` and the parsers of `pipeline.parse`, whose layout places the cuts, pages
+    and sections), so that an edited rule re-chunks every document."""
     from pipeline import parse
-    from pipeline.core import boilerplate, sections
+    from pipeline.core import boilerplate, sections, token_windows
     from pipeline.ops import structure
 
     code = hashlib.sha256()
     parsers = sorted(Path(parse.__file__).parent.glob("*.py"))
-    rules = (Path(__file__), Path(boilerplate.__file__), Path(structure.__file__), Path(sections.__file__))
+    rules = (
+        Path(__file__),
+        Path(boilerplate.__file__),
+        Path(structure.__file__),
+        Path(sections.__file__),
+        Path(token_windows.__file__),
+    )
     for source in (*rules, *parsers):
         code.update(source.name.encode())
         code.update(Path(source).read_bytes())
@@ -148,10 +157,12 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
         if span.removed or span.regions:
             outside[doc_id] = span.outside(len(text))
         parsed = Layout.from_json(layout)
+        # a unit covers at most two pages, so a cited passage names one or two pages, not three
+        breaks = [p.start for p in parsed.pages[1:]] if parsed is not None else []
         units = [
             u
             for piece in segments(text, (span.start, span.end), parsed, chunk_size, chunk_overlap, encoding)
-            for u in chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, piece)
+            for u in chunk_text(doc_id, text, chunk_size, chunk_overlap, encoding, piece, breaks)
         ]
         per_doc.append([u.id for u in units])
         for index, u in enumerate(units):
