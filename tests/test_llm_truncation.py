@@ -33,7 +33,7 @@ from pipeline.index.context import IndexContext
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient, LLMTruncatedError
 from pipeline.llm.structured import parse_reply
-from pipeline.ops.descriptions import DESCRIBE, DescriptionRequest
+from pipeline.ops.descriptions import DESCRIBE, DescriptionOptions, DescriptionRequest
 from pipeline.ops.extraction import failures_table, table_counts, to_table
 from pipeline.ops.extraction.models import GENERIC_TYPE, ExtractionOptions, ExtractionOut
 from pipeline.ops.extraction.run import extract_graph
@@ -221,10 +221,12 @@ def test_each_task_sends_its_own_output_limit_and_map_and_reduce_their_reserve(t
         description = DescriptionRequest(
             names=("Ada",),
             descriptions=("Ada writes.", "Ada counts."),
-            max_tokens=200,
-            max_input_tokens=4000,
-            max_words=3,  # shorter than the two descriptions together (4 words): the model is asked
-            encoding=settings.encoding,
+            options=DescriptionOptions(
+                max_tokens=200,
+                max_input_tokens=4000,
+                max_words=3,  # shorter than the two descriptions together (4 words): the model is asked
+                encoding=settings.encoding,
+            ),
         )
         config = GlobalSearchConfig.from_settings(settings)
         engine.run_sync(engine.run(DESCRIBE, description))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from pipeline import prompts
 from pipeline.core.names import normalize_name
@@ -46,13 +46,21 @@ _INFORMATIVE_WORDS = (8, 50)
 OFFLINE_DESCRIPTION_VERSION = "offline-description-1"
 
 
+@dataclass(frozen=True)
+class DescriptionOptions(FromSettings):
+    """How long a merged description may be, offline and asked of a model."""
+
+    max_tokens: int = setting("description_max_tokens")  # offline: the extractive description's budget
+    # LLM: descriptions per summarize call (iterative beyond)
+    max_input_tokens: int = setting("summarize_max_input_tokens")
+    max_words: int = setting("summarize_max_words")  # LLM: the summary's length
+    encoding: str = setting("encoding")
+
+
 class DescriptionRequest(BaseModel):
     names: tuple[str, ...]  # the entity's title, or a relationship's (source, target)
     descriptions: tuple[str, ...]  # distinct, in order of first appearance; at least one
-    max_tokens: int = Field(ge=1)  # offline: the summary's budget
-    max_input_tokens: int = Field(ge=1)  # LLM: descriptions per call, beyond which they go in rounds
-    max_words: int = Field(ge=1)  # LLM: the summary's length
-    encoding: str
+    options: DescriptionOptions
 
 
 class DescriptionSummary(BaseModel):
@@ -172,7 +180,8 @@ async def llm_summary(
 def offline_description(request: DescriptionRequest) -> DescriptionSummary:
     """The offline engine's description: `offline_summary`, even of a single description (an offline
     description is its unit's sentences, which this trims to the budget)."""
-    summary = offline_summary(request.names, request.descriptions, request.max_tokens, request.encoding)
+    options = request.options
+    summary = offline_summary(request.names, request.descriptions, options.max_tokens, options.encoding)
     return DescriptionSummary(summary=summary)
 
 
@@ -183,16 +192,17 @@ async def llm_description(
     than the summary asked for (`max_words`) joined as they are, else `llm_summary`; raises LLMError."""
     if len(request.descriptions) == 1:
         return DescriptionSummary(summary=request.descriptions[0], kept=True)
+    options = request.options
     joined = " ".join(d.strip() for d in request.descriptions)
-    if len(joined.split()) <= request.max_words:  # a summary could only be as long: nothing to gain
+    if len(joined.split()) <= options.max_words:  # a summary could only be as long: nothing to gain
         return DescriptionSummary(summary=joined, kept=True)
     summary, calls = await llm_summary(
         client,
         request.names,
         request.descriptions,
-        max_input_tokens=request.max_input_tokens,
-        max_words=request.max_words,
-        encoding=request.encoding,
+        max_input_tokens=options.max_input_tokens,
+        max_words=options.max_words,
+        encoding=options.encoding,
         max_tokens=max_tokens,
     )
     return DescriptionSummary(summary=summary, calls=calls)
@@ -239,17 +249,6 @@ DESCRIBE: Task[DescriptionRequest, DescriptionSummary] = Task(
 )
 
 
-@dataclass(frozen=True)
-class DescriptionOptions(FromSettings):
-    """How long a merged description may be, offline and asked of a model."""
-
-    max_tokens: int = setting("description_max_tokens")  # offline: the extractive description's budget
-    # LLM: descriptions per summarize call (iterative beyond)
-    max_input_tokens: int = setting("summarize_max_input_tokens")
-    max_words: int = setting("summarize_max_words")  # LLM: the summary's length
-    encoding: str = setting("encoding")
-
-
 @dataclass
 class SummaryReuse:
     """The previous run's summaries by digest (`previous`), and this run's (`current`, filled by
@@ -294,14 +293,7 @@ def summarize_all(
         pending = still
 
     def request(item: DescriptionItem) -> DescriptionRequest:
-        return DescriptionRequest(
-            names=item.names,
-            descriptions=item.descriptions,
-            max_tokens=options.max_tokens,
-            max_input_tokens=options.max_input_tokens,
-            max_words=options.max_words,
-            encoding=options.encoding,
-        )
+        return DescriptionRequest(names=item.names, descriptions=item.descriptions, options=options)
 
     describe = runner(engine, DESCRIBE)
     outcomes = engine.run_batch([request(items[i]) for i in pending], describe)
