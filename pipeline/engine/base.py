@@ -47,9 +47,12 @@ class Engine(Batches):
         embedder: Embedder | None = None,
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
+        events: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> Res:
-        """The task's offline or model form on `request`."""
-        result = await self._run_form(task, request, TaskContext(embedder, deadline, cancel))
+        """The task's offline or model form on `request`; `events` hears what it reports as it goes (an
+        answer task's text as it is written: `pipeline.query.common.events`)."""
+        context = TaskContext(embedder, deadline, cancel, events=events)
+        result = await self._run_form(task, request, context)
         kill_point(task.name)  # a test hook (kill_points.py): this call answered (and cached), no more
         return result
 

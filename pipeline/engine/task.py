@@ -48,6 +48,17 @@ class TaskContext:
     cancel: CancelSignal | None = None
     client: LLMClient | None = None
     max_tokens: int | None = None
+    # Who hears the task's events (a streaming query's door, through `QueryScope.ask`); None: nobody.
+    events: Callable[[str, dict[str, Any]], None] | None = None
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.events is not None:
+            self.events(kind, data)
+
+    def written(self, text: str) -> None:
+        """Answer text as it is written (a `delta` event), when someone listens."""
+        if text:
+            self.emit("delta", text=text)
 
     @property
     def llm(self) -> LLMClient:
@@ -75,8 +86,10 @@ class TaskContext:
             max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
         )
 
-    async def ask_text(self, prompt: Prompt, messages: list[dict[str, str]]) -> str:
-        """The model's prose reply to `messages`, cached and within the task's output limit."""
+    async def ask_text(self, prompt: Prompt, messages: list[dict[str, str]], *, answer: bool = False) -> str:
+        """The model's prose reply to `messages`, cached and within the task's output limit. An `answer`
+        is reported as it is written (`written`): token by token as the model streams it, whole when
+        it came from the cache."""
         return await self.llm.complete_text(
             messages,
             task=prompt.name,
@@ -84,6 +97,7 @@ class TaskContext:
             deadline=self.deadline,
             cancel=self.cancel,
             max_tokens=self.max_tokens,
+            on_text=self.written if answer and self.events is not None else None,
         )
 
     def need_embedder(self, task: str) -> Embedder:

@@ -31,6 +31,7 @@ from pipeline.llm import structured
 from pipeline.llm.batch import Batches, CancelSignal, run_guarded
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
 from pipeline.llm.reply import Reply
+from pipeline.llm.stream import Written
 from pipeline.llm.transport import FormatRejectedError, Transport, endpoint_label
 from pipeline.llm.usage import Usage
 
@@ -122,8 +123,12 @@ class LLMClient(Batches):
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
         max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> str:
-        work = self._complete_text(messages, task, prompt_version, deadline, max_tokens)
+        """The model's prose reply; `on_text` hears it as it is written (each piece once, the reasoning
+        left out), or whole when it comes from the cache."""
+        written = Written(on_text) if on_text is not None else None
+        work = self._complete_text(messages, task, prompt_version, deadline, max_tokens, written)
         return await self._guarded(work, task, deadline, cancel)
 
     async def embed(
@@ -197,13 +202,18 @@ class LLMClient(Batches):
         version: str,
         deadline: float | None,
         max_tokens: int | None,
+        written: Written | None = None,
     ) -> str:
         params = self._params(max_tokens)
         key = cache_key(f"{self.endpoint}/{self.model}", messages, params, version)
         if (cached := self._from_cache(key)) is not None:
             self.usage.add(cache_hits=1)
+            if written is not None:
+                written.whole(cached)
             return cached
-        reply, _ = await self._whole(lambda p: self.transport.chat(messages, p, task, deadline), params, task)
+        reply, _ = await self._whole(
+            lambda p: self.transport.chat(messages, p, task, deadline, written=written), params, task
+        )
         self._to_cache(key, reply.text, task, version, reply)
         return reply.text
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pipeline.llm.reply import Reply, build_reply, reasoning_of
+from pipeline.llm.reply import _OPEN, Reply, build_reply, reasoning_of, split_reasoning
 
 
 class StreamStalledError(TimeoutError):
@@ -35,6 +35,36 @@ class StreamStalledError(TimeoutError):
 
 class StreamIncompleteError(ValueError):
     """The stream ended without saying how the reply finished (a dropped connection, a cut body)."""
+
+
+class Written:
+    """Forwards a reply's answer text to `on_text` as it streams, each character once: the reasoning
+    before it (`<think>…</think>`) is held back, and an attempt that is retried (a stalled stream, a
+    reply cut off at max_tokens) forwards only what goes beyond what an earlier attempt already did."""
+
+    def __init__(self, on_text: Callable[[str], None]) -> None:
+        self.on_text = on_text
+        self.sent = ""
+        self.content = ""
+
+    def start(self) -> None:
+        """A new attempt: its text is compared with what was forwarded from its start."""
+        self.content = ""
+
+    def add(self, piece: str) -> None:
+        self.content += piece
+        head = self.content.lstrip()[: len(_OPEN)]
+        if _OPEN.startswith(head) and len(head) < len(_OPEN):  # maybe the start of a think tag: wait
+            return
+        answer, _ = split_reasoning(self.content)  # "" while a think block is open
+        if len(answer) > len(self.sent) and answer.startswith(self.sent):
+            new, self.sent = answer[len(self.sent) :], answer
+            self.on_text(new)
+
+    def whole(self, text: str) -> None:
+        """A reply that came whole (the cache, a server that does not stream)."""
+        self.start()
+        self.add(text)
 
 
 def _is_event_stream(response: Any) -> bool:
@@ -78,9 +108,11 @@ async def read_stream(
     first_token_s: float,
     idle_s: float,
     prompt_estimate: Callable[[], int],
+    written: Written | None = None,
 ) -> tuple[Reply, bool]:
     """The reply of the stream `open_stream()` starts (an `openai.AsyncStream` of chat chunks), and
-    whether it was streamed (False: the server sent the whole completion as one JSON body).
+    whether it was streamed (False: the server sent the whole completion as one JSON body). `written`
+    hears the content as it arrives.
 
     StreamStalledError when a clock runs out; StreamIncompleteError when the stream ends unfinished."""
     loop = asyncio.get_running_loop()
@@ -96,6 +128,8 @@ async def read_stream(
             stream = await open_stream()
             if not _is_event_stream(stream.response):
                 return _whole_body(await stream.response.aread(), prompt_estimate), False
+            if written is not None:
+                written.start()
             async for chunk in stream:
                 usage = _field(chunk, "usage") or usage
                 for choice in _field(chunk, "choices") or []:
@@ -103,6 +137,8 @@ async def read_stream(
                     if delta is not None:
                         if text := _field(delta, "content"):
                             content.append(text)
+                            if written is not None:
+                                written.add(text)
                         if thought := reasoning_of(delta):
                             reasoning.append(thought)
                     finish = _field(choice, "finish_reason") or finish

@@ -41,7 +41,7 @@ from pipeline.llm.retry import (
     final_error,
     is_retryable,
 )
-from pipeline.llm.stream import read_stream
+from pipeline.llm.stream import Written, read_stream
 from pipeline.llm.usage import DEFAULT_PRICES, Usage, estimate_cost
 
 log = logging.getLogger(__name__)
@@ -146,19 +146,24 @@ class Transport:
         deadline: float | None,
         *,
         schema_probe: bool = False,
+        written: Written | None = None,
     ) -> Reply:
         """One completion. With `schema_probe`, an error that blames json_schema raises FormatRejectedError.
-        LLMBudgetExceededError, before anything is sent, when the run's spend reached its budget."""
+        LLMBudgetExceededError, before anything is sent, when the run's spend reached its budget.
+        `written` hears the reply's text as it arrives."""
 
         prompt_estimate = _PromptEstimate(messages)
 
         async def attempt(sdk: openai.AsyncOpenAI, deadline: float | None) -> Reply:
             try:
                 if self.stream:
-                    reply = await self._streamed(sdk, messages, params, prompt_estimate)
+                    reply = await self._streamed(sdk, messages, params, prompt_estimate, written)
                     if reply is not None:
                         return reply
-                return await self._whole(sdk, messages, params, deadline, prompt_estimate)
+                reply = await self._whole(sdk, messages, params, deadline, prompt_estimate)
+                if written is not None:
+                    written.whole(reply.text)
+                return reply
             except openai.APIStatusError as exc:
                 if schema_probe and structured.blames_response_format(
                     exc.status_code, exc.body or exc.message
@@ -178,6 +183,7 @@ class Transport:
         messages: list[dict[str, Any]],
         params: dict[str, Any],
         prompt_estimate: Callable[[], int],
+        written: Written | None = None,
     ) -> Reply | None:
         """The streamed reply; None when the server refused to stream (nothing was generated)."""
         # The SDK's own timeout is a backstop only: it applies to each read, the clocks are ours.
@@ -195,6 +201,7 @@ class Transport:
                 first_token_s=self.first_token_timeout_s,
                 idle_s=self.idle_timeout_s,
                 prompt_estimate=prompt_estimate,
+                written=written,
             )
         except openai.APIStatusError as exc:
             body = str(exc.body or exc.message).lower()

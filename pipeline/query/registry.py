@@ -6,13 +6,15 @@ Adding a mode is a package exporting a `Mode` record (`pipeline.query.common.mod
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from pipeline.query.auto.mode import MODE as AUTO
 from pipeline.query.basic.mode import MODE as BASIC
 from pipeline.query.chunks.mode import MODE as CHUNKS
+from pipeline.query.common import events
+from pipeline.query.common.events import Sink
 from pipeline.query.common.mode import MODES, Mode
 from pipeline.query.common.mode import routable as routable
 from pipeline.query.common.scope import QueryScope
@@ -25,7 +27,7 @@ from pipeline.query.vector.mode import MODE as VECTOR
 # In the order `pipeline eval` asks them and its reports list them; the doors list them in this order.
 # (The dict itself lives in `common.mode`, so that auto's `route` validates against it.)
 MODES.update({m.name: m for m in (BASIC, LOCAL, DRIFT, GLOBAL, LAZY, AUTO, CHUNKS, VECTOR)})
-__all__ = ["MODES", "Mode", "configure", "mode", "registered", "routable", "scope"]
+__all__ = ["MODES", "Mode", "configure", "mode", "registered", "routable", "scope", "search"]
 
 
 def mode(name: str) -> Mode:
@@ -37,10 +39,25 @@ def mode(name: str) -> Mode:
 
 
 def scope(
-    store: Any, engine: Any, embedder: Any, deadline: float | None = None, cancel: Any = None
+    store: Any,
+    engine: Any,
+    embedder: Any,
+    deadline: float | None = None,
+    cancel: Any = None,
+    events: Sink | None = None,
 ) -> QueryScope:
-    """A query's scope, with the registry's modes for a mode that hands the question on (auto)."""
-    return QueryScope(store, engine, embedder, deadline, cancel, modes=MODES)
+    """A query's scope, with the registry's modes for a mode that hands the question on (auto), and
+    `events` to hear its progress (a streaming door)."""
+    return QueryScope(store, engine, embedder, deadline, cancel, modes=MODES, events=events)
+
+
+def search(name: str, scope: QueryScope, question: str, config: Any) -> Coroutine[Any, Any, Any]:
+    """Mode `name`'s search, after its `route` event (a mode that routes the question itself, auto,
+    sends its own once it has chosen)."""
+    found = mode(name)
+    if not found.routes:
+        scope.emit(events.ROUTE, mode=name, route=name, reason=None)
+    return found.search(scope, question, config)
 
 
 def configure(name: str, settings: Any, given: Mapping[str, Any] | None = None) -> Any:

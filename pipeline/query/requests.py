@@ -37,7 +37,7 @@ CommunityLevel = Field(
 
 
 # What a door adds to a mode's options (the HTTP bodies, the MCP tools): never passed to the search.
-DOOR_FIELDS = frozenset({"namespace", "question", "query", "timeout_s"})
+DOOR_FIELDS = frozenset({"namespace", "question", "query", "timeout_s", "stream"})
 
 
 def json_object(v: Any) -> Any:

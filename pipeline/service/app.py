@@ -35,6 +35,7 @@ from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_de
 from pipeline.service.models import ErrorResponse, NamespaceStatus, QueryResponse, body_of
 from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
+from pipeline.service.streams import STREAMED, event_response, wants_events
 from pipeline.settings import Settings, load_settings
 
 log = logging.getLogger("pipeline.service")
@@ -143,14 +144,22 @@ def _query_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
     """`POST /v1/query/<mode>` taking the mode's body model (its options are the mode's request model),
     described by the mode's record."""
 
-    async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
+    async def endpoint(body: Any, caller: Caller, request: Request) -> Any:
+        if wants_events(body, request.headers):  # `"stream": true` or Accept: text/event-stream
+            return await event_response(service, caller, body)
         return await service.run(caller, body)
 
-    endpoint.__annotations__ = {"body": body_of(mode), "caller": Caller, "return": dict[str, Any]}
+    endpoint.__annotations__ = {
+        "body": body_of(mode),
+        "caller": Caller,
+        "request": Request,
+        "return": dict[str, Any],
+    }
     endpoint.__name__ = endpoint.__qualname__ = f"query_{mode.name}"
     endpoint.__doc__ = mode.doc("http")
     path = f"/v1/query/{mode.name}"
-    app.post(path, response_model=QueryResponse, responses=ERRORS, tags=["query"])(endpoint)
+    responses = {**ERRORS, 200: STREAMED}
+    app.post(path, response_model=QueryResponse, responses=responses, tags=["query"])(endpoint)
 
 
 def create_app(

@@ -32,6 +32,7 @@ from pipeline.service.models import body_of
 from pipeline.service.queries import QueryService
 
 KEY_ENV = "GRAPHRAG_API_KEY"
+NOT_TOOL_FIELDS = frozenset({"stream"})
 PREAMBLE = "GraphRAG retrieval over one namespace (tenant index) per call. "
 
 
@@ -44,7 +45,8 @@ def _tool(name: str, doc: str, body: type[BaseModel], call: Callable[..., Awaita
     """A tool function whose parameters are `body`'s fields (types, bounds, descriptions, defaults), so
     the MCP schema is the HTTP body's; the body model validates the call."""
     required = [n for n, f in body.model_fields.items() if f.is_required()]
-    optional = [n for n in body.model_fields if n not in required]
+    # `stream` is HTTP's: a tool reports progress through its context whatever it is asked
+    optional = [n for n in body.model_fields if n not in required and n not in NOT_TOOL_FIELDS]
     params = []
     for n in (*required, *optional):
         f = body.model_fields[n]

@@ -1,7 +1,7 @@
 """Request and response bodies of the HTTP API; the same models give the MCP tools their JSON schemas.
 
 Each request is its mode's options (`pipeline.query.requests`, written once for every door) plus the
-namespace, the question and an optional `timeout_s`. Unknown fields are refused, so a misspelt option
+namespace, the question, an optional `timeout_s` and `stream` (HTTP only: the answer as events). Unknown fields are refused, so a misspelt option
 is a 422 rather than a silently ignored default.
 """
 
@@ -26,6 +26,15 @@ Namespace = Annotated[
     ),
 ]
 Question = Annotated[str, Field(min_length=1, max_length=4000, description="The question, in plain text")]
+Stream = Annotated[
+    bool,
+    Field(
+        default=False,
+        description="Answer as Server-Sent Events (text/event-stream) while the query runs: route, context, "
+        "delta (the answer's text as it is written), citation, then done (the whole result) or error. "
+        "`Accept: text/event-stream` asks for the same.",
+    ),
+]
 TimeoutS = Annotated[
     float | None,
     Field(
@@ -44,6 +53,7 @@ class _Request(BaseModel):
 
     namespace: Namespace
     timeout_s: TimeoutS = None
+    stream: Stream = False
 
     @field_validator("question", "query", check_fields=False)
     @classmethod

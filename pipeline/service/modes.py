@@ -19,6 +19,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query import registry
+from pipeline.query.common.events import Sink
 from pipeline.query.common.scope import QueryScope
 from pipeline.settings import Settings
 
@@ -33,10 +34,18 @@ class Work:
     embedder: Embedder
     deadline: float
     cancel: threading.Event
+    events: Sink | None = None  # a streamed query's listener (`pipeline.service.streams`)
 
     def scope(self, engine: Engine | None) -> QueryScope:
-        """What a mode is handed: this query's store, embedder and clocks, with `engine`."""
-        return registry.scope(self.store, engine, self.embedder, self.deadline, self.cancel)  # type: ignore[arg-type]
+        """What a mode is handed: this query's store, embedder, clocks and listener, with `engine`."""
+        return registry.scope(
+            self.store,
+            engine,  # type: ignore[arg-type]
+            self.embedder,
+            self.deadline,
+            self.cancel,
+            self.events,
+        )
 
 
 def answer(work: Work, kind: str, request: Any) -> dict[str, Any]:
@@ -44,5 +53,5 @@ def answer(work: Work, kind: str, request: Any) -> dict[str, Any]:
     mode = registry.mode(kind)
     engine = work.new_engine() if mode.uses_model else None
     config = registry.configure(kind, work.settings, request.given())
-    search = mode.search(work.scope(engine), getattr(request, mode.question), config)
+    search = registry.search(kind, work.scope(engine), getattr(request, mode.question), config)
     return (engine.run_sync(search) if engine is not None else asyncio.run(search)).to_dict()

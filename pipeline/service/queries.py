@@ -15,8 +15,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.chunk_graph.errors import SnapshotError
@@ -29,6 +30,7 @@ from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
 from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.query import registry
+from pipeline.query.common.events import Sink
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
 from pipeline.service.errors import (
     DeadlineExceeded,
@@ -64,6 +66,44 @@ def bad_requests() -> tuple[type[Exception], ...]:
 
 class UpstreamError(ServiceError):
     status, code = 502, "upstream_error"
+
+
+@dataclass
+class Query:
+    """One admitted query: who asked what, its clocks and cancel signal, and the worker running it."""
+
+    principal: Principal
+    kind: str
+    namespace: str
+    timeout: float
+    deadline: float
+    cancel: threading.Event = field(default_factory=threading.Event)
+    began: threading.Event = field(default_factory=threading.Event)  # a worker of its lane took it up
+    started: float = field(default_factory=time.monotonic)
+    worker: asyncio.Future[dict[str, Any]] = None  # type: ignore[assignment]
+
+    def to_deadline(self) -> float:
+        return remaining(self.deadline) or 0.0
+
+    def left(self) -> float:
+        """Seconds to wait for the worker: to the deadline, then the grace to notice it and hand back."""
+        return self.to_deadline() + GRACE_S
+
+    async def wait(self) -> None:
+        """Until the worker is done or its time is up (`left`); `QueryService.finish` tells which."""
+        await asyncio.wait({self.worker}, timeout=self.left())
+
+    def log(self, outcome: str) -> None:
+        # key_id is a prefix of the key's digest: it tells keys apart in logs without revealing one.
+        log.info(
+            "query kind=%s tenant=%s key=%s namespace=%s outcome=%s duration_s=%.3f",
+            self.kind,
+            self.principal.tenant,
+            self.principal.key_id,
+            self.namespace,
+            outcome,
+            time.monotonic() - self.started,
+        )
 
 
 class QueryService:
@@ -147,47 +187,55 @@ class QueryService:
     # ---- a query --------------------------------------------------------------------------------
     async def run(self, principal: Principal, request: Any) -> dict[str, Any]:
         """Answer `request`, the HTTP body of a registered mode (`models.body_of`)."""
+        query = await self.start(principal, request)
+        try:
+            await query.wait()
+        except asyncio.CancelledError:  # the client went away: stop the work too
+            query.cancel.set()
+            raise
+        return self.finish(query)
+
+    def stream(self, principal: Principal, request: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """`run`'s query, as its events (`pipeline.query.common.events`) while it runs, ending with one
+        `done` (its `result` is `run`'s) or `error`. A failure before the first event is raised as
+        `run` raises it; closing the iterator early (the client left) cancels the query's work."""
+        from pipeline.service.streams import query_events
+
+        return query_events(self, principal, request)
+
+    async def start(self, principal: Principal, request: Any, events: Sink | None = None) -> Query:
+        """The query authorised, admitted and handed to a worker of its lane; `events` hears it."""
         kind = kind_of(request)
         namespace = principal.authorize(request.namespace)
         timeout = min(
             request.timeout_s or self.settings.service_timeout_s, self.settings.service_max_timeout_s
         )
-        deadline = deadline_in(timeout)
-        cancel = threading.Event()
-        began = threading.Event()  # set when a worker of the query's lane takes it up
-        started = time.monotonic()
+        query = Query(principal, kind, namespace, timeout, deadline_in(timeout))
         await self._admitted(principal.key_id)
         try:
-            worker = asyncio.get_running_loop().run_in_executor(
-                self.lanes[lane_of(kind)],
-                self._work,
-                principal.key_id,
-                kind,
-                namespace,
-                request,
-                deadline,
-                cancel,
-                began,
+            query.worker = asyncio.get_running_loop().run_in_executor(
+                self.lanes[lane_of(kind)], self._work, query, request, events
             )
         except BaseException:
             self.limiter.release(principal.key_id)
             raise
-        try:
-            done, _ = await asyncio.wait({worker}, timeout=(remaining(deadline) or 0.0) + GRACE_S)
-        except asyncio.CancelledError:  # the client went away: stop the work too
-            cancel.set()
-            raise
+        return query
+
+    def finish(self, query: Query) -> dict[str, Any]:
+        """The response to a query whose worker is done (`Query.wait`): its result, bounded; the
+        service's error when it failed, was cancelled or is still running past its deadline."""
+        kind, timeout, worker = query.kind, query.timeout, query.worker
         outcome = "?"
         try:
-            if not done:
-                cancel.set()
+            if not worker.done():
+                query.cancel.set()
                 outcome = "deadline"
                 raise DeadlineExceeded(
                     f"the {kind} query did not finish within {timeout:g}s and was cancelled",
                     detail={
                         "timeout_s": timeout,
                         "done": "unknown: the query was inside a stage"
-                        if began.is_set()
+                        if query.began.is_set()
                         else f"nothing: it waited for a free {lane_of(kind)}-query worker",
                     },
                 )
@@ -200,27 +248,18 @@ class QueryService:
                     detail={"timeout_s": timeout, "reason": bounded.get("reason"), "partial": bounded},
                 )
             return {
-                "namespace": namespace,
+                "namespace": query.namespace,
                 "kind": kind,
                 "status": outcome,
                 "truncated": truncated,
-                "duration_s": round(time.monotonic() - started, 3),
+                "duration_s": round(time.monotonic() - query.started, 3),
                 "result": bounded,
             }
         except ServiceError as exc:
             outcome = exc.code if outcome == "?" else outcome
             raise
         finally:
-            # key_id is a prefix of the key's digest: it tells keys apart in logs without revealing one.
-            log.info(
-                "query kind=%s tenant=%s key=%s namespace=%s outcome=%s duration_s=%.3f",
-                kind,
-                principal.tenant,
-                principal.key_id,
-                namespace,
-                outcome,
-                time.monotonic() - started,
-            )
+            query.log(outcome)
 
     def _admit(self, key_id: str) -> None:
         """A concurrency slot, then a place in the rate window: a query refused by either is counted by
@@ -249,17 +288,9 @@ class QueryService:
             admission.add_done_callback(give_back)
             raise
 
-    def _work(
-        self,
-        key_id: str,
-        kind: str,
-        namespace: str,
-        request: Any,
-        deadline: float,
-        cancel: threading.Event,
-        began: threading.Event,
-    ) -> dict[str, Any]:
-        began.set()
+    def _work(self, query: Query, request: Any, events: Sink | None) -> dict[str, Any]:
+        query.began.set()
+        kind, namespace, deadline, cancel = query.kind, query.namespace, query.deadline, query.cancel
         store: NamespaceStore | None = None
         try:
             if stopped(cancel, deadline):  # it waited for a worker past its deadline, or its client left
@@ -268,7 +299,7 @@ class QueryService:
             if not store.exists():  # checked first so that a query never creates the folder
                 raise TableNotFoundError("no tables at all")
             store = store.pinned()  # one committed index version for every read of this request
-            work = Work(store, self.settings, self.new_engine, self.embedder, deadline, cancel)
+            work = Work(store, self.settings, self.new_engine, self.embedder, deadline, cancel, events)
             return answer(work, kind, request)
         except IndexDamaged as exc:
             raise damaged(exc) from None
@@ -294,7 +325,7 @@ class QueryService:
                 raise
             raise damaged(found) from None
         finally:
-            self.limiter.release(key_id)  # only now has the work really stopped
+            self.limiter.release(query.principal.key_id)  # only now has the work really stopped
 
     # ---- status ---------------------------------------------------------------------------------
     def namespace_status(self, principal: Principal, namespace: str) -> dict[str, Any]:

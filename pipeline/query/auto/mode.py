@@ -24,4 +24,5 @@ MODE = Mode(
     hint="picks the mode itself",
     terminal=TERMINAL,
     shown=auto_shown,
+    routes=True,  # its `route` event says where it sent the question and why
 )

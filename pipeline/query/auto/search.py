@@ -32,6 +32,7 @@ from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.compare import keep, mode_scores
 from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
+from pipeline.query.common import events
 from pipeline.query.common.mode import Mode, missing
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.settings import Settings
@@ -135,6 +136,7 @@ async def auto_search_async(
     if isinstance(choice, ComparedRoute) and choice.compare:  # the offline form's (rule 4)
         route, reason, inner, compared = await _compare(scope, question, config, reason, choice.compare)
     else:
+        scope.emit(events.ROUTE, mode="auto", route=route, reason=reason)
         inner = (await run_mode(route, scope, question, config)).to_dict()
     return AutoSearchResult(
         question,
@@ -156,10 +158,12 @@ async def _compare(
     """Rule 4: the passage modes' results, and the one `compare.keep` keeps."""
     results: dict[str, dict[str, Any]] = {}
     scores: dict[str, dict[str, float]] = {}
+    heard: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # each mode's events, sent for the one kept
     for mode in modes:
         if _lacks(scope, mode):
             continue
-        results[mode] = (await run_mode(mode, scope, question, config)).to_dict()
+        recording, heard[mode] = scope.recording()
+        results[mode] = (await run_mode(mode, recording, question, config)).to_dict()
         if results[mode].get("status") == "cancelled":
             break
         scores[mode] = mode_scores(scope.modes[mode], question, results[mode], scope.store)
@@ -168,5 +172,7 @@ async def _compare(
     why = (
         f"{reason}; offline, {best}'s context held the most of the question in one passage "
         f"({got['best_passage']:.0%} by weight; {got['context']:.0%} of its words in the whole context)"
-    )
-    return best, why[:400], results[best], scores
+    )[:400]
+    scope.emit(events.ROUTE, mode="auto", route=best, reason=why)
+    scope.replay(heard[best])
+    return best, why, results[best], scores

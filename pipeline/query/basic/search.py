@@ -26,6 +26,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
+from pipeline.query.common.context_events import context_sources, emit_context
 from pipeline.query.common.front_matter import document_regions
 from pipeline.query.common.pages import locate_result
 from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
@@ -139,6 +140,8 @@ async def basic_search_async(
             return _finish(result, scope, started)
         context = build_basic_context(question, units, config.context_max_tokens, config.encoding)
         result.context, _ = describe_context(context)
+        scores = {"text_unit_id": {u["text_unit_id"]: u["score"] for u in units}}
+        emit_context(scope, lambda: context_sources(context, scores))
         result.answer = await scope.ask(BASIC_ANSWER, AnswerRequest(question, context))
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (LLMCancelledError, LLMTimeoutError) as exc:

@@ -136,9 +136,12 @@ def answer_task(
     both forms cite rows as `offline_answer` does, so one citation parser reads either."""
 
     async def offline(request: AnswerRequest, ctx: TaskContext) -> str:
-        return offline_answer(request.question, request.context)
+        answer = offline_answer(request.question, request.context)
+        for line in answer.splitlines(keepends=True):  # a streaming door shows it line by line
+            ctx.written(line)
+        return answer
 
     async def model(request: AnswerRequest, ctx: TaskContext) -> str:
-        return await ctx.ask_text(prompt, messages(request.question, request.context.text))
+        return await ctx.ask_text(prompt, messages(request.question, request.context.text), answer=True)
 
     return Task(name, offline=offline, model=model, limit="local_answer")

@@ -38,6 +38,7 @@ from pipeline.query.common.community_rank import (
     topology_candidates,
 )
 from pipeline.query.common.community_select import SELECT, CommunitySelection, SelectRequest
+from pipeline.query.common.context_events import context_sources, emit_context
 from pipeline.query.common.entity_match import MatchOptions, match_entities
 from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
 from pipeline.query.common.local_context import ContextShares, build_local_context
@@ -235,6 +236,7 @@ async def local_search_with(
             shares=cfg.context_shares,
         )
         result.context, result.context_rows = describe_context(context)
+        emit_context(scope, lambda: context_sources(context, _scores(result)))
         check("answer")
         result.answer = await answer(context)
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
@@ -248,6 +250,18 @@ async def local_search_with(
     result.usage = scope.usage()
     result.duration_s = round(time.monotonic() - started, 3)
     return result, context
+
+
+def _scores(result: LocalSearchResult) -> dict[str, dict[Any, float | None]]:
+    """What local retrieval scored each kind of context row: passages and claims by their fused rank
+    score, communities by their ranking's score, entities by their match score."""
+    evidence = {e["id"]: e.get("score") for e in result.evidence}
+    return {
+        "text_unit_id": evidence,
+        "claim_id": evidence,
+        "community": {c["id"]: c.get("score") for c in result.communities},
+        "entity_id": {s["id"]: s.get("score") for s in result.seeds},
+    }
 
 
 def _best_similarity(passages: Any, query_vector: Any, semantic: list[tuple[int, float]]) -> float:

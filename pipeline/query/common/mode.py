@@ -62,6 +62,9 @@ class Mode:
     # False: the search calls no model, so a door builds it no engine (its scope's engine is None) and
     # it answers with no LLM configured
     uses_model: bool = True
+    # True: the search hands the question on and sends its own `route` event once it has chosen (auto);
+    # for any other mode the door sends it (`registry.search`)
+    routes: bool = False
     # What each door says of it (empty: the summary)
     http_doc: str = ""  # the OpenAPI description of `POST /v1/query/<name>`
     tool_doc: str = ""  # what an agent reads about the MCP tool

@@ -1,5 +1,5 @@
 """What every query mode is handed: the namespace's store, the engine that answers, the embedder that
-ranks, and the call's deadline and cancel signal.
+ranks, the call's deadline and cancel signal, and where it reports its progress (`events`).
 
 These five travel together through every mode (auto hands them to the mode it routes to, DRIFT to each
 follow-up local search, `pipeline eval` to every mode in turn), so they are one object: a mode's
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pipeline.embeddings.base import Embedder
@@ -18,6 +18,7 @@ from pipeline.engine.base import Engine
 from pipeline.engine.task import Task
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
+from pipeline.query.common.events import Sink
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
@@ -33,11 +34,33 @@ class QueryScope:
     # The registry's modes (`pipeline.query.registry.scope` fills it): a mode that hands the question on
     # (auto) finds the others here instead of importing its siblings.
     modes: Mapping[str, Any] = field(default_factory=dict)
+    # Who hears the query's events (`common.events`): a streaming door; None, nobody (every other caller).
+    events: Sink | None = None
+
+    def emit(self, kind: str, **data: Any) -> None:
+        """Report event `kind` with `data` (a no-op unless a door listens)."""
+        if self.events is not None:
+            self.events(kind, data)
+
+    def recording(self) -> tuple[QueryScope, list[tuple[str, dict[str, Any]]]]:
+        """This scope with its events kept in a list instead of sent: auto runs several modes and sends
+        the events of the one it keeps (`replay`)."""
+        kept: list[tuple[str, dict[str, Any]]] = []
+        return replace(self, events=lambda kind, data: kept.append((kind, data))), kept
+
+    def replay(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        for kind, data in events:
+            self.emit(kind, **data)
 
     async def ask(self, task: Task[Req, Res], request: Req) -> Res:
         """`task` on `request` through the engine, under this call's embedder, deadline and cancel."""
         return await self.engine.run(
-            task, request, embedder=self.embedder, deadline=self.deadline, cancel=self.cancel
+            task,
+            request,
+            embedder=self.embedder,
+            deadline=self.deadline,
+            cancel=self.cancel,
+            events=self.events,
         )
 
     def stopped(self) -> str | None:

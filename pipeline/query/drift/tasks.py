@@ -219,12 +219,15 @@ async def _model_follow_up(request: FollowUpRequest, ctx: TaskContext) -> DriftS
 
 
 async def _offline_reduce(request: DriftReduceRequest, ctx: TaskContext) -> str:
-    return offline_reduce(request)
+    answer = offline_reduce(request)
+    for line in answer.splitlines(keepends=True):  # a streaming door shows it line by line
+        ctx.written(line)
+    return answer
 
 
 async def _model_reduce(request: DriftReduceRequest, ctx: TaskContext) -> str:
     messages = reduce_messages(request.question, request.context, request.response_type)
-    return await ctx.ask_text(prompts.DRIFT_REDUCE, messages)
+    return await ctx.ask_text(prompts.DRIFT_REDUCE, messages, answer=True)
 
 
 # A step's answer is as long as a local answer; the tree's reduce as global search's.

@@ -26,6 +26,7 @@ from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.context_events import emit_context
 from pipeline.query.common.intent import is_broad
 from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
@@ -150,11 +151,34 @@ async def global_search_async(
             else "the namespace has no community reports at this level"
         )
         return _finish(result, tasks, started)
+    emit_context(scope, lambda: mapped_sources(scope.store, batches))
     tasks.begin("map")
     maps = await run_map(tasks, question, batches, config, deadline, cancel)
     out = await reduce_map_results(question, len(batches), maps, tasks, config, deadline, cancel, started)
     out.selection, out.level = result.selection, selection.level if selection.mode != "dynamic" else None
     return out
+
+
+def mapped_sources(store: NamespaceStore, batches: list[Batch]) -> list[dict[str, Any]]:
+    """The community reports the map step reads, in batch order, each with its batch and its rank (the
+    index's importance score of the community, which orders the batches)."""
+    ids = list(dict.fromkeys(c for b in batches for c in b.community_ids))
+    reports = {r.community: r for r in load_report_contexts(store, only=ids)}
+    rank = {c: r for b in batches for c, r in b.ranks.items()}
+    batch = {c: b.index for b in reversed(batches) for c in b.community_ids}
+    return [
+        {
+            "section": "communities",
+            "id": c,
+            "community": c,
+            "rank": n,
+            "score": rank.get(c),
+            "batch": batch[c],
+            "title": reports[c].title if c in reports else None,
+            "level": reports[c].level if c in reports else None,
+        }
+        for n, c in enumerate(ids, start=1)
+    ]
 
 
 async def reduce_map_results(

@@ -32,6 +32,7 @@ from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.common.answer_context import AnswerRequest
 from pipeline.query.common.citations import describe_context, resolve_citations
+from pipeline.query.common.context_events import context_sources, emit_context
 from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.local_index import load_local_index
 from pipeline.query.common.options import require_counts
@@ -230,6 +231,8 @@ async def lazy_search_async(
         packed = {row.id - 1 for row in context.rows}
         result.sources = [s for i, s in enumerate(sources) if s["rating"] is not None or i in packed]
         result.context, result.context_rows = describe_context(context)
+        ratings = {"text_unit_id": {s["text_unit_id"]: s["rating"] for s in sources}}
+        emit_context(scope, lambda: context_sources(context, ratings))
         check()
         calls["answer_calls"] = 1
         result.answer = await scope.ask(BASIC_ANSWER, AnswerRequest(question, context))

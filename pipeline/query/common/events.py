@@ -1,0 +1,70 @@
+"""What a running query reports as it goes: the event kinds a `QueryScope` emits (`scope.emit`), and the
+pieces every door needs to turn a finished result into the same events.
+
+A mode emits while it works: `route` (which mode answers and why), `context` (the rows its answer reads,
+with their scores), `delta` (answer text as it is written: a model's tokens, offline each sentence as it
+is chosen) and `citation`. The service adds `done` (or `error`) at the end (`pipeline.service.streams`).
+Concatenating the `delta` texts gives the answer; a door whose mode wrote none sends the finished answer
+as `answer_pieces`, one a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.core.sentences import split_sentences
+
+ROUTE = "route"  # {"mode", "route", "reason"}
+CONTEXT = "context"  # {"sources": [...]}
+DELTA = "delta"  # {"text"}
+CITATION = "citation"  # {"marker", ...the result's citation dict}
+DONE = "done"  # {"status", "usage", "citations", "duration_s", "truncated", "result"}
+ERROR = "error"  # {"status", "code", "message", "detail"}
+KINDS = (ROUTE, CONTEXT, DELTA, CITATION, DONE, ERROR)
+
+# kind, data: called on the query's worker thread, so it must be quick and thread-safe
+Sink = Callable[[str, dict[str, Any]], None]
+
+
+def answer_pieces(text: str) -> list[str]:
+    """`text` cut after each sentence, with the whitespace between sentences kept on the next piece, so
+    that the pieces join back to `text` exactly."""
+    pieces, start = [], 0
+    for sentence in split_sentences(text):
+        if sentence.end > start:
+            pieces.append(text[start : sentence.end])
+            start = sentence.end
+    if start < len(text):
+        if pieces and not text[start:].strip():
+            pieces[-1] += text[start:]
+        else:
+            pieces.append(text[start:])
+    return pieces
+
+
+def inner_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The result that holds the answer's citations: auto's routed mode's, else the result itself."""
+    inner = result.get("result")
+    return inner if isinstance(inner, dict) and "route" in result else result
+
+
+def citations_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer's citations as the result lists them, each with its `marker` (1, 2, ... in the order
+    listed). Global search names communities only (`cited_communities`): each is a report citation."""
+    found = inner_result(result)
+    cited = found.get("citations")
+    if not isinstance(cited, list):
+        titles = {
+            c.get("community"): c.get("title") for c in found.get("communities") or [] if isinstance(c, dict)
+        }
+        cited = [
+            {"section": "reports", "id": c, "community": c, "title": titles.get(c)}
+            for c in found.get("cited_communities") or []
+        ]
+    return [{"marker": n, **c} for n, c in enumerate(cited, start=1) if isinstance(c, dict)]
+
+
+def citation_key(citation: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two citation events apart (their marker aside): the row they name."""
+    return (citation.get("section"), citation.get("id"), citation.get("community"))
