@@ -32,6 +32,13 @@ QUERY_LOCAL_ANSWERS = "query_local_answers"
 QUERY_DRIFT_ANSWERS = "query_drift_answers"
 QUERY_BASIC_ANSWERS = "query_basic_answers"
 
+
+def _answers_schema(*columns: tuple[str, pa.DataType]) -> pa.Schema:
+    """A mode's saved answers: the three columns `query.saved_questions.answer_all` writes in every mode's
+    table, then the mode's own."""
+    return pa.schema([("question", pa.string()), ("status", pa.string()), ("answer", pa.string()), *columns])
+
+
 QUERY_GLOBAL_BATCHES_SCHEMA = pa.schema(
     [
         ("question", pa.string()),
@@ -57,74 +64,47 @@ QUERY_GLOBAL_MAP_ANSWERS_SCHEMA = pa.schema(
         ("error", pa.string()),
     ]
 )
-QUERY_GLOBAL_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("cited_communities", pa.list_(pa.int64())),
-        ("points_used", pa.int64()),  # map points that went into the reduce
-        ("failed_batches", pa.int64()),
-        ("batches", pa.int64()),
-    ]
+QUERY_GLOBAL_ANSWERS_SCHEMA = _answers_schema(
+    ("reason", pa.string()),
+    ("cited_communities", pa.list_(pa.int64())),
+    ("points_used", pa.int64()),  # map points that went into the reduce
+    ("failed_batches", pa.int64()),
+    ("batches", pa.int64()),
 )
-QUERY_LOCAL_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("communities", pa.list_(pa.int64())),
-        ("selection", pa.string()),
-        (
-            "evidence_json",
-            pa.string(),
-        ),  # [{ref, id, kind, text, document_id, document_title, start_char, end_char}]
-        ("n_evidence", pa.int64()),
-    ]
+QUERY_LOCAL_ANSWERS_SCHEMA = _answers_schema(
+    ("communities", pa.list_(pa.int64())),
+    ("selection", pa.string()),
+    # [{ref, id, kind, text, document_id, document_title, start_char, end_char}]
+    ("evidence_json", pa.string()),
+    ("n_evidence", pa.int64()),
 )
 
 
-QUERY_DRIFT_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("nodes", pa.int64()),  # steps in the tree, open ones included
-        ("answered", pa.int64()),
-        ("failed_steps", pa.int64()),
-        ("model_calls", pa.int64()),  # primer + follow-up + reduce task calls
-        ("max_calls", pa.int64()),
-        ("tree_json", pa.string()),  # every node: question, status, score, answer, citations, children
-        ("citations_json", pa.string()),  # the rows the final answer cites
-    ]
+QUERY_DRIFT_ANSWERS_SCHEMA = _answers_schema(
+    ("reason", pa.string()),
+    ("nodes", pa.int64()),  # steps in the tree, open ones included
+    ("answered", pa.int64()),
+    ("failed_steps", pa.int64()),
+    ("model_calls", pa.int64()),  # primer + follow-up + reduce task calls
+    ("max_calls", pa.int64()),
+    ("tree_json", pa.string()),  # every node: question, status, score, answer, citations, children
+    ("citations_json", pa.string()),  # the rows the final answer cites
 )
 
-QUERY_BASIC_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("sources_json", pa.string()),  # the retrieved units: id, document, offsets, scores
-        ("citations_json", pa.string()),
-    ]
+QUERY_BASIC_ANSWERS_SCHEMA = _answers_schema(
+    ("reason", pa.string()),
+    ("sources_json", pa.string()),  # the retrieved units: id, document, offsets, scores
+    ("citations_json", pa.string()),
 )
 
 QUERY_LAZY_ANSWERS = "query_lazy_answers"
-QUERY_LAZY_ANSWERS_SCHEMA = pa.schema(
-    [
-        ("question", pa.string()),
-        ("status", pa.string()),
-        ("answer", pa.string()),
-        ("reason", pa.string()),
-        ("units_tested", pa.int64()),
-        ("units_relevant", pa.int64()),
-        ("model_calls", pa.int64()),  # expansion + ratings + answer (at most max_calls)
-        ("tests_json", pa.string()),  # per subquery: budget, tested, relevant, calls, stopped branches
-        ("citations_json", pa.string()),
-    ]
+QUERY_LAZY_ANSWERS_SCHEMA = _answers_schema(
+    ("reason", pa.string()),
+    ("units_tested", pa.int64()),
+    ("units_relevant", pa.int64()),
+    ("model_calls", pa.int64()),  # expansion + ratings + answer (at most max_calls)
+    ("tests_json", pa.string()),  # per subquery: budget, tested, relevant, calls, stopped branches
+    ("citations_json", pa.string()),
 )
 QUERY_AUTO_ANSWERS = "query_auto_answers"
 QUERY_AUTO_ANSWERS_SCHEMA = pa.schema(
