@@ -94,7 +94,8 @@ docs: install
 config-docs: install
 	$(PY) docs/gen_config.py
 
-# The query service (HTTP API + MCP at /mcp); keys from PIPELINE_API_KEYS_FILE (see docs/service.md).
+# The query service (the web app at /, HTTP API, OpenAI-compatible chat, MCP at /mcp); it prints the URL
+# to open. Keys from PIPELINE_API_KEYS_FILE (see docs/service.md).
 SERVE_HOST ?= 127.0.0.1
 SERVE_PORT ?= 8000
 serve: install

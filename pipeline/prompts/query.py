@@ -242,3 +242,16 @@ ROUTE_QUESTION = Prompt(
     ),
     user='Question: {question}\n\nAnswer as JSON: {{"route": "<basic|local|global|drift|lazy>", "reason": "..."}}',
 )
+# ---- the OpenAI-compatible chat door (pipeline.service.chat_condense): a conversation's last question,
+# rewritten to stand alone, since every mode answers one question without the turns before it.
+CHAT_CONDENSE = Prompt(
+    name="chat_condense",
+    revision=1,
+    system=(
+        "You rewrite the last question of a conversation so that it can be understood without the "
+        "conversation: replace pronouns and references to earlier turns with what they refer to, and "
+        "keep everything else as asked. Do not answer the question. If it already stands alone, repeat "
+        "it unchanged. Reply with the question alone, on one line."
+    ),
+    user="Conversation:\n{history}\n\nLast question: {question}\n\nStandalone question:",
+)

@@ -219,6 +219,10 @@ def create_app(
     for mode in registry.MODES.values():  # as registered when the app is built
         _query_route(app, service, mode)
 
+    from pipeline.service.openai_compat import install_openai
+
+    install_openai(app, service)  # /v1/models, /v1/chat/completions; CORS when origins are set
+
     from pipeline.service.web import install_web
 
     install_web(app, service)  # the web app at /, and the /v1/ reads it needs besides answers
@@ -279,5 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     freeze_indexes_after_build()
     if settings.api_keys_file is None:
         log.warning("PIPELINE_API_KEYS_FILE is not set: every /v1/ request will be refused with 401")
+    # the address to type: a wildcard bind is reached through the loopback from this machine
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+    shown = f"[{shown}]" if ":" in shown else shown
+    print(f"graphrag-serve: open http://{shown}:{args.port}/ (the web app; the API's docs at /docs)", flush=True)
     uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0

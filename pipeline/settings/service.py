@@ -7,8 +7,10 @@ every other field); the service can be handed this section alone.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import NoDecode
 
 
 class ServiceSettings(BaseModel):
@@ -75,3 +77,9 @@ class ServiceSettings(BaseModel):
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
     service_max_text_chars: int = Field(default=2000, ge=50, description="Each evidence text is cut here")
+    service_cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Browser origins allowed to call the API from their pages (CORS), e.g. "
+        "['https://chat.example.org'] (comma-separated or a JSON list in the env var); empty = CORS closed, "
+        "so only same-origin pages and non-browser clients can use it",
+    )
