@@ -169,3 +169,15 @@ def test_the_static_files_are_package_data() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text("utf-8"))
     assert pyproject["tool"]["setuptools"]["package-data"]["pipeline.service"] == ["webapp/*"]
     assert {p.name for p in WEBAPP.iterdir()} >= {"index.html", "app.js", "app.css"}
+
+
+def test_the_entities_an_answer_names_are_found_for_its_chips(client: httpx.Client) -> None:
+    text = (
+        "- Bob Cratchit worked as Scrooge's clerk. [Data: Sources (1)]\n- Marley had been dead seven years."
+    )
+    r = client.post("/v1/namespaces/acme/entities/mentioned", json={"text": text}, headers=auth(KEY_A))
+    titles = [e["title"] for e in r.json()["entities"]]
+    assert "Bob Cratchit" in titles and "Jacob Marley" in titles  # by its alias "Marley"
+    assert "Tiny Tim" not in titles
+    other = client.post("/v1/namespaces/globex/entities/mentioned", json={"text": text}, headers=auth(KEY_A))
+    assert other.status_code == 403

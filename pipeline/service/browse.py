@@ -8,6 +8,7 @@ Plain reads of one namespace's store: the caller has already checked that the ke
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -193,3 +194,30 @@ def index_method(store: NamespaceStore) -> str | None:
             if method:
                 return method.decode("utf-8")
     return None
+
+
+MENTIONED = 12  # entity chips under an answer, the best connected first
+
+
+def mentioned(store: NamespaceStore, text: str, limit: int = MENTIONED) -> list[dict[str, Any]]:
+    """The entities whose title or an alias appears in `text` as whole words (an answer's entities, for
+    an answer whose context listed none, as basic search's does), the best connected first."""
+    if not store.exists() or not store.has_table(schema.ENTITIES):
+        return []
+    lowered = f" {_words(text)} "
+    found = []
+    for e in store.read_table(
+        schema.ENTITIES, columns=["id", "title", "type", "degree", "aliases"]
+    ).to_pylist():
+        names = [e["title"] or "", *(e["aliases"] or [])]
+        words = [_words(n) for n in names]
+        if any(w and f" {w} " in lowered for w in words):
+            found.append(
+                {"id": e["id"], "title": e["title"], "type": e["type"], "degree": int(e["degree"] or 0)}
+            )
+    return sorted(found, key=lambda e: (-e["degree"], e["title"]))[:limit]
+
+
+def _words(text: str) -> str:
+    """`text` lower-cased as its words joined by single spaces: names match whatever the punctuation."""
+    return " ".join(re.findall(r"\w+", text.lower()))

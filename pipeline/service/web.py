@@ -12,6 +12,7 @@ key: 403 whether or not it exists):
 - `GET /v1/namespaces`: the key's namespaces with their index status, last run and indexing method;
 - `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
 - `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
+- `POST /v1/namespaces/{ns}/entities/mentioned`: the entities an answer names, for its chips;
 - `GET /v1/namespaces/{ns}/eval`: the namespace's last `pipeline eval` report, or null;
 - `POST /v1/estimate/{mode}`: what the question would cost with the configured model, or null offline.
 """
@@ -27,6 +28,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.io.store import NamespaceStore, TableNotFoundError
@@ -65,6 +67,13 @@ def _principal(
 
 
 Caller = Annotated[Principal, Depends(_principal)]
+
+
+class Mentioned(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(max_length=20_000, description="The text to find entity names in (an answer)")
+
+
 NamespaceParam = Annotated[str, Path(pattern=NAMESPACE_PATTERN.pattern)]
 
 
@@ -155,6 +164,15 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
         nodes (sized by degree, placed without overlaps) and edges."""
         store = _store(service, caller, namespace)
         return await asyncio.to_thread(browse.neighbourhood, store, entity, limit)
+
+    @app.post("/v1/namespaces/{namespace}/entities/mentioned", tags=["web app"])
+    async def entities_mentioned(
+        namespace: NamespaceParam, body: Mentioned, caller: Caller
+    ) -> dict[str, Any]:
+        """The namespace's entities named in `text` (an answer), the best connected first: the answer's
+        entity chips when its context listed none."""
+        store = _store(service, caller, namespace)
+        return {"entities": await asyncio.to_thread(browse.mentioned, store, body.text)}
 
     @app.get("/v1/namespaces/{namespace}/eval", tags=["web app"])
     async def namespace_eval(namespace: NamespaceParam, caller: Caller) -> dict[str, Any]:

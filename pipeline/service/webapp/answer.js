@@ -1,6 +1,6 @@
 // The answer as it streams (citation markers inline), its source panel, the context it read and its
 // entities. All text goes in through dom.js (text nodes only).
-import { get } from "./api.js";
+import { get, post } from "./api.js";
 import { clear, el, marked, pages, text } from "./dom.js";
 
 // What a model writes for a context section in `[Data: Sources (1, 2)]` (server: query/common/citations.py).
@@ -26,6 +26,7 @@ export class Answer {
     clear(ui.answer);
     clear(ui.sources);
     clear(ui.entities);
+    delete ui.entities.dataset.ready;
     clear(ui.context);
     text(ui.route, "");
     text(ui.status, "");
@@ -97,6 +98,24 @@ export class Answer {
     const time = typeof data.duration_s === "number" ? ` in ${data.duration_s.toFixed(2)} s` : "";
     text(this.ui.status, `${data.status}${time}${usage}${data.truncated ? " (shortened)" : ""}`);
     this.state("done");
+    this.namedEntities().then(() => this.loadAll());
+  }
+
+  // Every card's passage, one request at a time (each holds one of the key's slots while it runs).
+  async loadAll() {
+    for (const [marker, entry] of this.cards) {
+      if (!entry.loaded) await this.loadPassage(marker, entry);
+    }
+  }
+
+  // The entities the answer names (its context may list none, as basic search's does), as chips.
+  async namedEntities() {
+    if (!this.text.trim()) return;
+    try {
+      const found = await post(`/v1/namespaces/${encodeURIComponent(this.namespace)}/entities/mentioned`, { text: this.text.slice(0, 20000) });
+      for (const e of found.entities) this.chip(e.id, e.title);
+    } catch { /* chips are a convenience: the answer stands without them */ }
+    this.ui.entities.dataset.ready = "true";
   }
 
   fail(message, state = "error") {

@@ -28,10 +28,21 @@ async function failed(response) {
   return new ApiError(response.status, body);
 }
 
+// The key's slots are shared with its queries (429 past the limit): a read the server refused for that
+// is tried again after the Retry-After it names, a few times.
+async function fetchRetrying(path, init, tries = 4) {
+  for (let n = 1; ; n++) {
+    const response = await fetch(path, init);
+    if (response.status !== 429 || n >= tries) return response;
+    const wait = Number(response.headers.get("Retry-After")) || 1;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  }
+}
+
 export async function request(method, path, body, signal) {
   const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }), signal };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(path, init);
+  const response = await fetchRetrying(path, init);
   if (!response.ok) throw await failed(response);
   return response.json();
 }
