@@ -30,7 +30,7 @@ from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, Finding, SubReport
+from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, SubReport
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
 from pipeline.ops.reports.task import REPORT
 from pipeline.settings import default_of
@@ -76,15 +76,8 @@ def full_content(report: CommunityReportResponse) -> str:
 
 
 def _sub_report(row: dict[str, Any]) -> SubReport:
-    return SubReport(
-        community=row["community"],
-        size=row["size"],
-        title=row["title"],
-        summary=row["summary"],
-        findings=[Finding(**f) for f in row["findings"] or []],
-        rank=row["rank"],
-        full_content=row["full_content"],
-    )
+    # The model takes its fields from the report row by name (the row's other columns are ignored).
+    return SubReport.model_validate({**row, "findings": row["findings"] or []})
 
 
 def build_reports(
