@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from assets.cli.query_options import add_options, options_from
+from assets.cli.query_stream import STREAM_HELP, Printer
 from pipeline.io.store import NamespaceStore
 from pipeline.query import registry
 from pipeline.query.common.mode import Mode
@@ -66,19 +67,21 @@ def cmd_query(args: argparse.Namespace) -> int:
         config = replace(config, **own) if own else config
         if getattr(args, "estimate", False):
             return _estimate(mode, args, settings, config)
+        printer = Printer(args.json) if getattr(args, "stream", False) else None
         if mode.uses_model:
             rt = query_runtime(args.namespace, settings=settings)
-            scope = registry.scope(rt.store, rt.engine, rt.embedder)
+            scope = registry.scope(rt.store, rt.engine, rt.embedder, events=printer)
         else:  # no engine to build: it answers with no LLM configured
             store = NamespaceStore.from_settings(settings, args.namespace).pinned()
-            scope = registry.scope(store, None, cached_embedder(settings))  # type: ignore[arg-type]
-        search = mode.search(scope, args.query, config)
+            scope = registry.scope(store, None, cached_embedder(settings), events=printer)  # type: ignore[arg-type]
+        search = registry.search(mode.name, scope, args.query, config)
         with quiet(mode.terminal.quiet, getattr(args, "verbose", False)):
             result = scope.engine.run_sync(search) if scope.engine is not None else asyncio.run(search)
     except mode.errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return (mode.terminal.render or generic)(result, args, scope)
+    render = mode.terminal.render or generic
+    return render(result, args, scope) if printer is None else printer.finish(render, result, args, scope)
 
 
 def _estimate(mode: Mode, args: argparse.Namespace, settings: Any, config: Any) -> int:
@@ -116,6 +119,7 @@ def add_query_parsers(q: Any, namespace: Callable[[str], str]) -> None:
         if term.flags is not None and not term.flags_first:
             term.flags(p)
         p.add_argument("--json", action="store_true", help=term.json_help)
+        p.add_argument("--stream", action="store_true", help=STREAM_HELP)
         if mode.estimate is not None:
             p.add_argument("--estimate", action="store_true", help=ESTIMATE_HELP)
         p.add_argument("query")
