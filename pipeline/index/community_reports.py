@@ -52,6 +52,16 @@ def index_community_reports(
     return run
 
 
+def report_budget(settings: Any) -> dict[str, Any]:
+    """The settings' report budget as `build_reports` and the GraphRAG import's `convert` take it: both
+    must read the same, as a report's fingerprint holds it (else an imported report is written again)."""
+    return {
+        "budget": settings.report_max_input_tokens,
+        "max_words": settings.report_max_words,
+        "encoding": settings.encoding,
+    }
+
+
 def reports_by_settings(
     communities: pa.Table,
     entities: pa.Table,
@@ -72,9 +82,7 @@ def reports_by_settings(
         relationships,
         covariates,
         engine,
-        budget=settings.report_max_input_tokens,
-        max_words=settings.report_max_words,
-        encoding=settings.encoding,
+        **report_budget(settings),
         previous=previous,
         progress=progress,
         min_entities=min_entities,

@@ -28,6 +28,7 @@ import pyarrow as pa
 from pipeline.core import schema
 from pipeline.index import chunk_graph
 from pipeline.index.communities import graphml_path
+from pipeline.index.community_reports import report_budget
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Json, PathValue, StageReport, Stopwatch
 from pipeline.index.report_embeddings import entity_text, index_report_embeddings, report_text
@@ -93,9 +94,7 @@ def import_graphrag(ctx: IndexContext, source: str | Path) -> ImportResult:
     converted = convert(
         output,
         ctx.engine.identity(REPORT),  # as the reports step fingerprints
-        budget=settings.report_max_input_tokens,
-        max_words=settings.report_max_words,
-        encoding=settings.encoding,
+        **report_budget(settings),
     )
     _warm_cache(ctx, converted)
     for name in WRITE_ORDER:
