@@ -17,6 +17,8 @@ import numpy as np
 
 MIN_SIZE, MAX_SIZE = 8.0, 30.0  # vis-network "dot" radius, in canvas pixels
 GAP = 6.0  # free space kept between two discs
+LABEL_PX = 14  # the labels' font size (graph_view.VIS_OPTIONS)
+MAX_LABEL_ROOM = 60.0  # a long label may still overhang its neighbour's; not the whole picture's spacing
 MAX_LAID_OUT = 1500
 _SEPARATION_ROUNDS = 400
 
@@ -31,10 +33,21 @@ def node_sizes(degrees: Mapping[str, int]) -> dict[str, float]:
     return {n: round(MIN_SIZE + span * math.sqrt(max(d, 0) / top), 2) for n, d in degrees.items()}
 
 
+def room(size: float, label: str) -> float:
+    """The radius a node keeps free around its centre: its disc, or, when wider, about half its label
+    (drawn under the disc at LABEL_PX), so that neighbouring labels do not run into one another."""
+    return max(size, min(len(label) * LABEL_PX * 0.3, MAX_LABEL_ROOM))
+
+
 def layout(
-    nodes: Sequence[str], edges: Iterable[tuple[str, str]], sizes: Mapping[str, float], seed: int = 0
+    nodes: Sequence[str],
+    edges: Iterable[tuple[str, str]],
+    sizes: Mapping[str, float],
+    seed: int = 0,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[float, float]] | None:
-    """(x, y) per node, no two discs (radius `sizes[n]`) closer than GAP; None above MAX_LAID_OUT nodes."""
+    """(x, y) per node, no two discs (radius `sizes[n]`, or the room its label needs) closer than GAP;
+    None above MAX_LAID_OUT nodes."""
     import networkx as nx
 
     n = len(nodes)
@@ -44,10 +57,11 @@ def layout(
     graph.add_nodes_from(nodes)
     graph.add_edges_from((a, b) for a, b in edges if a in sizes and b in sizes and a != b)
     start = nx.spring_layout(graph, seed=seed) if n > 1 else {nodes[0]: np.zeros(2)}
-    radius = np.array([sizes[v] for v in nodes], dtype=float)
-    # Scale the unit layout so the discs would fill about a third of the drawing: room to separate.
+    radius = np.array([room(sizes[v], (labels or {}).get(v, "")) for v in nodes], dtype=float)
+    # Scale the unit layout so the discs would fill about half of the drawing: room to separate, and
+    # not so sparse that fitting it into a view shrinks the labels past reading.
     area = float(np.sum((2 * radius + GAP) ** 2))
-    points = np.array([start[v] for v in nodes], dtype=float) * math.sqrt(3 * area) / 2
+    points = np.array([start[v] for v in nodes], dtype=float) * math.sqrt(2 * area) / 2
     points = separate(points, radius)
     # Separation can leave a few pairs short in a dense cluster; spreading the whole picture a little
     # only lengthens distances, so a few rounds of it always finish the job.

@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.ops.graph_layout import layout, node_sizes
+from pipeline.ops.graph_layout import LABEL_PX, layout, node_sizes
 
 VIS_VERSION = "vis-9.1.2"
 PALETTE = [
@@ -99,7 +99,8 @@ def graph_data(
 def placed(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`nodes` (each with a `degree`) with their `size` and, when laid out here, `x` and `y` (rule 2)."""
     sizes = node_sizes({n["id"]: n["degree"] for n in nodes})
-    where = layout([n["id"] for n in nodes], ((e["from"], e["to"]) for e in edges), sizes)
+    labels = {n["id"]: str(n.get("label") or "") for n in nodes}
+    where = layout([n["id"] for n in nodes], ((e["from"], e["to"]) for e in edges), sizes, labels=labels)
     out = []
     for n in nodes:
         node = {**n, "size": sizes[n["id"]]}
@@ -116,7 +117,7 @@ VIS_OPTIONS: dict[str, Any] = {
     "nodes": {
         "shape": "dot",
         "borderWidth": 1,
-        "font": {"size": 14, "face": "sans-serif", "strokeWidth": 4, "strokeColor": "#ffffff"},
+        "font": {"size": LABEL_PX, "face": "sans-serif", "strokeWidth": 4, "strokeColor": "#ffffff"},
     },
     "edges": {"color": {"opacity": 0.35}, "scaling": {"min": 1, "max": 6}, "smooth": False},
     "interaction": {"hover": True, "keyboard": True, "navigationButtons": False},

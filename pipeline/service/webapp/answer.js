@@ -201,6 +201,8 @@ export class Answer {
     }
     text(entry.where, describe({ ...c, page_start: view.page_start, page_end: view.page_end, document_section: view.section }));
     entry.body.replaceChildren(highlighted(view, this.quotes.get(marker)));
+    const mark = entry.body.querySelector("mark");
+    if (mark) entry.body.scrollTop = Math.max(0, mark.offsetTop - 40); // the mark in view, not the page moved
     entry.card.dataset.loaded = "true";
     entry.card.append(el("button", {
       type: "button", class: "secondary open-document",

@@ -4,6 +4,7 @@ import { get } from "./api.js";
 import { text } from "./dom.js";
 
 let network = null;
+const MIN_SCALE = 0.7;
 
 export async function showEntity(ui, namespace, entity) {
   ui.graphSection.hidden = false;
@@ -24,7 +25,12 @@ export async function showEntity(ui, namespace, entity) {
   const edges = data.edges.map((e) => ({ ...e, title: e.title ? tooltip(e.title) : undefined }));
   if (network) network.destroy();
   network = new vis.Network(ui.graph, { nodes: new vis.DataSet(nodes), edges: new vis.DataSet(edges) }, data.options);
-  network.once("afterDrawing", () => { ui.graph.dataset.drawn = "true"; });
+  network.once("afterDrawing", () => {
+    // Fitting a large neighbourhood would shrink its labels past reading: zoom no further out than this,
+    // around the entity (the rest is a drag or a scroll away).
+    if (network.getScale() < MIN_SCALE) network.moveTo({ position: network.getPosition(data.centre), scale: MIN_SCALE });
+    ui.graph.dataset.drawn = "true";
+  });
   network.selectNodes([data.centre]);
   ui.graphSection.scrollIntoView({ block: "nearest" });
 }
