@@ -8,6 +8,8 @@ Two transports, same keys and namespaces as the HTTP API:
   `Authorization: Bearer` or `X-API-Key`, like any other request.
 A tool that is refused or fails returns an error result (`isError`) whose text is the HTTP API's JSON
 error (`{"error": {"code": ..., "message": ...}}`), so agents can branch on the same codes.
+A call that asks for progress (a progress token) hears the query's events as progress notifications
+while it runs: the route, the sources read, the answer's text as it is written, the citations.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -25,6 +28,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.query import registry
+from pipeline.query.common import events as ev
 from pipeline.query.common.mode import Mode
 from pipeline.service.auth import KeysUnavailable, Principal
 from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
@@ -92,6 +96,43 @@ class _Server(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
+# What a tool returns of the stream's `done`: the HTTP API's JSON answer.
+ANSWER_KEYS = ("namespace", "kind", "status", "truncated", "duration_s", "result")
+
+
+async def answer_with_progress(
+    service: QueryService, principal: Principal, request: Any, ctx: Context
+) -> Any:
+    """`service.run`'s answer, the query's events (`pipeline.query.common.events`) sent on the way as
+    progress notifications when the caller asked for them (a progress token): one step per event, its
+    message the answer's text as it is written, or what the event says (route, sources, citation)."""
+    async with aclosing(service.stream(principal, request)) as events:  # a cancelled call stops the query
+        step = 0
+        async for kind, data in events:
+            if kind == ev.DONE:
+                return {k: data[k] for k in ANSWER_KEYS}
+            if kind == ev.ERROR:
+                error = {k: data[k] for k in ("code", "message", "detail") if data.get(k) is not None}
+                text = json.dumps({"error": error}, default=str)
+                return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            step += 1
+            await ctx.report_progress(step, message=progress_message(kind, data))
+    raise ServiceError("the query's events ended without an answer")  # every stream ends with done or error
+
+
+def progress_message(kind: str, data: dict[str, Any]) -> str:
+    if kind == ev.DELTA:
+        return data["text"]
+    if kind == ev.ROUTE:
+        return f"route: {data['route']}" + (f" ({data['reason']})" if data.get("reason") else "")
+    if kind == ev.CONTEXT:
+        return f"context: {len(data['sources'])} sources"
+    if kind == ev.CITATION:
+        name = data.get("document_title") or data.get("title") or data.get("id")
+        return f"citation [{data['marker']}]: {data.get('section')} {name}"
+    return kind
+
+
 def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> MCPServer:
     """The tools over `service`. `stdio_key` is the key for a stdio session (HTTP calls bring their own)."""
     modes = list(registry.MODES.values())  # as registered when the server is built
@@ -108,7 +149,7 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
         """The service's answer, or an error result whose text is the HTTP API's JSON error body."""
         try:
             request = kind(**{k: v for k, v in fields.items() if v is not None})
-            return await service.run(principal(ctx), request)
+            return await answer_with_progress(service, principal(ctx), request, ctx)
         except ValidationError as exc:
             error: ServiceError = invalid_request(exc.errors())
         except ServiceError as exc:
