@@ -8,6 +8,7 @@ condensed into the question asked, and a client that leaves a streamed reply sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -231,17 +232,26 @@ def is_answer(request: ProxyRequest) -> bool:
     return str(messages[0].get("content", "")).startswith(prompts.BASIC_ANSWER.system)
 
 
-@pytest.fixture
-def model_service(data: ServiceData, tmp_path: Path) -> Iterator[tuple[str, ScriptedModel, FaultProxy]]:
+@contextlib.contextmanager
+def with_model(
+    data: ServiceData, tmp_path: Path, **settings: Any
+) -> Iterator[tuple[str, ScriptedModel, FaultProxy]]:
+    """The service with the scripted model as its LLM provider: (base URL, model, proxy)."""
     model = ScriptedModel()
     with FaultProxy(None, responder=model) as proxy:
         svc = QueryService(
-            offline_settings(data),
+            offline_settings(data, **settings),
             embedder=data.embedder,
             engine_factory=lambda: engine_for(proxy.base_url, tmp_path),
         )
         with serving(svc) as url:
             yield url, model, proxy
+
+
+@pytest.fixture
+def model_service(data: ServiceData, tmp_path: Path) -> Iterator[tuple[str, ScriptedModel, FaultProxy]]:
+    with with_model(data, tmp_path) as served:
+        yield served
 
 
 CONVERSATION = [
@@ -401,3 +411,54 @@ def test_a_client_that_leaves_a_streamed_reply_stops_the_models_call(
                 break  # the model's first token arrived: the call is in flight; leave
     proxy.wait_idle(timeout=60)  # the stalled call ends only when it is closed (the model times out at 120 s)
     assert proxy.stalls_closed == 1
+
+
+# ---- the key's limits and the deadline hold at this door -----------------------------------------------------
+def is_condense(request: ProxyRequest) -> bool:
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages") or [{}]
+    return str(messages[0].get("content", "")).startswith(prompts.CHAT_CONDENSE.system)
+
+
+@pytest.mark.parametrize("held_call", ["answer", "condense"])
+def test_the_keys_concurrency_limit_holds_at_the_chat_door(
+    model_service: tuple[str, ScriptedModel, FaultProxy], held_call: str
+) -> None:
+    """Two chats whose model call is held take the key's two slots (offline_settings), whether the
+    call is the query's answer or the condensing of the conversation: a third is refused."""
+    url, _, proxy = model_service
+    held = proxy.hold(is_answer if held_call == "answer" else is_condense)
+    answers: list[Any] = []
+
+    def chat() -> None:
+        try:
+            done = client_for(url).chat.completions.create(model="acme/basic", messages=CONVERSATION)  # type: ignore[arg-type]
+            answers.append(done)
+        except Exception as exc:  # noqa: BLE001 - the assertion below shows it
+            answers.append(exc)
+
+    threads = [threading.Thread(target=chat) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        held.wait_held(2)
+        with pytest.raises(openai.RateLimitError) as refused:
+            client_for(url).chat.completions.create(model="acme/basic", messages=ask("b"))
+        assert refused.value.body["code"] == "too_many_requests"
+        assert refused.value.response.headers["retry-after"]
+    finally:
+        held.release()
+        for t in threads:
+            t.join()
+    assert all(not isinstance(a, Exception) for a in answers), answers
+
+
+def test_the_deadline_holds_at_the_chat_door(data: ServiceData, tmp_path: Path) -> None:
+    with with_model(data, tmp_path, service_timeout_s=1.0) as (url, _, proxy):
+        held = proxy.hold(is_answer)  # the answer never comes: the deadline certainly passes
+        try:
+            with pytest.raises(openai.APIStatusError) as late:
+                client_for(url).chat.completions.create(model="acme/basic", messages=ask("b"))
+        finally:
+            held.release()
+    assert late.value.status_code == 504 and late.value.body["code"] == "deadline_exceeded"
