@@ -307,6 +307,8 @@ def test_markers_number_rows_in_order_of_first_citation() -> None:
         (1, True), (2, False), (3, False), (4, False), (5, False),
     ]  # fmt: skip
     assert found[0]["label"] == "carol.txt" and found[1]["label"] == "Reports (7)"
+    titled = markers.sources([{"section": "sources", "id": 2, "document_title": "A\nChristmas\r\n Carol"}])
+    assert titled[0]["label"] == "A Christmas Carol"  # one line of the appended list
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 16])

@@ -78,7 +78,8 @@ class Markers:
                 entry: dict[str, Any] = {"section": key[0], "id": key[1], "resolved": False}
             else:
                 entry = {k: v for k, v in citation.items() if k != "marker"}
-            out.append({"marker": marker, **entry, "label": label_of(entry)})
+            # one line each: a title may hold line breaks, which would break the appended list
+            out.append({"marker": marker, **entry, "label": " ".join(label_of(entry).split())})
         return out
 
 
