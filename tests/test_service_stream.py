@@ -310,3 +310,19 @@ def test_a_context_is_bounded_as_the_result_is(data: ServiceData) -> None:
     contexts = [d["sources"] for k, d in asyncio.run(events()) if k == ev.CONTEXT]
     assert contexts and all(len(sources) <= 2 for sources in contexts)
     assert all(len(s["text"]) <= 101 for sources in contexts for s in sources)
+
+
+def test_a_stream_past_its_deadline_ends_with_one_error_event(waiting: tuple[QueryService, Released]) -> None:
+    svc, limiter = waiting
+    principal = svc.keys.authenticate(KEY_A)
+    request = bodies()["wait"](namespace="acme", question="wait", timeout_s=0.5)
+
+    async def heard() -> list[tuple[str, dict[str, Any]]]:
+        return [e async for e in svc.stream(principal, request)]
+
+    got = asyncio.run(heard())
+    assert [k for k, _ in got] == [ev.ROUTE, ev.DELTA, ev.ERROR]
+    error = got[-1][1]
+    assert error["status"] == 504 and error["code"] == "deadline_exceeded"
+    assert limiter.wait_free(principal.key_id)
+    assert STEPS.stopped == ["cancelled"]
