@@ -198,3 +198,20 @@ def test_the_page_fits_a_phones_width(browser, app_url) -> None:  # noqa: F811
         _screenshot(browser, "web_app_phone.png")
     finally:
         browser.set_window_size(1600, 1000)
+
+
+def test_cancel_aborts_the_request_and_says_so(browser, app_url) -> None:  # noqa: F811
+    _signed_in(browser, app_url)
+    Select(browser.find_element(By.ID, "namespace")).select_by_value("acme")
+    browser.find_element(By.ID, "question").send_keys(QUESTION)
+    # Sent and cancelled in one script, before any answer can arrive: the page aborts its fetch (the
+    # server's side of a client leaving is tests/test_service_stream.py's).
+    browser.execute_script(
+        "document.getElementById('ask').requestSubmit(); document.getElementById('cancel').click();"
+    )
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_element(By.ID, "answer").get_attribute("data-state") == "cancelled"
+    )
+    assert browser.find_element(By.ID, "answer-status").text == "Cancelled."
+    assert browser.find_element(By.ID, "send").is_enabled()
+    assert not browser.find_element(By.ID, "cancel").is_enabled()
