@@ -182,6 +182,39 @@ def test_a_quoted_sentence_cites_its_own_page_and_citations_name_pages(corpus: C
     assert all("page_start" in s for s in result.sources if s["document_title"] == "manual.pdf")
 
 
+def test_global_quotes_its_points_where_their_communities_passages_say_them(corpus: Corpus) -> None:
+    from pipeline.api import global_search
+    from pipeline.settings import Settings
+
+    settings = Settings(storage_root=corpus.root)
+    result = global_search(
+        "paged", "Which topics are described in detail with their options and defaults?", settings=settings
+    )
+    assert result.status == "completed" and result.quotes, result.reason
+    docs = corpus.store.read_table(schema.DOCUMENTS, columns=["id", "title", "text", "layout"]).to_pylist()
+    by_id = {d["id"]: d for d in docs}
+    communities = {
+        c["community"]: set(c["text_unit_ids"])
+        for c in corpus.store.read_table(schema.COMMUNITIES).to_pylist()
+    }
+    units = {u["id"]: u for u in corpus.store.read_table(schema.TEXT_UNITS).to_pylist()}
+    for q in result.quotes:
+        doc = by_id[q["document_id"]]
+        assert doc["text"][q["start_char"] : q["end_char"]].split() == q["text"].split()
+        assert q["community"] in {c for p in result.points for c in p["community_ids"]}
+        # found inside a passage of the community that gave the point
+        assert any(
+            units[u]["start_char"] <= q["start_char"] and q["end_char"] <= units[u]["end_char"]
+            for u in communities[q["community"]]
+        )
+        if doc["title"] == "manual.pdf":
+            assert (
+                q["page_start"] == q["page_end"] == Layout.from_json(doc["layout"]).page_at(q["start_char"])
+            )
+            assert q["document_section"] and "Manual page" not in q["text"]
+    assert any(q["document_title"] == "manual.pdf" for q in result.quotes)
+
+
 def test_plain_text_citations_keep_todays_shape(corpus: Corpus) -> None:
     result = _basic(corpus.root, "What settles over the harbour at dawn?")
     plain = [c for c in result.citations if c["document_title"] == "plain.txt"]

@@ -56,7 +56,7 @@ class DocumentLayouts:
     def any_layout(self) -> bool:
         return self._raw is not None and self._raw.null_count < len(self._raw)
 
-    def text(self, doc_id: str | None, start: int, end: int) -> str:
+    def text(self, doc_id: str | None, start: int, end: int | None) -> str:
         row = self._row.get(doc_id) if doc_id is not None else None
         return "" if row is None else (self._texts[row].as_py() or "")[start:end]
 

@@ -51,6 +51,7 @@ from pipeline.query.global_.selection import (
     fit_batches,
     select_dynamic,
 )
+from pipeline.query.global_.sources import point_quotes
 from pipeline.query.global_.tasks import ReduceRequest, cited_communities, map_messages, offline_reduce
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
@@ -71,6 +72,8 @@ class GlobalSearchResult:
     batches: int = 0
     usage: dict[str, Any] = field(default_factory=dict)
     cited_communities: list[int] = field(default_factory=list)
+    # the used points found in their communities' passages, with pages (`global_.sources`)
+    quotes: list[dict[str, Any]] = field(default_factory=list)
     selection: dict[str, Any] = field(default_factory=dict)  # mode, level, rated, kept, mapped_reports, ...
     phases: dict[str, dict[str, Any]] = field(default_factory=dict)  # rate / map / reduce: calls and tokens
     duration_s: float = 0.0
@@ -156,6 +159,7 @@ async def global_search_async(
     maps = await run_map(tasks, question, batches, config, deadline, cancel)
     out = await reduce_map_results(question, len(batches), maps, tasks, config, deadline, cancel, started)
     out.selection, out.level = result.selection, selection.level if selection.mode != "dynamic" else None
+    out.quotes = point_quotes(scope.store, out.points) if out.status in ("completed", "partial") else []
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.query.common.mode import Terminal
+from pipeline.query.common.pages import cite_line
 from pipeline.query.common.terminal import exit_code, print_json
 
 
@@ -29,6 +30,10 @@ def render(result: Any, args: Any, scope: Any) -> int:
         print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
     elif sel.get("fallback"):
         print(f"[{sel['fallback']}]")
+    if result.quotes:
+        print("Quoted:")
+    for q in result.quotes:
+        print(f"  [community {q['community']}] {cite_line(q)}")
     if result.reason:
         print(f"[{result.reason}]")
     return exit_code(result.status)
