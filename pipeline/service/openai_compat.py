@@ -178,9 +178,7 @@ async def standalone_question(
     history = history_text(earlier)
     if not history:
         return question
-    engine = service.new_engine()
-    if engine.kind != "llm":
-        return question
+    engine = service.new_engine()  # offline, the task's offline form hands the question back
     cancel = threading.Event()
 
     def condense() -> str:
