@@ -147,3 +147,24 @@ def test_auto_sends_its_route_and_reason_before_the_routed_modes_events(data: Se
         # offline auto compares the passage modes: only the kept one's context is sent
         contexts = [k for k, _ in got if k == ev.CONTEXT]
         assert len(contexts) == 1, json.dumps([k for k, _ in got])
+
+
+def test_the_real_local_model_server_streams_an_answer_token_by_token(
+    llm_server: Any, tmp_path: Path
+) -> None:
+    """llama.cpp (SmolLM2-135M, the tests' local OpenAI-compatible server) answers `stream=True` with
+    one chunk per token: the text is heard in many pieces that join to the reply."""
+    from tests.support.llm_server import MODEL_ALIAS
+    from tests.test_llm_streaming import _client
+
+    client = _client(
+        llm_server.base_url, tmp_path, model=MODEL_ALIAS, first_token_timeout_s=600, idle_timeout_s=60
+    )
+    pieces: list[str] = []
+    messages = [{"role": "user", "content": "What is the capital of France? Answer in one short sentence."}]
+    text = client.run_sync(
+        client.complete_text(
+            messages, task="answer", prompt_version="v1", max_tokens=128, on_text=pieces.append
+        )
+    )
+    assert text and len(pieces) > 1 and "".join(pieces) == text
