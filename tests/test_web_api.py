@@ -154,13 +154,20 @@ def test_the_estimate_with_a_model_configured_counts_calls_and_cost(web_data: Se
     settings = offline_settings(web_data, llm_provider="openai", llm_model="gpt-4o-mini")
     service = QueryService(settings, embedder=web_data.embedder)
     with serving(service) as url, httpx.Client(base_url=url, timeout=60) as c:
-        r = c.post(
-            "/v1/estimate/basic", json={"namespace": "acme", "question": QUESTION}, headers=auth(KEY_A)
-        )
+        body = {"namespace": "acme", "question": QUESTION}
+        r = c.post("/v1/estimate/basic", json=body, headers=auth(KEY_A))
+        auto = c.post("/v1/estimate/auto", json=body, headers=auth(KEY_A))
+        local = c.post("/v1/estimate/local", json=body, headers=auth(KEY_A))
     assert r.status_code == 200, r.text
     estimate = r.json()["estimate"]
     assert estimate["mode"] == "basic" and estimate["calls"] >= 1 and estimate["prompt_tokens"] > 0
     assert estimate["cost_usd"] > 0
+    # auto has no estimate of its own: the dearest of the modes it may route to stands for it
+    assert auto.status_code == 200, auto.text
+    dearest = auto.json()["estimate"]
+    assert dearest["mode"] != "auto" and dearest["cost_usd"] >= estimate["cost_usd"]
+    assert "auto routes to one of" in dearest["notes"][-1]
+    assert local.json() == {"estimate": None, "reason": "local search has no cost estimate"}
 
 
 def test_the_static_files_are_package_data() -> None:

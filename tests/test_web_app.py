@@ -215,3 +215,17 @@ def test_cancel_aborts_the_request_and_says_so(browser, app_url) -> None:  # noq
     assert browser.find_element(By.ID, "answer-status").text == "Cancelled."
     assert browser.find_element(By.ID, "send").is_enabled()
     assert not browser.find_element(By.ID, "cancel").is_enabled()
+
+
+def test_with_a_model_configured_the_cost_estimate_shows_before_sending(browser, web_data) -> None:  # noqa: F811
+    settings = offline_settings(web_data, llm_provider="openai", llm_model="gpt-4o-mini")
+    with serving(QueryService(settings, embedder=web_data.embedder)) as url:
+        _signed_in(browser, url)
+        Select(browser.find_element(By.ID, "namespace")).select_by_value("acme")
+        browser.find_element(By.ID, "question").send_keys(QUESTION)  # typed, not sent; mode auto
+        shown = WebDriverWait(browser, 60, poll_frequency=0.2).until(
+            lambda d: d.find_element(By.ID, "estimate").text
+        )
+        assert shown.startswith("Estimate: at most ") and "gpt-4o-mini" in shown and "$" in shown
+        assert "if routed to " in shown  # auto's: the dearest of the modes it may route to
+        assert browser.find_element(By.ID, "answer").get_attribute("data-state") == "idle"  # nothing asked

@@ -126,7 +126,7 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
                     "summary": m.summary,
                     "question": m.question,
                     "uses_model": m.uses_model,
-                    "estimate": m.estimate is not None,
+                    "estimate": m.uses_model and (m.estimate is not None or m.name == "auto"),
                 }
                 for m in registry.MODES.values()
             ],
@@ -198,32 +198,62 @@ def _statuses(service: QueryService, caller: Principal) -> list[dict[str, Any]]:
 
 def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
     """`POST /v1/estimate/<mode>` with the mode's query body: the model calls, tokens and cost the question
-    can take (`pipeline query <mode> --estimate`), sending nothing; null with no model configured."""
+    can take (`pipeline query <mode> --estimate`), sending nothing; null with no model configured. Auto
+    search, which has no estimate of its own, gets the dearest of the modes it may route to."""
 
     async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
         namespace = caller.authorize(body.namespace)
         settings = service.settings
-        if mode.estimate is None or not mode.uses_model:
+        if not mode.uses_model:
             return {"estimate": None, "reason": f"{mode.name} search calls no model"}
         if settings.llm_provider == "offline":
             return {"estimate": None, "reason": "no model is configured: answers are written offline"}
-        config = registry.configure(mode.name, settings, body.given())
+        candidates = _estimated(mode, body)
+        if not candidates:
+            return {"estimate": None, "reason": f"{mode.name} search has no cost estimate"}
         store = NamespaceStore.from_settings(settings, namespace)
+        question = getattr(body, mode.question)
         await asyncio.to_thread(service.limiter.acquire, caller.key_id)  # 429 like a query
         try:
-            from pipeline.query.estimate import estimate_query
-
-            question = getattr(body, mode.question)
-            found = await asyncio.to_thread(
-                estimate_query, mode, store, question, settings, service.embedder, config
-            )
+            found = await asyncio.to_thread(_dearest, service, store, question, candidates)
         except TableNotFoundError as exc:
             raise not_ready(namespace, mode.name, exc) from None
         finally:
             service.limiter.release(caller.key_id)
-        return {"estimate": found.to_dict()}
+        return {"estimate": found}
 
     endpoint.__annotations__ = {"body": body_of(mode), "caller": Caller, "return": dict[str, Any]}
     endpoint.__name__ = endpoint.__qualname__ = f"estimate_{mode.name}"
     endpoint.__doc__ = _estimate_route.__doc__
     app.post(f"/v1/estimate/{mode.name}", tags=["web app"])(endpoint)
+
+
+def _estimated(mode: Mode, body: Any) -> list[tuple[Mode, dict[str, Any]]]:
+    """The modes whose estimate stands for `mode`'s, each with the options to estimate it with: the mode
+    itself with the body's, or, for auto, every mode it may route to with their defaults."""
+    if mode.estimate is not None:
+        return [(mode, body.given())]
+    if mode.name != "auto":
+        return []
+    routed = (registry.mode(name) for name in registry.routable())
+    return [(m, {}) for m in routed if m.estimate is not None and m.uses_model]
+
+
+def _dearest(
+    service: QueryService, store: NamespaceStore, question: str, candidates: list[tuple[Mode, dict[str, Any]]]
+) -> dict[str, Any]:
+    from pipeline.query.estimate import estimate_query
+
+    settings = service.settings
+    found = [
+        estimate_query(
+            m, store, question, settings, service.embedder, registry.configure(m.name, settings, given)
+        )
+        for m, given in candidates
+    ]
+    dearest = max(found, key=lambda e: (e.cost_usd, e.calls)).to_dict()
+    if len(found) > 1:
+        dearest["notes"].append(
+            f"auto routes to one of {', '.join(e.mode for e in found)}: the dearest, {dearest['mode']}, is shown"
+        )
+    return dearest
