@@ -96,7 +96,8 @@ class Sent:
                 out += [(ev.DELTA, {"text": piece}) for piece in ev.answer_pieces(answer)]
             elif answer.startswith(self.text) and len(answer) > len(self.text):
                 out.append((ev.DELTA, {"text": answer[len(self.text) :]}))
-            self.text = answer if answer.startswith(self.text) else self.text
+            # else the mode's text and the result's differ (a model reply the mode rewrote): the client
+            # has `done.result.answer`, which is the answer
         citations = ev.citations_of(result)
         for citation in citations:
             if ev.citation_key(citation) not in self.citations:
@@ -143,6 +144,7 @@ async def query_events(
         while not queue.empty():  # what it sent during its grace
             if (item := queue.get_nowait()) is not _END:
                 for event in sent.take(*item):
+                    started = True
                     yield event
         ended = True  # `finish` logs the outcome
         try:
