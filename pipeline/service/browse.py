@@ -19,6 +19,8 @@ from pipeline.core.sections import locate
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.graph_view import GREY, PALETTE, placed, vis_options
 from pipeline.parse.layout import Layout
+from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.common.pages import document_layouts
 from pipeline.service.errors import IndexNotReady, InvalidRequest, ServiceError
 
 AROUND = 600  # characters of the document shown before and after a cited span
@@ -38,17 +40,21 @@ def _need(store: NamespaceStore, table: str) -> None:
         )
 
 
-def _document(store: NamespaceStore, document: str) -> dict[str, Any]:
+def _document(store: NamespaceStore, document: str) -> tuple[dict[str, Any], str, Layout | None]:
+    """The document with id (or title) `document`: its id and title, its text and its layout, the text
+    and layout from the index cache the queries read them from (not the whole table again per view)."""
     _need(store, schema.DOCUMENTS)
-    names = store.read_schema(schema.DOCUMENTS).names
-    columns = ["id", "title", "text"] + (["layout"] if "layout" in names else [])
-    table = store.read_table(schema.DOCUMENTS, columns=columns)
+    table = store.read_table(schema.DOCUMENTS, columns=["id", "title"])
     hit = table.filter(pc.equal(table["id"], document))
     if hit.num_rows == 0:
         hit = table.filter(pc.equal(table["title"], document))
     if hit.num_rows == 0:
         raise NotFound(f"no document {document!r} in namespace {store.namespace!r}")
-    return hit.slice(0, 1).to_pylist()[0]
+    doc = hit.slice(0, 1).to_pylist()[0]
+    layouts = document_layouts(store)
+    if layouts is None:  # the table went away since: as if it never was
+        raise NotFound(f"no document {document!r} in namespace {store.namespace!r}")
+    return doc, layouts.text(doc["id"], 0, None), layouts.layout(doc["id"])
 
 
 def document_view(
@@ -61,10 +67,8 @@ def document_view(
 ) -> dict[str, Any]:
     """The document's text around [start, end) (or page `page`, or, with `full`, as much of the whole
     document as one answer carries, the span inside it), with the span's pages and section."""
-    doc = _document(store, document)
-    text: str = doc["text"] or ""
+    doc, text, layout = _document(store, document)
     length = len(text)
-    layout = Layout.from_json(doc.get("layout"))
     if start is not None or end is not None:
         start = start if start is not None else end
         end = end if end is not None else start
@@ -109,11 +113,28 @@ def document_view(
     }
 
 
+def _entities(store: NamespaceStore) -> pa.Table:
+    """The entity columns the graph view and the chips read, built once per version of the table."""
+    columns = ["id", "title", "type", "degree", "aliases", "description"]
+    versions = table_versions(store, parquet=[schema.ENTITIES])
+    return cached_index(
+        store, "web_entities", versions, lambda: store.read_table(schema.ENTITIES, columns=columns)
+    )
+
+
+def _relationships(store: NamespaceStore) -> pa.Table:
+    columns = ["source_id", "target_id", "weight", "description"]
+    versions = table_versions(store, parquet=[schema.RELATIONSHIPS])
+    return cached_index(
+        store, "web_relationships", versions, lambda: store.read_table(schema.RELATIONSHIPS, columns=columns)
+    )
+
+
 def neighbourhood(store: NamespaceStore, entity: str, limit: int = NEIGHBOURS) -> dict[str, Any]:
     """Entity `entity` (its id or title) and its nearest neighbours, as the graph page draws nodes (sized
     by degree, laid out without overlaps) and edges, with the options to draw them."""
     _need(store, schema.ENTITIES)
-    entities = store.read_table(schema.ENTITIES, columns=["id", "title", "type", "degree", "description"])
+    entities = _entities(store)
     hit = entities.filter(pc.equal(entities["id"], entity))
     if hit.num_rows == 0:
         hit = entities.filter(pc.equal(pc.utf8_lower(entities["title"]), entity.lower()))
@@ -122,9 +143,7 @@ def neighbourhood(store: NamespaceStore, entity: str, limit: int = NEIGHBOURS) -
     centre = hit.to_pylist()[0]
     rels: list[dict[str, Any]] = []
     if store.has_table(schema.RELATIONSHIPS):
-        table = store.read_table(
-            schema.RELATIONSHIPS, columns=["source_id", "target_id", "weight", "description"]
-        )
+        table = _relationships(store)
         touching = pc.or_(
             pc.equal(table["source_id"], centre["id"]), pc.equal(table["target_id"], centre["id"])
         )
@@ -206,9 +225,7 @@ def mentioned(store: NamespaceStore, text: str, limit: int = MENTIONED) -> list[
         return []
     lowered = f" {_words(text)} "
     found = []
-    for e in store.read_table(
-        schema.ENTITIES, columns=["id", "title", "type", "degree", "aliases"]
-    ).to_pylist():
+    for e in _entities(store).select(["id", "title", "type", "degree", "aliases"]).to_pylist():
         names = [e["title"] or "", *(e["aliases"] or [])]
         words = [_words(n) for n in names]
         if any(w and f" {w} " in lowered for w in words):
