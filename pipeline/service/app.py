@@ -15,11 +15,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Path, Request
+from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from fastapi.security import APIKeyHeader, HTTPBearer
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -28,7 +27,7 @@ from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query import registry
 from pipeline.query.common.index_cache import freeze_indexes_after_build
 from pipeline.query.common.mode import Mode
-from pipeline.service.auth import Principal
+from pipeline.service.caller import Caller
 from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
@@ -55,20 +54,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         504: "deadline exceeded: the query was cancelled; detail holds what was done",
     }.items()
 }
-# Declared for the OpenAPI spec (the "Authorize" button); the check itself is AuthMiddleware's.
-_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="or X-API-Key: <API key>")
-
-
-def _principal(
-    request: Request,
-    _b: Annotated[Any, Depends(_bearer)],
-    _k: Annotated[Any, Depends(_api_key)],
-) -> Principal:
-    return request.scope["graphrag.principal"]
-
-
-Caller = Annotated[Principal, Depends(_principal)]
 
 
 class AuthMiddleware:

@@ -24,9 +24,8 @@ from importlib import resources
 from pathlib import Path as FsPath
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import FastAPI, Path, Query
 from fastapi.responses import FileResponse, HTMLResponse, Response
-from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +36,7 @@ from pipeline.query import registry
 from pipeline.query.common.mode import Mode
 from pipeline.service import browse
 from pipeline.service.auth import Principal
+from pipeline.service.caller import Caller
 from pipeline.service.errors import ServiceError
 from pipeline.service.models import body_of
 from pipeline.service.queries import QueryService, not_ready
@@ -53,20 +53,6 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-
-_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="or X-API-Key: <API key>")
-
-
-def _principal(
-    request: Request,
-    _b: Annotated[Any, Depends(_bearer)],
-    _k: Annotated[Any, Depends(_api_key)],
-) -> Principal:
-    return request.scope["graphrag.principal"]  # set by app.AuthMiddleware before any /v1/ route
-
-
-Caller = Annotated[Principal, Depends(_principal)]
 
 
 class Mentioned(BaseModel):
