@@ -215,6 +215,22 @@ def test_global_quotes_its_points_where_their_communities_passages_say_them(corp
     assert any(q["document_title"] == "manual.pdf" for q in result.quotes)
 
 
+def test_drift_source_citations_name_their_pages_and_section(corpus: Corpus) -> None:
+    from pipeline.api import drift_search
+    from pipeline.settings import Settings
+
+    settings = Settings(storage_root=corpus.root)
+    result = drift_search("paged", "What is described about arrays and matrices?", settings=settings)
+    # the reduced answer cites passages of its steps' contexts, resolved anew: they name their place too
+    sources = [c for c in result.citations if c["section"] == "sources"]
+    assert result.status == "completed" and sources, (result.status, result.reason, result.citations)
+    for c in sources:
+        if c["document_title"] != "plain.txt":
+            assert c["document_section"], c
+        if c["document_title"] == "manual.pdf":
+            assert 1 <= c["page_start"] <= c["page_end"] <= 6
+
+
 def test_plain_text_citations_keep_todays_shape(corpus: Corpus) -> None:
     result = _basic(corpus.root, "What settles over the harbour at dawn?")
     plain = [c for c in result.citations if c["document_title"] == "plain.txt"]

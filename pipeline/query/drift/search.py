@@ -43,6 +43,7 @@ from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import LocalContext
 from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.local_index import load_local_index
+from pipeline.query.common.pages import locate_result
 from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.common.token_budget import pack
@@ -213,5 +214,8 @@ def _finish(result: DriftSearchResult, run: Run, started: float) -> DriftSearchR
         max_calls=run.cfg.max_calls,
     )
     result.usage = usage
+    # a cited passage names its pages and section, as in basic, local and lazy (issue 58)
+    for located in (result, *result.nodes):
+        locate_result(located, run.scope.store)
     result.duration_s = round(time.monotonic() - started, 3)
     return result
