@@ -72,8 +72,9 @@ def test_a_unit_crosses_at_most_one_page_break():
     assert units[0].start_char == 0 and units[-1].end_char == len(text)
     for a, b in zip(units, units[1:], strict=False):
         assert a.start_char < b.start_char <= a.end_char < b.end_char
-    # a unit cut short ends exactly where a page starts
-    assert any(u.end_char in starts for u in units[:-1])
+    # a unit cut short ends exactly where a page starts, and the next one opens with that page
+    short = [(a, b) for a, b in zip(units, units[1:], strict=False) if a.end_char in starts]
+    assert short and all(b.start_char == a.end_char for a, b in short)
 
 
 def test_breaks_leave_a_window_that_crosses_one_break_whole():

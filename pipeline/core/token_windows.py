@@ -6,11 +6,14 @@ split one) is widened to the whole character, so offsets always land on characte
 
 Page breaks (a paged document's page starts, `breaks`): a window crosses at most one of them, so a unit
 covers at most two pages and cites no wider range than that. A window that would cross a second break
-ends at it, and the next window starts `overlap` tokens before the previous one's end but never before
-the break that window crossed: it starts on the page the previous one ended on. The text between two
-breaks is encoded on its own, so each break is a token edge and a window ending there ends exactly at
-the page's first character. Without breaks (plain text, Markdown, a document with one page) the windows
-are the fixed-step windows of `size` tokens they always were.
+ends at it, and the next window starts at that break: a page start is a boundary the reader sees, so no
+overlap is repeated across it, and the units stay near `size` tokens (two short pages) instead of
+shrinking to one page plus an overlap (on the dev manuals: 286 units of 935 tokens on average, against
+377 of 763 with the overlap kept and 263 of 1,051 with no page rule). Otherwise the next window starts
+`overlap` tokens before the previous one's end, but not before the break that window crossed. The text
+between two breaks is encoded on its own, so each break is a token edge and a window ending there ends
+exactly at the page's first character. Without breaks (plain text, Markdown, a document with one page)
+the windows are the fixed-step windows of `size` tokens they always were.
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ def token_windows(
     while True:
         end = min(start + size, n)
         first = bisect.bisect_right(cuts, start)  # the first break after the window's start
-        if first + 1 < len(cuts) and cuts[first + 1] < end:
+        cut_short = first + 1 < len(cuts) and cuts[first + 1] < end
+        if cut_short:
             end = cuts[first + 1]  # it would cross a second break: end at it
         # floor the start and ceil the end to whole characters
         start_char = int(np.searchsorted(char_starts, byte_edges[start], side="right") - 1)
@@ -81,6 +85,11 @@ def token_windows(
         windows.append((start_char, end_char, end - start))
         if end >= n:
             break
-        crossed = cuts[first] if first < len(cuts) and cuts[first] < end else start
-        start = max(end - overlap, crossed) if cuts else start + step
+        if cut_short:
+            start = end  # the next unit opens with the page the previous one stopped before
+        elif cuts:
+            crossed = cuts[first] if first < len(cuts) and cuts[first] < end else start
+            start = max(end - overlap, crossed)
+        else:
+            start += step
     return windows
