@@ -17,6 +17,7 @@ from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
+from pipeline.ops.reports.task import REPORT
 
 
 def index_community_reports(
@@ -76,13 +77,17 @@ def reports_by_settings(
 ) -> ReportsRun:
     """`build_reports` under the settings' report options: the stage and its estimate
     (`pipeline.index.estimate`) build the same reports."""
+    budget = report_budget(settings)
+    if engine.identity(REPORT).method != "offline":  # a model's reports: the measured budgets
+        budget["budget"] = settings.report_context_tokens
+        budget["parent_budget"] = settings.report_parent_context_tokens
     return build_reports(
         communities,
         entities,
         relationships,
         covariates,
         engine,
-        **report_budget(settings),
+        **budget,
         previous=previous,
         progress=progress,
         min_entities=min_entities,
@@ -123,7 +128,11 @@ def run(ctx: IndexContext) -> StageReport:
             "citations_stripped": result.citations_stripped,
             "method": result.method,
             "model": result.model,
-            "context_budget_tokens": settings.report_max_input_tokens,
+            "context_budget_tokens": (
+                settings.report_max_input_tokens
+                if result.method == "offline"
+                else settings.report_context_tokens
+            ),
             "per_level": Markdown(
                 md_table(
                     [{"level": lv, **s} for lv, s in result.per_level.items()],

@@ -116,6 +116,19 @@ class ReportSettings(BaseModel):
     report_max_input_tokens: int = Field(
         default=8000, ge=64, description="Context budget per report; larger communities use sub-reports"
     )
+    report_context_tokens: int = Field(
+        default=3000,
+        ge=64,
+        description="Context budget of a model-written report (standard, fast); the offline reports keep "
+        "report_max_input_tokens. Chosen on MuSiQue-100 and novel split A (bench/bench_report_budget.py): "
+        "past it, more tokens add few entities and claims to what the report reads",
+    )
+    report_parent_context_tokens: int = Field(
+        default=3000,
+        ge=64,
+        description="Context budget of a model-written report of a community with reported children: "
+        "their summaries, ratings and findings' headlines, then the rows they do not cover",
+    )
     report_max_words: int = Field(default=2000, ge=10, description="Report length asked of the LLM")
     report_min_entities: int = Field(
         default=10,

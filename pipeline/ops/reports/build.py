@@ -30,8 +30,14 @@ from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
-from pipeline.ops.reports.models import CommunityReportRequest, CommunityReportResponse, SubReport
+from pipeline.ops.reports.models import (
+    CommunityReportRequest,
+    CommunityReportResponse,
+    ReportContext,
+    SubReport,
+)
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
+from pipeline.ops.reports.parent_context import CONTEXT_VERSION, Coverage, build_parent_context
 from pipeline.ops.reports.task import REPORT
 from pipeline.settings import default_of
 
@@ -61,6 +67,8 @@ class ReportsRun:
     citations_stripped: int = 0  # cited ids of generated reports that named no row of their context
     per_level: dict[int, dict[str, int]] = field(default_factory=dict)
     duration_s: float = 0.0
+    # community -> Coverage: what its context held, with its sub-reports' (a reused offline report: none)
+    coverage: dict[int, Any] = field(default_factory=dict)
 
 
 # The method (and model) of a report written extractively because its community is small (`min_entities`)
@@ -94,12 +102,21 @@ def build_reports(
     progress: ProgressFn | None = None,
     min_entities: int = 0,
     min_claims: int = 0,
+    parent_budget: int | None = None,
+    parents_from_children: bool | None = None,
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring. `min_entities` /
     `min_claims` (0: every community): a community without children that has fewer entities and fewer
-    claims gets the extractive report, `method` "extractive", with no engine call."""
+    claims gets the extractive report, `method` "extractive", with no engine call.
+    `parents_from_children` (default: when a model writes the reports): a community with reported
+    children reads them and only the rows they do not cover (`parent_context.py`), within
+    `parent_budget` (default `budget`); else GraphRAG's substitution past the budget (`context.py`)."""
     started = time.monotonic()
     method, model, version = engine.identity(REPORT)  # they enter every fingerprint
+    if parents_from_children is None:
+        parents_from_children = method != "offline"
+    parent_budget = budget if parent_budget is None else parent_budget
+    coverage: dict[int, Coverage] = {}  # what each report's context held, with its children's
     graph = GraphData(entities, relationships, covariates, encoding)
     claims_of: dict[str, int] = defaultdict(int)
     if covariates is not None and "subject_entity_id" in covariates.column_names:
@@ -133,16 +150,30 @@ def build_reports(
             n = c["community"]
             kids = [k for k in c["children"] or [] if k in fingerprint_of]
             small = extractive(c)
+            from_kids = parents_from_children and any(k in report_of for k in kids)
             fp = report_fingerprint(
                 digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
                 [(fingerprint_of[k], k in report_of) for k in kids],
                 model=EXTRACTIVE if small else model,
-                prompt_version=OFFLINE_REPORT_VERSION if small else version,
-                budget=budget,
+                prompt_version=(
+                    OFFLINE_REPORT_VERSION
+                    if small
+                    else f"{version}+{CONTEXT_VERSION}"
+                    if from_kids
+                    else version
+                ),
+                budget=parent_budget if from_kids else budget,
                 max_words=max_words,
             )
             fingerprint_of[n] = fp
             community_of_fp[fp] = n
+            context = None
+            if parents_from_children:
+                # Built for reused reports too: a parent's context leaves out what this one covered.
+                context = _context(
+                    graph, c, kids, report_of, rows, coverage, from_kids, budget, parent_budget
+                )
+                coverage[n] = _coverage(context, coverage)
             if fp in prev_by_fp:
                 old = prev_by_fp[fp]
                 # Children are stored by community number, which may have changed since: follow their
@@ -159,24 +190,9 @@ def build_reports(
                 stats["reused"] += 1
                 stats["substituted"] += bool(report_of[n]["sub_reports"])
                 continue
-            children = [
-                ChildInfo(
-                    _sub_report(report_of[k]),
-                    set(rows[k]["entity_ids"] or []),
-                    set(rows[k]["relationship_ids"] or []),
-                )
-                for k in kids
-                if k in report_of
-            ]
-            context = build_context(
-                graph,
-                community=n,
-                level=level,
-                member_ids=c["entity_ids"] or [],
-                relationship_ids=c["relationship_ids"] or [],
-                children=children,
-                budget=budget,
-            )
+            if context is None:
+                context = _context(graph, c, kids, report_of, rows, coverage, False, budget, parent_budget)
+                coverage[n] = _coverage(context, coverage)
             todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words), small))
 
         asked = [t for t in todo if not t[3]]
@@ -201,6 +217,7 @@ def build_reports(
                     )
                 )
                 stats["failed"] += 1
+                coverage.pop(c["community"], None)  # no report: its parent reads its rows
                 continue
             ctx = request.context
             checked = check_citations(outcome, ctx)
@@ -236,7 +253,57 @@ def build_reports(
     ordered = [report_of[n] for n in sorted(report_of)]
     run.reports = tables.to_table(ordered, schema.COMMUNITY_REPORTS_SCHEMA)
     run.duration_s = round(time.monotonic() - started, 3)
+    run.coverage = coverage
     return run
+
+
+def _context(
+    graph: GraphData,
+    c: dict[str, Any],
+    kids: list[int],
+    report_of: dict[int, dict[str, Any]],
+    rows: dict[int, dict[str, Any]],
+    coverage: dict[int, Coverage],
+    from_kids: bool,
+    budget: int,
+    parent_budget: int,
+) -> ReportContext:
+    """A community's context: from its reported children (`parent_context.py`) or GraphRAG's."""
+    common = {
+        "community": c["community"],
+        "level": c["level"],
+        "member_ids": c["entity_ids"] or [],
+        "relationship_ids": c["relationship_ids"] or [],
+    }
+    if from_kids:
+        children = [
+            (
+                ChildInfo(_sub_report(report_of[k]), coverage[k].entities, coverage[k].relationships),
+                coverage[k],
+            )
+            for k in kids
+            if k in report_of and k in coverage
+        ]
+        return build_parent_context(graph, **common, children=children, budget=parent_budget)
+    children = [
+        ChildInfo(
+            _sub_report(report_of[k]),
+            set(rows[k]["entity_ids"] or []),
+            set(rows[k]["relationship_ids"] or []),
+        )
+        for k in kids
+        if k in report_of
+    ]
+    return build_context(graph, **common, children=children, budget=budget)
+
+
+def _coverage(context: ReportContext, coverage: dict[int, Coverage]) -> Coverage:
+    out = Coverage()
+    out.add_context(context)
+    for s in context.sub_reports:
+        if s.community in coverage:
+            out.merge(coverage[s.community])
+    return out
 
 
 def _renumber_refs(data_refs: str | None, renumber: dict[int, int]) -> str | None:

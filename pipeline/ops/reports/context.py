@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from pydantic import BaseModel
 
-from pipeline.core.tokens import count_tokens
+from pipeline.core.tokens import count_tokens, get_encoding
 from pipeline.ops.claims import known
 from pipeline.ops.reports.citations import strip_citations
 from pipeline.ops.reports.models import (
@@ -44,6 +44,7 @@ from pipeline.ops.reports.models import (
 )
 
 REPORTS_HEADER = "-----Sub-community reports-----\nid|title|report"
+BRIEF_REPORTS_HEADER = "-----Sub-community reports-----\nid|title|rating|summary|findings"
 ENTITIES_HEADER = "-----Entities-----\nid|entity|type|description|degree"
 CLAIMS_HEADER = "-----Claims-----\nid|entity|object|type|status|start_date|end_date|description"
 RELATIONSHIPS_HEADER = "-----Relationships-----\nid|source|target|description|weight|combined_degree"
@@ -79,6 +80,20 @@ def relationship_line(r: ContextRelationship) -> str:
 
 def report_line(s: SubReport) -> str:
     return f"{_cell(s.title)}|{_cell(strip_citations(s.full_content))}"
+
+
+# A child's summary as a parent built from its children reads it (`parent_context.py`): real summaries
+# run 100 to 250 tokens; a longer one is cut so that one verbose child cannot crowd its siblings out.
+CHILD_SUMMARY_TOKENS = 200
+
+
+def brief_report_line(s: SubReport, encoding: str) -> str:
+    """A child's report as its parent reads it: title, rating, summary (cut) and findings' headlines."""
+    enc = get_encoding(encoding)
+    ids = enc.encode(strip_citations(s.summary), disallowed_special=())
+    summary = enc.decode(ids[:CHILD_SUMMARY_TOKENS]) + (" ..." if len(ids) > CHILD_SUMMARY_TOKENS else "")
+    headlines = "; ".join(strip_citations(f.summary) for f in s.findings)
+    return "|".join(_cell(v) for v in (s.title, s.rank, summary, headlines))
 
 
 def numbered(i: int, line: str) -> str:
@@ -292,11 +307,18 @@ def render(
     entities: Sequence[ContextEntity],
     claims: Sequence[ContextClaim],
     relationships: Sequence[ContextRelationship],
+    brief_encoding: str | None = None,
 ) -> str:
-    """The tables as the model reads them, each row numbered from 1 (its short id)."""
+    """The tables as the model reads them, each row numbered from 1 (its short id). `brief_encoding`:
+    sub-reports as `brief_report_line`s (a parent built from its children)."""
     parts = []
+    reports = (
+        (BRIEF_REPORTS_HEADER, [brief_report_line(s, brief_encoding) for s in sub_reports])
+        if brief_encoding
+        else (REPORTS_HEADER, [report_line(s) for s in sub_reports])
+    )
     for header, lines in (
-        (REPORTS_HEADER, [report_line(s) for s in sub_reports]),
+        reports,
         (ENTITIES_HEADER, [entity_line(e) for e in entities]),
         (CLAIMS_HEADER, [claim_line(c) for c in claims]),
         (RELATIONSHIPS_HEADER, [relationship_line(r) for r in relationships]),
@@ -317,7 +339,13 @@ def _finish(graph: GraphData, context: ReportContext, picked: list[_Item], budge
             (i for i in picked if isinstance(i, ContextRelationship)),
             key=lambda r: (-r.combined_degree, -r.weight, r.id),
         )
-        text = render(context.sub_reports, entities, claims, relationships)
+        text = render(
+            context.sub_reports,
+            entities,
+            claims,
+            relationships,
+            graph.encoding if context.brief else None,
+        )
         tokens = count_tokens(text, graph.encoding)
         # Row counts are summed line by line; the joined text can differ by a few tokens.
         if tokens <= budget or not picked:

@@ -85,6 +85,7 @@ class ReportContext(BaseModel):
     top_entities: list[str]  # member titles by degree, most connected first (a few)
     total_degree: int  # sum of the members' degrees
     sub_reports: list[SubReport] = Field(default_factory=list)
+    brief: bool = False  # sub-reports shown as summary, rating and headlines (a parent from its children)
     entities: list[ContextEntity] = Field(default_factory=list)
     relationships: list[ContextRelationship] = Field(default_factory=list)
     claims: list[ContextClaim] = Field(default_factory=list)
