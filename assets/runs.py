@@ -56,6 +56,12 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
         for e in result.all_events
         if e.is_step_failure
     ]
+    # A failed blocking check fails its step with only the check's name; its reason is on the evaluation.
+    failures += [
+        f"{c.asset_key.to_user_string()}: {c.check_name}: {c.description or 'failed'}"
+        for c in result.get_asset_check_evaluations()
+        if not c.passed and c.blocking and c.severity.value == "ERROR"
+    ]
     return IndexRunResult([result.run_id], result.success, steps, failures)
 
 

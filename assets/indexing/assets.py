@@ -6,6 +6,7 @@ the report into a materialization."""
 
 from dagster import AssetCheckSpec, AssetExecutionContext, Config, Failure, MaterializeResult, asset
 
+from assets.indexing.blocking import blocking_specs
 from assets.indexing.observe import index_context, materialize
 from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
@@ -78,6 +79,7 @@ def documents(
     check_specs=[
         AssetCheckSpec("every_text_unit_has_vector", asset="text_unit_embeddings"),
         AssetCheckSpec("offsets_round_trip", asset="text_unit_embeddings"),
+        *blocking_specs("text_unit_embeddings"),
     ],
 )
 def text_unit_embeddings(

@@ -13,6 +13,7 @@ from dagster import (
     multi_asset,
 )
 
+from assets.indexing.blocking import blocking_specs
 from assets.indexing.observe import index_context, materialize
 from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
@@ -36,7 +37,10 @@ RELATIONSHIPS = AssetKey("relationships")
         "by default, the LLM when configured). Text units whose extraction failed go to failed_extractions."
     ),
     kinds={"parquet"},
-    check_specs=[AssetCheckSpec("no_failed_extractions", asset="extracted_graph")],
+    check_specs=[
+        AssetCheckSpec("no_failed_extractions", asset="extracted_graph"),
+        *blocking_specs("extracted_graph"),
+    ],
     pool=LLM_POOL,
 )
 def extracted_graph(
@@ -68,7 +72,8 @@ def extracted_graph(
     pool=LLM_POOL,  # description summaries
     check_specs=[
         AssetCheckSpec("entity_ids_unique", asset=ENTITIES),
-        AssetCheckSpec("relationships_reference_entities", asset=RELATIONSHIPS),
+        *blocking_specs("entities"),
+        *blocking_specs("relationships"),  # relationships_reference_entities, computed by its runner
     ],
 )
 def entities_and_relationships(

@@ -30,6 +30,7 @@ from dagster import (
 )
 
 from assets import progress
+from assets.indexing.blocking import blocking_checks
 from assets.resources import EmbedderResource, PipelineSettingsResource
 from pipeline.core import schema
 from pipeline.engine.base import Engine
@@ -136,7 +137,10 @@ def materialize(
     asset = asset_key.to_user_string() if asset_key else progress.current_stage()
     progress.asset_materialized(asset, report.all_metadata())
     method = ctx.method_metadata() if ctx is not None else {}
-    if (lost := report.fatal_loss()) is not None:
+    blocking = blocking_checks(asset, report, ctx) if ctx is not None else []
+    # A failed blocking check stops the run itself (Dagster fails the step after recording the check),
+    # and its reason is readable on the asset; the Failure stays for steps no such check covers.
+    if (lost := report.fatal_loss()) is not None and all(c.passed for c in blocking):
         metadata = {k: _value(v) for k, v in report.all_metadata().items()}
         raise Failure(description=lost, metadata=metadata, allow_retries=False)
     return MaterializeResult(
@@ -152,7 +156,8 @@ def materialize(
                 passed=c.passed,
                 severity=AssetCheckSeverity.ERROR if c.severity == "error" else AssetCheckSeverity.WARN,
                 metadata={k: _value(v) for k, v in c.metadata.items()},
+                description=c.metadata.get("reason"),
             )
-            for c in report.checks
+            for c in [*report.checks, *blocking]
         ],
     )

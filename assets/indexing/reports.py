@@ -2,6 +2,7 @@
 
 from dagster import AssetCheckSpec, AssetExecutionContext, MaterializeResult, asset
 
+from assets.indexing.blocking import blocking_specs
 from assets.indexing.observe import index_context, materialize
 from assets.indexing.stages import deps, group
 from assets.partitions import namespace_partitions
@@ -23,6 +24,7 @@ from pipeline.index import report_embeddings as report_embeddings_runner
     check_specs=[
         AssetCheckSpec("no_failed_reports", asset="community_reports"),
         AssetCheckSpec("one_report_per_community", asset="community_reports"),
+        *blocking_specs("community_reports"),
     ],
     pool=LLM_POOL,
 )
@@ -43,7 +45,10 @@ def community_reports(
         "indexes; only rows whose embedded text changed are embedded again."
     ),
     kinds={"lancedb"},
-    check_specs=[AssetCheckSpec("every_row_has_vector", asset="report_embeddings")],
+    check_specs=[
+        AssetCheckSpec("every_row_has_vector", asset="report_embeddings"),
+        *blocking_specs("report_embeddings"),
+    ],
 )
 def report_embeddings(
     context: AssetExecutionContext, pipeline_settings: PipelineSettingsResource, embedder: EmbedderResource

@@ -148,6 +148,14 @@ class LLMSettings(BaseModel):
         "naming the stage, the count and the first reasons; a smaller loss is a success with one warning "
         "line (and the red no_failed_* check in the UI). Units the budget refused do not count",
     )
+    check_max_failed_share: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="The blocking asset checks extraction_failure_share and report_failure_share fail when "
+        "more than this share of the text units' extractions or of the communities' reports failed: "
+        "the Dagster run stops there, and the assets downstream of that namespace are not materialized",
+    )
     llm_budget_usd: float | None = Field(
         default=None,
         gt=0,

@@ -1,0 +1,155 @@
+"""Blocking asset checks stop a namespace's run where its index went bad: a scripted OpenAI-compatible
+server on 127.0.0.1 answers prose instead of extraction JSON for most text units, so
+`extraction_failure_share` fails, and the instance records no materialization of the reports or the
+report embeddings for that partition, with the check's reason readable on its evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from dagster import AssetKey, AssetRecordsFilter, DagsterEventType
+
+from assets.launch import add_namespace
+from tests.support.fault_proxy import FaultProxy
+
+NAMESPACE = "garbage_extraction"
+GOOD = "Marie Curie was born in Warsaw and later moved to Paris to study physics."
+BAD = [
+    "The lighthouse keeper counted ships every night along the northern coast.",
+    "A quiet orchard grew apples that nobody ever picked in the autumn months.",
+    "Old railway timetables listed trains that had stopped running long ago.",
+]
+
+
+class GarbageServer(FaultProxy):
+    """Extraction JSON for the paragraph about Curie; a refusal in prose for every other unit."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def _canned(self, path: str, body: bytes) -> bytes:
+        messages = json.loads(body)["messages"]
+        text = json.dumps(messages)
+        if "community of entities in a knowledge graph" in text:
+            content = json.dumps(
+                {"title": "T", "summary": "S", "findings": [], "rating": 1, "rating_explanation": "R"}
+            )
+        elif "You merge descriptions" in text:
+            content = json.dumps({"summary": "merged"})
+        elif "Curie" in messages[-1]["content"].rsplit("Text:\n", 1)[-1]:
+            content = json.dumps(
+                {
+                    "entities": [
+                        {"name": "Marie Curie", "type": "person", "description": "A physicist."},
+                        {"name": "Paris", "type": "geo", "description": "A city."},
+                    ],
+                    "relationships": [
+                        {"source": "Marie Curie", "target": "Paris", "description": "Lived.", "strength": 5}
+                    ],
+                    "claims": [],
+                }
+            )
+        else:
+            content = "I am sorry, I cannot help with that."
+        with self._lock:
+            self.canned_content = content
+            return super()._canned(path, body)
+
+
+@pytest.fixture(scope="module")
+def blocked(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
+    input_dir = tmp_path_factory.mktemp("garbage_input")
+    (input_dir / "mixed.txt").write_text("\n\n".join([GOOD, *BAD]), encoding="utf-8")
+    env = {
+        "PIPELINE_STORAGE_ROOT": str(tmp_path_factory.mktemp("garbage_storage")),
+        "PIPELINE_CHUNK_SIZE": "20",
+        "PIPELINE_CHUNK_OVERLAP": "0",
+        "PIPELINE_LLM_PROVIDER": "openai",
+        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
+        "PIPELINE_LLM_MODEL": "scripted",
+        "PIPELINE_LLM_MAX_RETRIES": "0",
+        # the step's own Failure (llm_max_failed_share) would stop it before its checks are recorded
+        "PIPELINE_LLM_MAX_FAILED_SHARE": "0.9",
+    }
+    old = {k: os.environ.get(k) for k in [*env, "PIPELINE_LLM_BASE_URL"]}
+    from assets.definitions import defs
+
+    job = defs.resolve_job_def("index_namespace")
+    config = {"ops": {"input_documents": {"config": {"input_dir": str(input_dir)}}}}
+    with GarbageServer() as server:
+        os.environ.update(env, PIPELINE_LLM_BASE_URL=server.base_url)
+        try:
+            add_namespace(dagster_instance, NAMESPACE)
+            result = job.execute_in_process(
+                partition_key=NAMESPACE, instance=dagster_instance, run_config=config, raise_on_error=False
+            )
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return dagster_instance, result
+
+
+def _materialized(instance, asset: str) -> int:
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey(asset), asset_partitions=[NAMESPACE]), limit=10
+    ).records
+    return len(records)
+
+
+def test_extraction_check_blocks_the_reports_and_embeddings(blocked) -> None:
+    instance, result = blocked
+    assert not result.success
+    evaluations = [
+        entry.dagster_event.event_specific_data
+        for entry in instance.all_logs(result.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+    ]
+    check = next(c for c in evaluations if c.check_name == "extraction_failure_share")
+    assert not check.passed and check.blocking and check.severity.value == "ERROR"
+    failed, total = check.metadata["failed"].value, check.metadata["total"].value
+    assert total >= 3 and failed == total - 1  # every unit but Curie's
+    assert check.description.startswith(f"{failed} of {total} text units failed"), check.description
+    assert "PIPELINE_CHECK_MAX_FAILED_SHARE" in check.description
+    assert check.metadata["limit"].value == 0.2
+    # the asset itself landed (its failures can be inspected); nothing built on it did
+    assert _materialized(instance, "extracted_graph") == 1
+    for downstream in ("entities", "community_reports", "report_embeddings", "index_version"):
+        assert _materialized(instance, downstream) == 0, downstream
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert failure.step_key == "extracted_graph"
+    assert "extraction_failure_share" in failure.step_failure_data.error.message
+
+
+def test_the_run_summary_gives_the_checks_reason(blocked) -> None:
+    from assets.runs import summarize_run
+
+    failures = summarize_run(blocked[1]).failures
+    assert any(
+        "extracted_graph: extraction_failure_share: " in f and "text units failed" in f for f in failures
+    )
+
+
+def test_blocking_checks_are_declared_blocking() -> None:
+    from assets.definitions import defs
+
+    graph = defs.get_repository_def().asset_graph
+    blocking = {
+        (k.asset_key.to_user_string(), k.name)
+        for k in graph.asset_check_keys
+        if graph.get_check_spec(k).blocking
+    }
+    assert blocking == {
+        ("extracted_graph", "extraction_failure_share"),
+        ("entities", "entities_from_corpus"),
+        ("relationships", "relationships_reference_entities"),
+        ("text_unit_embeddings", "vector_dimension_matches_table"),
+        ("report_embeddings", "vector_dimension_matches_table"),
+        ("community_reports", "report_failure_share"),
+        ("community_reports", "citations_resolve"),
+    }
+    warn = next(k for k in graph.asset_check_keys if k.name == "no_failed_extractions")
+    assert not graph.get_check_spec(warn).blocking
