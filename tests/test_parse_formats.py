@@ -54,6 +54,43 @@ def test_docx_headings_tables_and_alt_text() -> None:
     assert parsed.layout.pages == []  # a .docx has no physical pages until it is laid out
 
 
+def test_docx_pages_break_where_the_file_says() -> None:
+    """Explicit page breaks, pageBreakBefore, and Word's rendered break inside a paragraph each start a
+    page; an explicit break followed by Word's rendered mark for the same place makes one page."""
+    import docx
+    from docx.oxml import OxmlElement
+
+    document = docx.Document()
+    document.add_heading("Installation", level=1)
+    document.add_paragraph("Run the first installer.")
+    document.add_page_break()  # a paragraph holding <w:br w:type="page"/>
+    second = document.add_paragraph("Page two opens here.")
+    second.runs[0]._r.insert(0, OxmlElement("w:lastRenderedPageBreak"))  # Word's mark, same place
+    split = document.add_paragraph("The end of page two ")
+    run = split.add_run("and the start of page three.")
+    run._r.insert(0, OxmlElement("w:lastRenderedPageBreak"))
+    fourth = document.add_paragraph("Page four stands alone.")
+    fourth.paragraph_format.page_break_before = True
+    out = io.BytesIO()
+    document.save(out)
+
+    parsed = parse_bytes(out.getvalue(), "docx")
+    text, pages = parsed.text, parsed.layout.pages
+    assert [p.number for p in pages] == [1, 2, 3, 4]
+    assert text[pages[0].start : pages[0].end].split() == [
+        "Installation",
+        "Run",
+        "the",
+        "first",
+        "installer.",
+    ]
+    assert text[pages[1].start :].startswith("Page two opens here.")
+    assert text[pages[1].start : pages[1].end].rstrip().endswith("The end of page two")
+    assert text[pages[2].start :].startswith("and the start of page three.")
+    assert text[pages[3].start :].startswith("Page four stands alone.")
+    assert parsed.layout.page_at(text.index("Installation")) == 1
+
+
 def test_pptx_slides_are_pages_with_titles_tables_pictures_and_notes() -> None:
     import pptx
     from pptx.util import Inches

@@ -197,6 +197,17 @@ class Builder:
         """The next text belongs to page `number`."""
         self._pages.append((number, self._len + (2 if self._len else 0)))
 
+    def pages_at(self, starts: list[int]) -> None:
+        """Pages 1, 2, ... starting at these offsets of the text (a format that marks page breaks inside
+        its flowing text, as Word does); breaks at the same offset, or with no text after them, make
+        no empty page."""
+        text_len = self._len
+        kept: list[int] = []
+        for start in sorted(starts):
+            if start < text_len and (not kept or start > kept[-1]):
+                kept.append(start)
+        self._pages = [(number, start) for number, start in enumerate(kept, 1)]
+
     def build(self, fmt: str, title: str | None = None) -> Parsed:
         text = "".join(self._parts)
         pages = []

@@ -2,7 +2,10 @@
 
 - Word: the body in order, paragraphs and tables; `Heading N` and `Title` styles open sections; a table
   row is one tab-separated line; a picture gives its alt text (`descr`), a caption is a paragraph like
-  any other. A .docx has no physical pages until it is laid out, so it has no page map.
+  any other. A .docx has no physical pages until it is laid out; its page map is where the file itself
+  says pages break: explicit page breaks, `pageBreakBefore` paragraphs, and the `lastRenderedPageBreak`
+  marks Word leaves where its last layout broke pages. A file with none (most generated ones) has no
+  page map.
 - PowerPoint: each slide is a page; its title placeholder opens a level-1 section; shapes are read top
   to bottom, left to right; tables row by row; pictures by their alt text; speaker notes follow the
   slide's text.
@@ -45,6 +48,35 @@ def _alt_texts(element) -> list[str]:
     return out
 
 
+def _breaks(paragraph) -> list[str]:
+    """The paragraph's text before each page break inside it, in order (empty: the page starts with the
+    paragraph). Word marks an explicit break and the rendered break after it both; `_pages` merges them."""
+    out = []
+    if paragraph.find(f"{_W}pPr/{_W}pageBreakBefore") is not None:
+        out.append("")
+    before: list[str] = []
+    for el in paragraph.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}lastRenderedPageBreak"):
+        if el.tag == f"{_W}t":
+            before.append(el.text or "")
+        elif el.tag == f"{_W}tab":
+            before.append("\t")
+        elif el.tag == f"{_W}lastRenderedPageBreak" or el.get(f"{_W}type") == "page":
+            out.append("".join(before))
+    return out
+
+
+def _break_offset(text: str, before: str) -> int:
+    """Where in the paragraph's cleaned `text` the page breaks, given the raw text `before` the break:
+    at a word boundary, since the chunker cuts at page starts."""
+    head = _clean(before)
+    if not head or not text.startswith(head):
+        return 0
+    k = len(head)
+    while k < len(text) and text[k].isspace():
+        k += 1
+    return k
+
+
 def parse_docx(data: bytes) -> Parsed:
     import docx
     from docx.table import Table
@@ -55,23 +87,28 @@ def parse_docx(data: bytes) -> Parsed:
     except Exception as exc:  # python-docx raises KeyError, ValueError, BadZipFile... for broken packages
         raise ParseError("corrupt", f"not a readable Word document: {type(exc).__name__}: {exc}") from None
     b = Builder()
+    breaks: list[int] = []  # offsets where a page starts, after the first
     for child in document.element.body.iterchildren():
         if child.tag == f"{_W}p":
             para = Paragraph(child, document)
             style = (para.style.name if para.style is not None else "") or ""
             text = _clean(para.text)
             heading = _HEADING_STYLE.match(style)
+            at = b.offset + (2 if b.offset else 0)  # where this paragraph's text will start
             if heading and text:
                 b.heading(int(heading.group(1)), text)
             elif style.lower() == "title" and text:
                 b.heading(1, text)
             elif text:
                 b.add(text)
+            breaks += [at + _break_offset(text, before) for before in _breaks(child)]
             for alt in _alt_texts(child):
                 b.add(_clean(alt))
         elif child.tag == f"{_W}tbl":
             table = Table(child, document)
             b.add(_row_lines([c.text for c in row.cells] for row in table.rows))
+    if breaks:
+        b.pages_at([0, *breaks])
     title = (document.core_properties.title or "").strip() or None
     return b.build("docx", title)
 
