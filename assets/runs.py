@@ -51,16 +51,18 @@ def summarize_run(result: Any, on_event: Callable[[str], None] | None = None) ->
         steps.append(StepSummary(m.asset_key.to_user_string(), meta))
         if on_event:
             on_event(f"materialized {m.asset_key.to_user_string()}")
+    # A step stopped by a failed blocking check fails with only the check's name; its reason (the count
+    # and the first causes) is on the check's evaluation, so that is what the step's failure says.
+    blocked: dict[str, list[str]] = {}
+    for e in result.all_events:
+        evaluation = e.event_specific_data if e.event_type_value == "ASSET_CHECK_EVALUATION" else None
+        if evaluation is not None and not evaluation.passed and evaluation.blocking:
+            blocked.setdefault(e.step_key, []).append(evaluation.description or evaluation.check_name)
     failures = [
-        f"{e.step_key}: {_failure_message(e.step_failure_data)}"
+        f"{e.step_key}: "
+        + ("; ".join(blocked[e.step_key]) if e.step_key in blocked else _failure_message(e.step_failure_data))
         for e in result.all_events
         if e.is_step_failure
-    ]
-    # A failed blocking check fails its step with only the check's name; its reason is on the evaluation.
-    failures += [
-        f"{c.asset_key.to_user_string()}: {c.check_name}: {c.description or 'failed'}"
-        for c in result.get_asset_check_evaluations()
-        if not c.passed and c.blocking and c.severity.value == "ERROR"
     ]
     return IndexRunResult([result.run_id], result.success, steps, failures)
 

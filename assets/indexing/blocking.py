@@ -64,7 +64,7 @@ def _share(name: str, loss: Loss | None, limit: float, what: str) -> Check:
     else:
         first = " | ".join(loss.reasons[:3]) if loss is not None else ""
         reason = (
-            f"{failed} of {total} {what} failed ({share:.0%}, more than the {limit:.0%} allowed by "
+            f"{loss.summary() if loss else what} ({share:.0%}, more than the {limit:.0%} allowed by "
             f"PIPELINE_CHECK_MAX_FAILED_SHARE): downstream assets of this namespace were not materialized. "
             f"First reasons: {first or 'none recorded'}"
         )
