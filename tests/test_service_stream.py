@@ -326,3 +326,16 @@ def test_a_stream_past_its_deadline_ends_with_one_error_event(waiting: tuple[Que
     assert error["status"] == 504 and error["code"] == "deadline_exceeded"
     assert limiter.wait_free(principal.key_id)
     assert STEPS.stopped == ["cancelled"]
+
+
+@pytest.mark.parametrize("kind", ["basic", "local", "global"])
+def test_an_offline_answer_is_sent_line_by_line_as_its_writer_chooses_it(
+    client: httpx.Client,  # noqa: F811
+    kind: str,
+) -> None:
+    # The writers' own lines (a theme, a cited sentence), not the fallback's sentence split after the
+    # search: each delta is one whole line of the final answer.
+    streamed = client.post(f"/v1/query/{kind}", json={**BODIES[kind], "stream": True}, headers=auth(KEY_A))
+    events = parse(streamed.text)
+    answer = events[-1][1]["result"]["answer"]
+    assert [d["text"] for k, d in events if k == ev.DELTA] == answer.splitlines(keepends=True)

@@ -14,6 +14,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.common.events import Sink
 from pipeline.query.common.options import require_counts, require_level
 from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.token_budget import pack, prompt_budget
@@ -97,9 +98,10 @@ class MapResult:
 class GlobalTasks:
     """Map and reduce asked of the engine (which scores with the embedder offline), with call counts."""
 
-    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None, events: Sink | None = None) -> None:
         self.engine = engine
         self.embedder = embedder
+        self.events = events  # who hears the reduce's answer as it is written (a streaming door)
         self.map_calls = 0
         self.reduce_calls = 0
         self.rate_calls = 0
@@ -138,7 +140,7 @@ class GlobalTasks:
         self, request: ReduceRequest, deadline: float | None, cancel: CancelSignal | None
     ) -> ReduceAnswer:
         self.reduce_calls += 1
-        return await self.engine.run(REDUCE, request, deadline=deadline, cancel=cancel)
+        return await self.engine.run(REDUCE, request, deadline=deadline, cancel=cancel, events=self.events)
 
 
 async def run_map(

@@ -133,7 +133,7 @@ async def global_search_async(
     scope: QueryScope, question: str, config: GlobalSearchConfig = DEFAULT_CONFIG
 ) -> GlobalSearchResult:
     started = start_clock(question)
-    tasks = GlobalTasks(scope.engine, scope.embedder)
+    tasks = GlobalTasks(scope.engine, scope.embedder, scope.events)
     deadline, cancel = scope.deadline, scope.cancel
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
     tasks.begin("rate")

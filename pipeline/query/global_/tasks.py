@@ -348,7 +348,10 @@ async def _model_map(request: MapRequest, ctx: TaskContext) -> MapAnswer:
 
 
 async def _offline_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAnswer:
-    return offline_reduce(request)
+    reduced = offline_reduce(request)
+    for line in reduced.answer.splitlines(keepends=True):  # a streaming door shows it theme by theme
+        ctx.written(line)
+    return reduced
 
 
 async def _model_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAnswer:
