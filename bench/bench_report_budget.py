@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT))
 BUDGETS = (1000, 1500, 2000, 2500, 3000, 4000, 6000, 8000)
 
 
-def measure(storage: Path, namespace: str, budgets: tuple[int, ...]) -> dict:
+def measure(
+    storage: Path, namespace: str, budgets: tuple[int, ...], parent_budget: int | None = None
+) -> dict:
     from pipeline.core import schema
     from pipeline.engine.offline import OfflineEngine
     from pipeline.io.store import NamespaceStore
@@ -51,7 +53,7 @@ def measure(storage: Path, namespace: str, budgets: tuple[int, ...]) -> dict:
     for budget in budgets:
         run = build_reports(
             communities, entities, relationships, covariates, OfflineEngine(),
-            budget=budget, parent_budget=budget, parents_from_children=True,
+            budget=budget, parent_budget=parent_budget or budget, parents_from_children=True,
             min_entities=settings.report_min_entities, min_claims=settings.report_min_entities,
         )  # fmt: skip
         model = [r for r in run.reports.to_pylist() if r["method"] != EXTRACTIVE]
@@ -69,6 +71,7 @@ def measure(storage: Path, namespace: str, budgets: tuple[int, ...]) -> dict:
             "leaf_model_reports": sum(not r["children"] for r in model),
             "context_tokens": sum(r["context_tokens"] for r in model),
             "leaf_context_tokens": sum(r["context_tokens"] for r in model if not r["children"]),
+            "parent_budget": parent_budget or budget,
             "held_share": round(held["all"][0] / max(held["all"][1], 1), 4),
             "leaf_held_share": round(held["leaves"][0] / max(held["leaves"][1], 1), 4),
         }
@@ -81,9 +84,10 @@ def main() -> int:
     parser.add_argument("--storage", type=Path, required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--parent-budget", type=int, default=None, help="fixed; default: each budget")
     args = parser.parse_args()
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    print(json.dumps(measure(args.storage, args.namespace, budgets), indent=2))
+    print(json.dumps(measure(args.storage, args.namespace, budgets, args.parent_budget), indent=2))
     return 0
 
 

@@ -113,7 +113,13 @@ def test_estimate_sends_nothing_and_the_cli_prints_it_as_json(estimated_run):
     before = estimated_run["before"].to_dict()
     printed = dict(estimated_run["cli_json"])
     methods = printed.pop("methods")  # the three methods side by side, the configured one's in full
+    modes = printed.pop("report_modes")  # and each under both report modes (issue 62)
+    assert printed.pop("report_mode") == "eager"
     assert printed == before
+    assert set(modes) == {"eager", "on_demand"} and modes["eager"] == methods
+    assert modes["on_demand"]["nlp"]["calls"] == 0
+    for m in ("standard", "fast"):  # on demand: the top level's model reports only
+        assert modes["on_demand"][m]["calls"] < modes["eager"][m]["calls"]
     assert set(methods) == {"standard", "fast", "nlp"}
     assert methods["standard"]["calls"] == before["total"]["calls"]  # the provider's default: standard
     assert methods["nlp"]["calls"] == 0

@@ -163,3 +163,30 @@ def test_on_musique_nothing_a_report_covered_is_lost_on_the_way_up(musique):
     # The parents read less than GraphRAG's raw rows would send them.
     tokens = lambda run: sum(r["context_tokens"] for r in run.reports.to_pylist() if r["children"])  # noqa: E731
     assert tokens(new) < tokens(old)
+
+
+# ---- reports on demand ----------------------------------------------------------------------------
+class _ModelLikeOffline(OfflineEngine):
+    """The offline writer under a model's identity: reports_by_settings takes the model's path (its
+    budgets, parents from children, PIPELINE_REPORTS) and nothing is sent."""
+
+    def identity(self, task, options=None):
+        from pipeline.ops.reports.models import ReportIdentity
+
+        return ReportIdentity("llm", "127.0.0.1/scripted", "scripted-v1")
+
+
+def test_on_demand_writes_the_top_levels_model_reports_and_eager_fills_in_the_rest():
+    t = two_group_graph().tables()
+    args = (t["communities"], t["entities"], t["relationships"], t["covariates"], _ModelLikeOffline())
+    lazy = reports_by_settings(*args, Settings(reports="on_demand"), previous=None, min_entities=0)
+    rows = {r["community"]: r for r in lazy.reports.to_pylist()}
+    assert {n: r["method"] for n, r in rows.items()} == {0: "llm", 1: EXTRACTIVE, 2: EXTRACTIVE}
+    assert lazy.per_level[1]["deferred"] == 2 and rows[0]["sub_reports"] == [1, 2]
+    # `pipeline index --reports eager` later: the deferred reports and the parent reading them are
+    # written, nothing else is asked again.
+    eager = reports_by_settings(*args, Settings(reports="eager"), previous=lazy.reports, min_entities=0)
+    assert _generated(eager) == {1: (2, 0), 0: (1, 0)}
+    assert {r["method"] for r in eager.reports.to_pylist()} == {"llm"}
+    again = reports_by_settings(*args, Settings(reports="eager"), previous=eager.reports, min_entities=0)
+    assert (again.generated, again.reused) == (0, 3)

@@ -41,7 +41,7 @@ def cmd_index_all(launch: ModuleType) -> int:
 
 def cmd_index_estimate(args: argparse.Namespace) -> int:
     """What the index run would send to the model, counted without sending it (no Dagster)."""
-    from pipeline.index.estimate import estimate_methods
+    from pipeline.index.estimate_methods import estimate_methods
 
     if args.all_namespaces:
         print("error: --estimate takes one --namespace", file=sys.stderr)
@@ -54,6 +54,8 @@ def cmd_index_estimate(args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     if args.method:  # the flag is the setting: every step of the run (and the estimate) reads it
         os.environ["PIPELINE_INDEX_METHOD"] = args.method
+    if args.reports:
+        os.environ["PIPELINE_REPORTS"] = args.reports
     if args.estimate:
         return cmd_index_estimate(args)
     from assets import launch  # dagster loads only for this command
@@ -124,6 +126,12 @@ def add_index_parser(sub: Any, namespace: Callable[[str], str]) -> None:
         help="standard: the model extracts, describes and reports; fast: the NLP graph and model "
         "reports; nlp: no model (default: PIPELINE_INDEX_METHOD, else nlp, or standard with the "
         "openai provider)",
+    )
+    p.add_argument(
+        "--reports",
+        choices=("eager", "on_demand"),
+        help="eager: every model report now (fills in what on_demand left extractive, e.g. nightly); "
+        "on_demand: the top level's only (default: PIPELINE_REPORTS, else eager)",
     )
     p.add_argument(
         "--json",

@@ -81,6 +81,8 @@ def reports_by_settings(
     if engine.identity(REPORT).method != "offline":  # a model's reports: the measured budgets
         budget["budget"] = settings.report_context_tokens
         budget["parent_budget"] = settings.report_parent_context_tokens
+        if settings.reports == "on_demand":  # global search starts from the roots (level 0)
+            budget["model_max_level"] = 0
     return build_reports(
         communities,
         entities,
@@ -121,7 +123,10 @@ def run(ctx: IndexContext) -> StageReport:
         metadata={
             "reports": result.reports.num_rows,
             "generated": result.generated,
-            "extractive_small_communities": sum(s.get("extractive", 0) for s in result.per_level.values()),
+            "extractive_small_communities": sum(
+                s.get("extractive", 0) - s.get("deferred", 0) for s in result.per_level.values()
+            ),
+            "deferred_to_eager": sum(s.get("deferred", 0) for s in result.per_level.values()),
             "reused": result.reused,
             "failed": len(result.failures),
             "from_sub_reports": result.substituted,

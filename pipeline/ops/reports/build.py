@@ -104,13 +104,16 @@ def build_reports(
     min_claims: int = 0,
     parent_budget: int | None = None,
     parents_from_children: bool | None = None,
+    model_max_level: int | None = None,
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring. `min_entities` /
     `min_claims` (0: every community): a community without children that has fewer entities and fewer
     claims gets the extractive report, `method` "extractive", with no engine call.
     `parents_from_children` (default: when a model writes the reports): a community with reported
     children reads them and only the rows they do not cover (`parent_context.py`), within
-    `parent_budget` (default `budget`); else GraphRAG's substitution past the budget (`context.py`)."""
+    `parent_budget` (default `budget`); else GraphRAG's substitution past the budget (`context.py`).
+    `model_max_level` (reports on demand): a community deeper than this gets the extractive report
+    ("deferred" in `per_level`); `pipeline index --reports eager` writes the model's later."""
     started = time.monotonic()
     method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     if parents_from_children is None:
@@ -123,11 +126,14 @@ def build_reports(
         for eid in covariates.column("subject_entity_id").to_pylist():
             claims_of[eid or ""] += 1
 
-    def extractive(c: dict[str, Any]) -> bool:
+    def too_small(c: dict[str, Any]) -> bool:
         if min_entities <= 0 or c["children"]:
             return False
         members = c["entity_ids"] or []
         return len(members) < min_entities and sum(claims_of[e] for e in members) < min_claims
+
+    def extractive(c: dict[str, Any]) -> bool:
+        return too_small(c) or (model_max_level is not None and c["level"] > model_max_level)
 
     digests = RowDigests(graph)
     rows = {c["community"]: c for c in communities.to_pylist()}
@@ -240,6 +246,7 @@ def build_reports(
             }
             stats["generated"] += 1
             stats["extractive"] += small
+            stats["deferred"] += small and not too_small(c)
             stats["substituted"] += bool(ctx.sub_reports)
         if progress:
             progress(level, stats["generated"] + stats["reused"], len(at_level))
