@@ -18,8 +18,11 @@ from assets.partitions import namespace_partitions
     job=index_job,
     cron_schedule="0 2 * * *",
     execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.RUNNING,
-    description="02:00 UTC: one index run per registered namespace partition.",
+    # Stopped by default: the indexing assets' on_cron condition (assets.indexing.automation) says the
+    # same and `reindex_automation_sensor` runs it; kept, by name, for deployments that turned it on.
+    default_status=DefaultScheduleStatus.STOPPED,
+    description="02:00 UTC: one index run per registered namespace partition (the assets' on_cron "
+    "condition does the same; start this only with that sensor stopped).",
 )
 def nightly_reindex(context: ScheduleEvaluationContext) -> list[RunRequest] | SkipReason:
     namespaces = sorted(context.instance.get_dynamic_partitions(namespace_partitions.name))

@@ -27,6 +27,7 @@ from dagster import (
 from assets.indexing.jobs import index_job
 from assets.partitions import namespace_partitions
 from assets.resources import PipelineSettingsResource
+from pipeline.index.stages import GROUP
 from pipeline.ops.incremental import diff_inputs, input_fingerprints
 
 TRIGGER_TAG = "pipeline/trigger"
@@ -41,7 +42,19 @@ query_refresh_sensor = AutomationConditionSensorDefinition(
     description="Declarative automation: saved questions are answered again after a re-index.",
 )
 
+# Evaluates the indexing assets' conditions (`assets.indexing.automation`): the nightly re-index (on_cron,
+# which replaced the hand-built `nightly_reindex` schedule) and eager re-runs below a changed ingest.
+reindex_automation_sensor = AutomationConditionSensorDefinition(
+    "reindex_automation_sensor",
+    target=AssetSelection.groups(GROUP),
+    default_status=DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Declarative automation: the nightly re-index and the chain below changed input documents.",
+)
 
+
+# A sensor, not a condition: a file added to a folder is no asset event Dagster could observe, and a
+# new folder must add its namespace partition before anything can run for it.
 @sensor(
     name="input_root_sensor",
     job=index_job,
