@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_scale import NAMESPACE, QUESTIONS, build_corpus, ensure_sources  # noqa: E402
+from serve_process import start_graphrag_serve  # noqa: E402
 
 MIX = (
     ["basic"] * 8 + ["local"] * 4 + ["auto"] * 2 + ["global"] * 2 + ["drift"] + ["invalid"] * 3
@@ -79,12 +79,6 @@ def corpus_questions(corpus: Path, limit: int = 400) -> list[str]:
     shapes = ("What does the documentation say about {}?", "How is {} used?", "What is {} for?")
     asked = [shapes[i % len(shapes)].format(t) for i, t in enumerate(titles)]
     return (asked + QUESTIONS)[:limit]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keys_file(path: Path, clients: int) -> list[str]:
@@ -189,25 +183,9 @@ def main() -> int:
             index_folder(NAMESPACE, corpus, log=lambda line: print(line, file=sys.stderr, flush=True))
         questions = corpus_questions(corpus) if corpus.is_dir() else list(QUESTIONS)
         keys = keys_file(work / "keys.yaml", args.clients)
-        port = free_port()
         env |= {"PIPELINE_STORAGE_ROOT": str(storage), "PIPELINE_API_KEYS_FILE": str(work / "keys.yaml")}
-        server = subprocess.Popen(
-            [str(ROOT / ".venv" / "bin" / "graphrag-serve"), "--port", str(port), "--log-level", "warning"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=(work / "server.log").open("w"),
-        )
-        base = f"http://127.0.0.1:{port}"
+        server, base = start_graphrag_serve(work, env)
         with httpx.Client(base_url=base, timeout=180.0) as http:
-            for _ in range(600):  # the models load in a few seconds; bounded at 10 minutes
-                if server.poll() is not None:
-                    raise RuntimeError(f"graphrag-serve exited: {(work / 'server.log').read_text()[-2000:]}")
-                try:
-                    if http.get("/readyz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(1)
             for kind in ("basic", "local", "auto", "global", "drift"):  # loads the namespace's tables
                 req = request_for(kind, 0, "What is Python?", keys[0], keys[-1])
                 http.post(req["path"], headers=req["headers"], json=req["json"]).raise_for_status()

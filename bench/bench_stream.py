@@ -22,7 +22,6 @@ bench/results/bench_stream.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -40,6 +39,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from serve_process import start_graphrag_serve  # noqa: E402
 
 NAMESPACE = "demo"
 MODES = ("basic", "local")
@@ -58,14 +60,6 @@ QUESTIONS = [
 TARGET_FIRST_EVENT_P50_MS = 150.0
 TARGET_FIRST_PAINT_MS = 1000.0
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -140,29 +134,13 @@ def start_server(work: Path, storage: Path, keys: list[str]) -> tuple[subprocess
         f"client{i}": {"key_sha256": hash_key(k), "namespaces": [NAMESPACE]} for i, k in enumerate(keys)
     }
     (work / "keys.yaml").write_text(yaml.safe_dump({"tenants": tenants}))
-    port = free_port()
     env = {
         **os.environ,
         "PIPELINE_LLM_PROVIDER": "offline",
         "PIPELINE_STORAGE_ROOT": str(storage),
         "PIPELINE_API_KEYS_FILE": str(work / "keys.yaml"),
     }
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "graphrag-serve"), "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=(work / "server.log").open("w"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=base, timeout=30.0) as http:
-        for _ in range(600):  # the models load in a few seconds; bounded at 10 minutes
-            if server.poll() is not None:
-                raise RuntimeError(f"graphrag-serve exited: {(work / 'server.log').read_text()[-2000:]}")
-            with contextlib.suppress(httpx.TransportError):
-                if http.get("/readyz").status_code == 200:
-                    break
-            time.sleep(1)
-    return server, base
+    return start_graphrag_serve(work, env)
 
 
 def first_paints(base: str, loads: int) -> list[float]:
