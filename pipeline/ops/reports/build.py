@@ -105,6 +105,7 @@ def build_reports(
     parent_budget: int | None = None,
     parents_from_children: bool | None = None,
     model_max_level: int | None = None,
+    write_only: set[int] | None = None,
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring. `min_entities` /
     `min_claims` (0: every community): a community without children that has fewer entities and fewer
@@ -113,7 +114,9 @@ def build_reports(
     children reads them and only the rows they do not cover (`parent_context.py`), within
     `parent_budget` (default `budget`); else GraphRAG's substitution past the budget (`context.py`).
     `model_max_level` (reports on demand): a community deeper than this gets the extractive report
-    ("deferred" in `per_level`); `pipeline index --reports eager` writes the model's later."""
+    ("deferred" in `per_level`); `pipeline index --reports eager` writes the model's later.
+    `write_only` (a query's reports on first use, `on_demand.py`): only these communities may get a
+    model report; the others are written as `model_max_level` would have them (so reused)."""
     started = time.monotonic()
     method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     if parents_from_children is None:
@@ -133,6 +136,8 @@ def build_reports(
         return len(members) < min_entities and sum(claims_of[e] for e in members) < min_claims
 
     def extractive(c: dict[str, Any]) -> bool:
+        if write_only is not None:
+            return too_small(c) or c["community"] not in write_only
         return too_small(c) or (model_max_level is not None and c["level"] > model_max_level)
 
     digests = RowDigests(graph)

@@ -1,0 +1,132 @@
+"""Reports on first use (issue 62): a deferred community's model report is written once under concurrent
+first uses, a failed one is named and nothing is stored, and a cancelled query stores no half report.
+A real OpenAI-compatible scripted server on 127.0.0.1 (`UsageProxy`) counts the calls; real Parquet."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.core import schema
+from pipeline.index.community_reports import index_community_reports
+from pipeline.index.community_reports_on_demand import deferred, write_on_demand
+from pipeline.io.store import NamespaceStore
+from pipeline.ops.reports.build import EXTRACTIVE
+from pipeline.runtime import make_engine
+from pipeline.settings import Settings
+from tests.support.cost_model import ModelLikeModel, UsageProxy, task_of
+from tests.support.env import scoped_env
+from tests.support.graph_tables import two_group_graph
+
+
+class _Responder(ModelLikeModel):
+    """The scripted model; `on_report` runs when a report request arrives (before it is answered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_report: Any = None
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        if task_of(request) == "community_report" and self.on_report is not None:
+            answer = self.on_report(request)
+            if answer is not None:
+                return answer
+        return super().__call__(request)
+
+
+@pytest.fixture
+def lazy_index(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """two_group_graph indexed with PIPELINE_REPORTS=on_demand: community 0's model report, 1 and 2
+    deferred (extractive)."""
+    responder = _Responder()
+    with UsageProxy(responder) as proxy:
+        env = {
+            "PIPELINE_STORAGE_ROOT": str(tmp_path),
+            "PIPELINE_LLM_PROVIDER": "openai",
+            "PIPELINE_LLM_BASE_URL": proxy.base_url,
+            "PIPELINE_LLM_MODEL": "gpt-4o-mini",
+            "PIPELINE_LLM_JSON_MODE": "json_object",
+            "PIPELINE_LLM_MAX_RETRIES": "0",
+            "PIPELINE_REPORT_MIN_ENTITIES": "0",
+            "PIPELINE_REPORTS": "on_demand",
+        }
+        with scoped_env(**env):
+            settings = Settings()
+            store = NamespaceStore.from_settings(settings, "lazy")
+            t = two_group_graph().tables()
+            for name in (schema.COMMUNITIES, schema.ENTITIES, schema.RELATIONSHIPS, schema.COVARIATES):
+                store.write_table(name, t[name])
+            index_community_reports(store, settings, make_engine(settings), min_entities=0)
+            yield {"store": store, "settings": settings, "proxy": proxy, "responder": responder}
+
+
+def _methods(store: NamespaceStore) -> dict[int, str]:
+    rows = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
+    return {r["community"]: r["method"] for r in rows}
+
+
+def test_the_index_defers_the_deeper_reports(lazy_index):
+    store = lazy_index["store"]
+    assert _methods(store) == {0: "llm", 1: EXTRACTIVE, 2: EXTRACTIVE}
+    assert lazy_index["proxy"].calls()["community_report"] == 1
+    assert deferred(store.read_table(schema.COMMUNITY_REPORTS), store.read_table(schema.COMMUNITIES), 0) == {
+        1,
+        2,
+    }
+
+
+def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
+    store, settings, proxy = lazy_index["store"], lazy_index["settings"], lazy_index["proxy"]
+    before = proxy.calls()["community_report"]
+    start = threading.Barrier(8)
+
+    def query(_: int):
+        engine = make_engine(settings)
+        start.wait()
+        return write_on_demand(store, settings, engine, [1])
+
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(query, range(8)))
+    assert proxy.calls()["community_report"] - before == 1
+    assert sorted(len(r.written) for r in runs) == [0] * 7 + [1]
+    assert sum(r.ready == [1] for r in runs) == 7
+    assert _methods(store) == {0: "llm", 1: "llm", 2: EXTRACTIVE}
+    # Stored and reused: a later query asks nothing.
+    later = write_on_demand(store, settings, make_engine(settings), [1, 0])
+    assert later.written == [] and proxy.calls()["community_report"] - before == 1
+
+
+def test_a_failing_report_is_named_and_nothing_is_stored(lazy_index):
+    store, settings = lazy_index["store"], lazy_index["settings"]
+    lazy_index["responder"].on_report = lambda request: "this is not a report"
+    before = store.read_table(schema.COMMUNITY_REPORTS)
+    run = write_on_demand(store, settings, make_engine(settings), [2])
+    assert [f.community for f in run.failures] == [2] and run.written == []
+    assert run.failures[0].error_type and run.failures[0].reason
+    assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
+
+
+def test_a_cancelled_query_stores_no_half_report(lazy_index):
+    store, settings = lazy_index["store"], lazy_index["settings"]
+    cancel = threading.Event()
+    lazy_index["responder"].on_report = lambda request: cancel.set()  # given up while the model writes
+    before = store.read_table(schema.COMMUNITY_REPORTS)
+    run = write_on_demand(store, settings, make_engine(settings), [1, 2], cancelled=cancel.is_set)
+    assert run.cancelled and run.written == []
+    assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
+    assert lazy_index["proxy"].calls()["community_report"] == 2  # the index's and the abandoned one
+
+
+def test_the_report_budget_and_deadline_bound_what_a_query_writes(lazy_index):
+    store, settings = lazy_index["store"], lazy_index["settings"]
+    run = write_on_demand(store, settings, make_engine(settings), [1, 2], max_reports=1)
+    assert run.written == [1] and run.skipped == [2]
+    late = write_on_demand(store, settings, make_engine(settings), [2], deadline=0.0)
+    assert late.written == [] and late.skipped == [2]
+    assert json.loads(json.dumps(_methods(store))) == {"0": "llm", "1": "llm", "2": EXTRACTIVE}
