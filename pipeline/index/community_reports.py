@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
@@ -51,6 +51,14 @@ def index_community_reports(
     store.write_table(schema.COMMUNITY_REPORTS, run.reports)
     store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
     return run
+
+
+def replace_report(store: NamespaceStore, row: dict[str, Any]) -> None:
+    """Store one community's report in place of the one stored (a deferred report written on first use,
+    `community_reports_on_demand.py`, which serializes the callers)."""
+    current = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
+    merged = [row if r["community"] == row["community"] else r for r in current]
+    store.write_table(schema.COMMUNITY_REPORTS, tables.to_table(merged, schema.COMMUNITY_REPORTS_SCHEMA))
 
 
 def report_budget(settings: Any) -> dict[str, Any]:

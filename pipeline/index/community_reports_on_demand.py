@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from pipeline.core import schema, tables
 from pipeline.engine.base import Engine
-from pipeline.index.community_reports import report_budget
+from pipeline.index.community_reports import replace_report, report_budget
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import EXTRACTIVE, ReportFailure, build_reports
 
@@ -105,11 +105,7 @@ def write_on_demand(
                 out.cancelled = True
                 break
             with _lock(*key):
-                current = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
-                merged = [row if r["community"] == n else r for r in current]
-                store.write_table(
-                    schema.COMMUNITY_REPORTS, tables.to_table(merged, schema.COMMUNITY_REPORTS_SCHEMA)
-                )
+                replace_report(store, row)
             out.written.append(n)
     return out
 
