@@ -12,7 +12,9 @@ community with reported children always reads:
   reported child (or that a child's trimmed context left out) and their claims, filled by the leaf
   rules (`context._fill`) in the room the children leave.
 
-Children go in largest first while they fit; one that does not fit gives its rows back to the pool.
+Every child goes in: when their lines do not all fit, each summary is cut to an equal share of the room
+(headlines dropped); only past that do the largest go in first while they fit, and one left out gives
+its rows back to the pool.
 What a report's context covered (`Coverage`) is its own rows plus its children's coverage, so nothing
 a leaf's context held is dropped on the way up (tests/test_reports_parents.py).
 
@@ -22,8 +24,9 @@ Leaves, and every report of the offline engine, keep `context.build_context`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from pipeline.core.tokens import get_encoding
 from pipeline.ops.reports.context import (
     BRIEF_REPORTS_HEADER,
     ChildInfo,
@@ -84,12 +87,8 @@ def build_parent_context(
         brief=True,
     )
     room = budget - graph.header_tokens - graph.count(BRIEF_REPORTS_HEADER)
-    kept: list[tuple[ChildInfo, Coverage]] = []
-    for child, cover in sorted(children, key=lambda c: (-c[0].report.size, c[0].report.community)):
-        cost = graph.count_row(brief_report_line(child.report, graph.encoding))
-        if cost <= room:
-            kept.append((child, cover))
-            room -= cost
+    kept = _fit_children(graph, children, room)
+    room -= sum(graph.count_row(brief_report_line(c.report, graph.encoding)) for c, _ in kept)
     covered = Coverage()
     for _, cover in kept:
         covered.merge(cover)
@@ -103,6 +102,42 @@ def build_parent_context(
     picked += _loose_claims(graph, pool, picked, room)
     _finish(graph, context, picked, budget)
     return context
+
+
+def _fit_children(
+    graph: GraphData, children: Sequence[tuple[ChildInfo, Coverage]], room: int
+) -> list[tuple[ChildInfo, Coverage]]:
+    """Every child when their lines fit; else each child's summary cut to an equal share of the room
+    (its headlines dropped) so that none is left out; only past that, the largest first while they fit."""
+    ordered = sorted(children, key=lambda c: (-c[0].report.size, c[0].report.community))
+
+    def cost(items: list[tuple[ChildInfo, Coverage]]) -> int:
+        return sum(graph.count_row(brief_report_line(c.report, graph.encoding)) for c, _ in items)
+
+    if cost(ordered) <= room or not ordered:
+        return ordered
+    share = room // len(ordered)
+    shortened = []
+    for child, cover in ordered:
+        title = graph.count_row(
+            brief_report_line(child.report.model_copy(update={"summary": "", "findings": []}), graph.encoding)
+        )
+        words = _cut(child.report.summary, max(share - title - 2, 0), graph.encoding)
+        report = child.report.model_copy(update={"summary": words, "findings": []})
+        shortened.append((replace(child, report=report), cover))
+    kept, used = [], 0
+    for child, cover in shortened:
+        t = graph.count_row(brief_report_line(child.report, graph.encoding))
+        if used + t <= room:
+            kept.append((child, cover))
+            used += t
+    return kept
+
+
+def _cut(text: str, tokens: int, encoding: str) -> str:
+    enc = get_encoding(encoding)
+    ids = enc.encode(text, disallowed_special=())
+    return text if len(ids) <= tokens else enc.decode(ids[:tokens]).rstrip() + " ..."
 
 
 def _loose_claims(graph: GraphData, pool: _Pool, picked: list[_Item], room: int) -> list[_Item]:
