@@ -29,9 +29,19 @@ class PipelineSettingsResource(ConfigurableResource):
     encoding: str | None = None
     max_document_bytes: int | None = None
     index_method: str | None = None  # standard | fast | nlp (pipeline.runtime.stage_forms)
+    # The model by name and the *name* of the variable holding its key, never the key: resource config
+    # is shown in the UI.
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key_env: str | None = None
+    # Not settings: which namespaces (folders under input_root) the input-root sensor watches (None:
+    # all), and the saved questions answered after each re-index when a run's config names none.
+    namespaces: list[str] | None = None
+    saved_questions: list[str] | None = None
 
     def get_settings(self) -> Settings:
-        return load_settings(**self.model_dump())
+        return load_settings(**self.model_dump(exclude={"namespaces", "saved_questions"}))
 
     def store(self, namespace: str) -> NamespaceStore:
         return NamespaceStore.from_settings(self.get_settings(), namespace)
@@ -46,6 +56,6 @@ class EmbedderResource(ConfigurableResource):
         return cached_embedder(self.settings.get_settings())
 
 
-def default_resources() -> dict[str, Any]:
-    settings = PipelineSettingsResource()
+def default_resources(**overrides: Any) -> dict[str, Any]:
+    settings = PipelineSettingsResource(**overrides)
     return {"pipeline_settings": settings, "embedder": EmbedderResource(settings=settings)}

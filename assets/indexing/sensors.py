@@ -67,7 +67,8 @@ def input_root_sensor(
 ) -> SensorResult:
     root = pipeline_settings.get_settings().input_root
     previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    current = input_fingerprints(root)
+    watched = pipeline_settings.namespaces
+    current = {ns: f for ns, f in input_fingerprints(root).items() if watched is None or ns in watched}
     changes = diff_inputs(previous, current)
     cursor = json.dumps(current, sort_keys=True)
     for ns in changes.removed:

@@ -76,7 +76,9 @@ def _answer_saved(
     settings = pipeline_settings.get_settings()
     engine = step_engine(context, settings)
     store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file, default=())
+    questions = load_questions(
+        config.questions, config.questions_file, default=tuple(pipeline_settings.saved_questions or ())
+    )
     cfg = _config(mode, config, settings)
     return write(store, questions, engine, embedder.get_embedder(), cfg), engine, cfg, started
 
@@ -122,7 +124,8 @@ def global_map_batches(
     started = time.monotonic()
     engine = step_engine(context, pipeline_settings.get_settings())
     store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(config.questions, config.questions_file)
+    saved = tuple(pipeline_settings.saved_questions or ())
+    questions = load_questions(config.questions, config.questions_file, *([saved] if saved else []))
     table, selection = write_global_batches(
         store, questions, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
     )
