@@ -75,7 +75,7 @@ class Automation(Model):
 
     on_new_files: bool = Field(
         default=True,
-        description="Watch <input>/<namespace>/ and run a namespace's index when its files are added, "
+        description="Watch `<input>/<namespace>/` and run a namespace's index when its files are added, "
         "changed or deleted (the input_root_sensor); a new folder adds its namespace.",
     )
     cron: str | None = Field(

@@ -1,0 +1,112 @@
+"""docs/component.md rendered from the `GraphRAGIndex` model: the three steps to add an index to a
+Dagster project, then every field of its defs.yaml (name, type, default, description) as the model
+declares them, so the reference cannot drift from the code (`docs/gen_component.py`, tests/test_docs)."""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from assets.component import GraphRAGIndex
+
+INTRO = """# Add GraphRAG to your Dagster project
+
+A GraphRAG index of a folder of documents is one component, `assets.component.GraphRAGIndex`, declared
+in a `defs.yaml` of a [`dg`](https://docs.dagster.io/guides/labs/dg) project. Loading it gives the
+same namespace-partitioned assets, checks, jobs, sensors and saved-question assets as this repository's
+own code location (which is built by the same component).
+
+## 1. Install
+
+Add this package to the project's dependencies and install it into the project's environment, e.g. from
+a checkout:
+
+```bash
+uv add --editable /path/to/graphrag-dagster   # or: pip install -e /path/to/graphrag-dagster
+dg list components | grep GraphRAGIndex       # dg finds it through the package's entry point
+```
+
+## 2. Scaffold
+
+```bash
+dg scaffold defs assets.component.GraphRAGIndex my_corpus \\
+  --json-params '{"input": "data", "namespaces": ["books"], "storage": ".graphrag/storage"}'
+dg check defs
+```
+
+This writes `src/<project>/defs/my_corpus/defs.yaml`; `data/books/` holds the documents of namespace
+`books`. Every field is listed below; the model's key is never written in the file, only the name of
+the variable that holds it (`llm.api_key_env`).
+
+## 3. Run
+
+```bash
+dg dev
+```
+
+In the UI, materialize a `namespace` partition of `index_namespace`, or let the `input_root_sensor`
+index a folder when its files change and `reindex_automation_sensor` re-index on the cron. Blocking
+checks stop a namespace's run where its index went bad (extraction or reports failing past
+`PIPELINE_CHECK_MAX_FAILED_SHARE`, no entities, a vector dimension unlike the table's, dangling
+relationships, unresolved citations), with the reason on the check.
+
+One `GraphRAGIndex` per code location: asset keys and the `namespace` partitions are global.
+
+## defs.yaml reference
+
+Generated from the model (`python docs/gen_component.py`, run by `make config-docs`).
+"""
+
+
+def _type(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        inner = " \\| ".join(_type(a) for a in kept)
+        return f"{inner} (optional)" if len(kept) < len(args) else inner
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a}`" for a in args)
+    if origin is list:
+        return f"list of {_type(args[0])}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "mapping"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        value = field.default_factory()
+        value = value.model_dump() if isinstance(value, BaseModel) else value
+    elif field.default is PydanticUndefined:
+        return "(required)"
+    else:
+        value = field.default
+    return "(unset)" if value is None else f"`{json.dumps(value)}`"
+
+
+def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(dotted field, type, default, description) for every field, nested models' fields after their own."""
+    out = []
+    for name, field in model.model_fields.items():
+        out.append((prefix + name, _type(field.annotation), _default(field), field.description or ""))
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            out.extend(rows(annotation, f"{prefix}{name}."))
+    return out
+
+
+PIPE = "\\|"  # a literal | inside a Markdown table cell
+
+
+def render() -> str:
+    lines = [INTRO, "| Field | Type | Default | Description |", "|---|---|---|---|"]
+    for name, kind, default, description in rows(GraphRAGIndex):
+        cell = description.replace("|", PIPE)
+        lines.append(f"| `{name}` | {kind} | {default} | {cell} |")
+    return "\n".join(lines) + "\n"
