@@ -156,3 +156,88 @@ def test_blocking_checks_are_declared_blocking() -> None:
     }
     warn = next(k for k in graph.asset_check_keys if k.name == "no_failed_extractions")
     assert not graph.get_check_spec(warn).blocking
+
+
+# ---- each blocking check on a real index (the sample book), broken one way at a time -----------------
+
+
+@pytest.fixture
+def book(tmp_path, sample_book):
+    """A copy of the sample book's index and its context."""
+    import shutil
+
+    from pipeline.index.context import IndexContext
+    from pipeline.settings import load_settings
+
+    shutil.copytree(sample_book / "demo", tmp_path / "demo")
+    return IndexContext.build("demo", load_settings(storage_root=str(tmp_path)))
+
+
+def _check(asset: str, report, ctx, name: str):
+    from assets.indexing.blocking import blocking_checks
+
+    return next(c for c in blocking_checks(asset, report, ctx) if c.name == name)
+
+
+def test_each_check_passes_on_a_sound_index(book) -> None:
+    from pipeline.index.report import StageReport
+
+    assert _check("entities", StageReport(rows=5), book, "entities_from_corpus").passed
+    assert _check(
+        "text_unit_embeddings",
+        StageReport(rows=1, metadata={"dimension": 384}),
+        book,
+        "vector_dimension_matches_table",
+    ).passed
+    citations = _check("community_reports", StageReport(rows=1), book, "citations_resolve")
+    assert citations.passed and citations.metadata["cited"] > 0
+
+
+def test_no_entities_from_a_non_empty_corpus_blocks(book) -> None:
+    from pipeline.index.report import StageReport
+
+    check = _check("entities", StageReport(rows=0), book, "entities_from_corpus")
+    assert not check.passed and "no entity was extracted from" in check.metadata["reason"]
+
+
+def test_a_vector_dimension_unlike_the_tables_blocks(book) -> None:
+    from pipeline.index.report import StageReport
+
+    for asset, tables in (("text_unit_embeddings", "text_units"), ("report_embeddings", "community_reports")):
+        check = _check(
+            asset, StageReport(rows=1, metadata={"dimension": 768}), book, "vector_dimension_matches_table"
+        )
+        assert (
+            not check.passed
+            and "dimension 768" in check.metadata["reason"]
+            and tables in check.metadata["reason"]
+        )
+
+
+def test_citations_naming_missing_rows_block(book) -> None:
+    import pyarrow.parquet as pq
+
+    from pipeline.index.report import StageReport
+
+    path = book.store.parquet_path("entities")
+    entities = pq.read_table(str(path))
+    pq.write_table(entities.slice(1), str(path))  # the first entity is gone; reports still cite it
+    check = _check("community_reports", StageReport(rows=1), book, "citations_resolve")
+    assert not check.passed and check.metadata["unresolved"] >= 1
+    assert "citations name rows that do not exist" in check.metadata["reason"]
+
+
+def test_reports_failing_past_the_share_block(book) -> None:
+    from pipeline.index.report import Loss, StageReport
+
+    loss = Loss(
+        "community_reports", "community reports", total=10, failed=3, reasons=["timeout"], max_share=0.5
+    )
+    check = _check("community_reports", StageReport(rows=7, loss=loss), book, "report_failure_share")
+    assert (
+        not check.passed and "community_reports: 3 of 10 community reports failed" in check.metadata["reason"]
+    )
+    ok = Loss(
+        "community_reports", "community reports", total=10, failed=2, reasons=["timeout"], max_share=0.5
+    )
+    assert _check("community_reports", StageReport(rows=8, loss=ok), book, "report_failure_share").passed
