@@ -22,7 +22,8 @@ from pipeline.io.store import NamespaceStore
 DOCS = {
     "cats1.txt": "The cat sat on the mat and purred in the warm afternoon sun.",
     "cats2.txt": "A cat was sitting on the mat, purring in the warm afternoon sunshine.",
-    "rockets.txt": "The rocket engine burned liquid oxygen and kerosene during the launch to orbit.",
+    # Named things for the entity stage: a corpus that yields no entity fails its blocking check (issue 61).
+    "rockets.txt": "The NASA rocket engine burned liquid oxygen and kerosene during the launch from Florida.",
     "bread.txt": "Knead the dough for ten minutes, then let the bread rise before baking it.",
 }
 
