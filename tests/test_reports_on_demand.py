@@ -130,3 +130,25 @@ def test_the_report_budget_and_deadline_bound_what_a_query_writes(lazy_index):
     late = write_on_demand(store, settings, make_engine(settings), [2], deadline=0.0)
     assert late.written == [] and late.skipped == [2]
     assert json.loads(json.dumps(_methods(store))) == {"0": "llm", "1": "llm", "2": EXTRACTIVE}
+
+
+def test_a_querys_pinned_view_still_writes_once(lazy_index):
+    """A query reads the last committed version's frozen files; its first uses still see each other's
+    writes (they go through the current files)."""
+    from pipeline.io.manifest import commit_manifest
+
+    store, settings, proxy = lazy_index["store"], lazy_index["settings"], lazy_index["proxy"]
+    commit_manifest(store)
+    before = proxy.calls()["community_report"]
+    start = threading.Barrier(8)
+
+    def query(_: int):
+        view, engine = store.pinned(), make_engine(settings)
+        assert view.manifest is not None
+        start.wait()
+        return write_on_demand(view, settings, engine, [2])
+
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(query, range(8)))
+    assert proxy.calls()["community_report"] - before == 1
+    assert sum(len(r.written) for r in runs) == 1 and _methods(store)[2] == "llm"

@@ -78,6 +78,10 @@ def write_on_demand(
     """Write the deferred model reports of `wanted` (deepest first), by the rules in the docstring.
     `deadline`: `time.monotonic()` past which no report is started."""
     out = OnDemandRun()
+    if store.manifest is not None:
+        # A query's view reads the last committed run's frozen files: the lock's re-read and the table's
+        # read-modify-write must see what other callers wrote since, so they go to the current files.
+        store = NamespaceStore(store.storage, store.namespace, store.keep_versions)
     communities = store.read_table(schema.COMMUNITIES)
     levels = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "level")), strict=True))
     todo = deferred(store.read_table(schema.COMMUNITY_REPORTS), communities, settings.report_min_entities)
