@@ -190,3 +190,30 @@ def test_on_demand_writes_the_top_levels_model_reports_and_eager_fills_in_the_re
     assert {r["method"] for r in eager.reports.to_pylist()} == {"llm"}
     again = reports_by_settings(*args, Settings(reports="eager"), previous=eager.reports, min_entities=0)
     assert (again.generated, again.reused) == (0, 3)
+
+
+def test_a_graphrag_import_fingerprints_a_models_parents_as_the_reports_step_does():
+    """An imported index re-indexed with a model reuses the imported reports: the import's fingerprints
+    are the reports step's, parents from their children included."""
+    from pipeline.index.community_reports import report_budget
+    from pipeline.interop.ms_graphrag_reports import community_fingerprints
+    from pipeline.ops.reports.context import GraphData
+
+    g = two_group_graph()
+    t = g.tables()
+    engine, settings = _ModelLikeOffline(), Settings()
+    run = reports_by_settings(
+        t["communities"], t["entities"], t["relationships"], t["covariates"], engine, settings,
+        previous=None, min_entities=0,
+    )  # fmt: skip
+    budget = report_budget(settings, engine.identity(None))
+    imported = community_fingerprints(
+        {c["community"]: c for c in t["communities"].to_pylist()},
+        GraphData(t["entities"], t["relationships"], t["covariates"], budget["encoding"]),
+        {0, 1, 2},
+        engine.identity(None),
+        budget=budget["budget"],
+        max_words=budget["max_words"],
+        parent_budget=budget["parent_budget"],
+    )
+    assert imported == {r["community"]: r["fingerprint"] for r in run.reports.to_pylist()}

@@ -61,9 +61,18 @@ def replace_report(store: NamespaceStore, row: dict[str, Any]) -> None:
     store.write_table(schema.COMMUNITY_REPORTS, tables.to_table(merged, schema.COMMUNITY_REPORTS_SCHEMA))
 
 
-def report_budget(settings: Any) -> dict[str, Any]:
+def report_budget(settings: Any, identity: Any = None) -> dict[str, Any]:
     """The settings' report budget as `build_reports` and the GraphRAG import's `convert` take it: both
-    must read the same, as a report's fingerprint holds it (else an imported report is written again)."""
+    must read the same, as a report's fingerprint holds it (else an imported report is written again).
+    `identity` (the engine's `REPORT` identity): a model's reports have their own budgets, and their
+    parents are written from their children's reports (`parent_budget`)."""
+    if identity is not None and identity.method != "offline":
+        return {
+            "budget": settings.report_context_tokens,
+            "parent_budget": settings.report_parent_context_tokens,
+            "max_words": settings.report_max_words,
+            "encoding": settings.encoding,
+        }
     return {
         "budget": settings.report_max_input_tokens,
         "max_words": settings.report_max_words,
@@ -85,12 +94,10 @@ def reports_by_settings(
 ) -> ReportsRun:
     """`build_reports` under the settings' report options: the stage and its estimate
     (`pipeline.index.estimate`) build the same reports."""
-    budget = report_budget(settings)
-    if engine.identity(REPORT).method != "offline":  # a model's reports: the measured budgets
-        budget["budget"] = settings.report_context_tokens
-        budget["parent_budget"] = settings.report_parent_context_tokens
-        if settings.reports == "on_demand":  # global search starts from the roots (level 0)
-            budget["model_max_level"] = 0
+    identity = engine.identity(REPORT)
+    budget = report_budget(settings, identity)
+    if identity.method != "offline" and settings.reports == "on_demand":
+        budget["model_max_level"] = 0  # global search starts from the roots (level 0)
     return build_reports(
         communities,
         entities,

@@ -91,11 +91,8 @@ def import_graphrag(ctx: IndexContext, source: str | Path) -> ImportResult:
     settings, store = ctx.settings, ctx.store
     output = read_output(source)
     ctx.log(f"read Microsoft GraphRAG {output.version} output from {output.folder}")
-    converted = convert(
-        output,
-        ctx.engine.identity(REPORT),  # as the reports step fingerprints
-        **report_budget(settings),
-    )
+    identity = ctx.engine.identity(REPORT)  # as the reports step fingerprints
+    converted = convert(output, identity, **report_budget(settings, identity))
     _warm_cache(ctx, converted)
     for name in WRITE_ORDER:
         store.write_table(name, converted.tables[name])

@@ -163,6 +163,7 @@ def convert(
     budget: int,
     max_words: int,
     encoding: str,
+    parent_budget: int | None = None,
 ) -> Converted:
     """Every table of `output` in our schemas (module docstring)."""
     stats = ConvertStats()
@@ -278,6 +279,7 @@ def convert(
         budget=budget,
         max_words=max_words,
         encoding=encoding,
+        parent_budget=parent_budget,
     )
     return Converted(converted, stats)
 

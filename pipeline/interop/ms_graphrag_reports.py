@@ -14,6 +14,7 @@ from pipeline.ops.reports.citations import cited_ids
 from pipeline.ops.reports.context import GraphData
 from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
 from pipeline.ops.reports.models import ReportIdentity
+from pipeline.ops.reports.parent_context import CONTEXT_VERSION
 
 IMPORTED_METHOD = "graphrag-import"
 
@@ -31,6 +32,7 @@ def imported_reports(
     budget: int,
     max_words: int,
     encoding: str,
+    parent_budget: int | None = None,
 ) -> pa.Table:
     """Our `community_reports` table of GraphRAG's report rows; `refs` maps each citable table's
     human-readable ids to row ids."""
@@ -47,6 +49,7 @@ def imported_reports(
         identity,
         budget=budget,
         max_words=max_words,
+        parent_budget=parent_budget,
     )
     out = []
     for r in sorted(rows, key=lambda r: r["community"]):
@@ -100,9 +103,11 @@ def community_fingerprints(
     *,
     budget: int,
     max_words: int,
+    parent_budget: int | None = None,
 ) -> dict[int, str]:
     """community -> the fingerprint `pipeline.ops.reports.build` gives it, bottom-up, `reported` being
-    the communities with a report."""
+    the communities with a report. `parent_budget` (a model's reports): a community with a reported
+    child is fingerprinted as a parent written from its children's reports."""
     digests = RowDigests(graph)
     out: dict[int, str] = {}
     for level in sorted({c["level"] for c in communities.values()}, reverse=True):
@@ -110,12 +115,13 @@ def community_fingerprints(
             (c for c in communities.values() if c["level"] == level), key=lambda c: c["community"]
         ):
             kids: Sequence[int] = [k for k in c["children"] or [] if k in out]
+            from_kids = parent_budget is not None and any(k in reported for k in kids)
             out[c["community"]] = report_fingerprint(
                 digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
                 [(out[k], k in reported) for k in kids],
                 model=identity.model,
-                prompt_version=identity.version,
-                budget=budget,
+                prompt_version=f"{identity.version}+{CONTEXT_VERSION}" if from_kids else identity.version,
+                budget=parent_budget if from_kids and parent_budget is not None else budget,
                 max_words=max_words,
             )
     return out
