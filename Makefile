@@ -93,7 +93,6 @@ docs: install
 
 config-docs: install
 	$(PY) docs/gen_config.py
-	$(PY) docs/gen_component.py
 
 # The query service (the web app at /, HTTP API, OpenAI-compatible chat, MCP at /mcp); it prints the URL
 # to open. Keys from PIPELINE_API_KEYS_FILE (see docs/service.md).

@@ -7,7 +7,7 @@ its defaults, so there is one way to build the definitions.
 
 In a `dg` project: `dg scaffold defs assets.component.GraphRAGIndex my_corpus --json-params
 '{"input": "data"}'` writes a `defs.yaml`; `dg check defs` validates it; `dg dev` serves it. The fields
-are documented on the model (docs/component.md is generated from them: `docs/gen_component.py`).
+are documented on the model (docs/component.md is generated from them: `docs/gen_config.py`).
 
 The asset keys and the `namespace` partitions are global: one GraphRAGIndex per code location.
 """

@@ -1,6 +1,6 @@
 """docs/component.md rendered from the `GraphRAGIndex` model: the three steps to add an index to a
 Dagster project, then every field of its defs.yaml (name, type, default, description) as the model
-declares them, so the reference cannot drift from the code (`docs/gen_component.py`, tests/test_docs)."""
+declares them, so the reference cannot drift from the code (`docs/gen_config.py`, tests/test_component_docs.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from assets.component import GraphRAGIndex
 INTRO = """# Add GraphRAG to your Dagster project
 
 A GraphRAG index of a folder of documents is one component, `assets.component.GraphRAGIndex`, declared
-in a `defs.yaml` of a [`dg`](https://docs.dagster.io/guides/labs/dg) project. Loading it gives the
+in a `defs.yaml` of a `dg` project (`dagster-dg-cli`, Dagster's project CLI). Loading it gives the
 same namespace-partitioned assets, checks, jobs, sensors and saved-question assets as this repository's
 own code location (which is built by the same component).
 
@@ -59,7 +59,7 @@ One `GraphRAGIndex` per code location: asset keys and the `namespace` partitions
 
 ## defs.yaml reference
 
-Generated from the model (`python docs/gen_component.py`, run by `make config-docs`).
+Generated from the model (`python docs/gen_config.py`, run by `make config-docs`).
 """
 
 

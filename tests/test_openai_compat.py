@@ -181,26 +181,26 @@ def preflight(http: httpx.Client, origin: str) -> httpx.Response:
 
 def test_cors_is_closed_by_default(base_url: str) -> None:
     with httpx.Client(base_url=base_url, timeout=60) as http:
-        assert "access-control-allow-origin" not in preflight(http, "https://chat.example").headers
+        assert "access-control-allow-origin" not in preflight(http, "http://127.0.0.1:3001").headers
         r = http.get(
-            "/v1/models", headers={"Origin": "https://chat.example", "Authorization": f"Bearer {KEY_A}"}
+            "/v1/models", headers={"Origin": "http://127.0.0.1:3001", "Authorization": f"Bearer {KEY_A}"}
         )
         assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
 
 
 def test_cors_answers_listed_origins_only(data: ServiceData) -> None:
-    settings = offline_settings(data, service_cors_origins=["https://chat.example"])
+    settings = offline_settings(data, service_cors_origins=["http://127.0.0.1:3001"])
     with serving(QueryService(settings, embedder=data.embedder)) as url, httpx.Client(base_url=url) as http:
-        listed = preflight(http, "https://chat.example")
+        listed = preflight(http, "http://127.0.0.1:3001")
         assert listed.status_code == 200
-        assert listed.headers["access-control-allow-origin"] == "https://chat.example"
+        assert listed.headers["access-control-allow-origin"] == "http://127.0.0.1:3001"
         assert "authorization" in listed.headers["access-control-allow-headers"].lower()
-        unlisted = preflight(http, "https://evil.example")
+        unlisted = preflight(http, "http://127.0.0.1:6666")
         assert "access-control-allow-origin" not in unlisted.headers
         auth = {"Authorization": f"Bearer {KEY_A}"}
-        r = http.get("/v1/models", headers={"Origin": "https://chat.example", **auth})
-        assert r.headers["access-control-allow-origin"] == "https://chat.example"
-        r = http.get("/v1/models", headers={"Origin": "https://evil.example", **auth})
+        r = http.get("/v1/models", headers={"Origin": "http://127.0.0.1:3001", **auth})
+        assert r.headers["access-control-allow-origin"] == "http://127.0.0.1:3001"
+        r = http.get("/v1/models", headers={"Origin": "http://127.0.0.1:6666", **auth})
         assert "access-control-allow-origin" not in r.headers
 
 
