@@ -80,6 +80,6 @@ class ServiceSettings(BaseModel):
     service_cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Browser origins allowed to call the API from their pages (CORS), e.g. "
-        "['https://chat.example.org'] (comma-separated or a JSON list in the env var); empty = CORS closed, "
+        "['http://127.0.0.1:3002'] (comma-separated or a JSON list in the env var); empty = CORS closed, "
         "so only same-origin pages and non-browser clients can use it",
     )
