@@ -6,12 +6,12 @@ report embeddings for that partition, with the check's reason readable on its ev
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType
 
 from assets.launch import add_namespace
+from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 
 NAMESPACE = "garbage_extraction"
@@ -73,24 +73,15 @@ def blocked(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
         # the step's own Failure (llm_max_failed_share) would stop it before its checks are recorded
         "PIPELINE_LLM_MAX_FAILED_SHARE": "0.9",
     }
-    old = {k: os.environ.get(k) for k in [*env, "PIPELINE_LLM_BASE_URL"]}
     from assets.definitions import defs
 
     job = defs.resolve_job_def("index_namespace")
     config = {"ops": {"input_documents": {"config": {"input_dir": str(input_dir)}}}}
-    with GarbageServer() as server:
-        os.environ.update(env, PIPELINE_LLM_BASE_URL=server.base_url)
-        try:
-            add_namespace(dagster_instance, NAMESPACE)
-            result = job.execute_in_process(
-                partition_key=NAMESPACE, instance=dagster_instance, run_config=config, raise_on_error=False
-            )
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with GarbageServer() as server, scoped_env(**env, PIPELINE_LLM_BASE_URL=server.base_url):
+        add_namespace(dagster_instance, NAMESPACE)
+        result = job.execute_in_process(
+            partition_key=NAMESPACE, instance=dagster_instance, run_config=config, raise_on_error=False
+        )
     return dagster_instance, result
 
 
