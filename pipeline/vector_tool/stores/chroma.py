@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.vector_tool.filters import to_chroma_where
-from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreBase, StoreError, StoreQuery
+from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, StoreQuery
+from pipeline.vector_tool.stores.writable import StoreRows, WritableStoreBase
 
 OPTIONS = {"where", "where_document"}
 
@@ -30,9 +31,10 @@ def _scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class ChromaStore(StoreBase):
+class ChromaStore(WritableStoreBase):
     store_type = "chroma"
     known_options = OPTIONS
+    upsert_batch = 1000  # rows per Chroma call: the client refuses a call over its max batch size
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -71,26 +73,19 @@ class ChromaStore(StoreBase):
     def create_index(self, index_name: str, dimension: int | None = None) -> None:
         self._open(index_name)
 
-    def upsert(
-        self,
-        index_name: str,
-        ids: Sequence[str],
-        vectors: np.ndarray | Sequence[Sequence[float]],
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-        documents: Sequence[str | None] | None = None,
-        batch: int = 1000,
-    ) -> int:
+    def _upsert(self, index_name: str, rows: StoreRows) -> int:
         collection = self._open(index_name)
-        matrix = np.asarray(vectors, dtype=np.float32)
-        for start in range(0, len(ids), batch):
+        matrix = np.asarray(rows.vectors, dtype=np.float32)
+        metadata, documents, batch = rows.metadata, rows.documents, self.upsert_batch
+        for start in range(0, len(rows.ids), batch):
             end = start + batch
             collection.upsert(
-                ids=[str(i) for i in ids[start:end]],
+                ids=rows.ids[start:end],
                 embeddings=matrix[start:end],
                 metadatas=[_scalar_metadata(m) or None for m in metadata[start:end]] if metadata else None,
                 documents=list(documents[start:end]) if documents is not None else None,
             )
-        return len(ids)
+        return len(rows.ids)
 
     def delete_except(self, index_name: str, keep_ids: Sequence[str]) -> int:
         """Delete the rows whose id is not in ``keep_ids``; returns how many went."""

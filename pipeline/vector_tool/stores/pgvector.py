@@ -18,7 +18,8 @@ from typing import Any, Literal
 import numpy as np
 
 from pipeline.vector_tool.filters import compile_filter
-from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreBase, StoreError, StoreQuery
+from pipeline.vector_tool.stores.base import IndexRows, QueryResult, StoreError, StoreQuery
+from pipeline.vector_tool.stores.writable import StoreRows, WritableStoreBase
 
 OPTIONS = {"min_score", "ef", "probes"}
 _NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,62}$")  # a namespace name fits (quoted)
@@ -36,7 +37,7 @@ def _vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-class PgVectorStore(StoreBase):
+class PgVectorStore(WritableStoreBase):
     store_type = "pgvector"
     known_options = OPTIONS
 
@@ -127,24 +128,18 @@ class PgVectorStore(StoreBase):
 
         self._run(work)
 
-    def upsert(
-        self,
-        index_name: str,
-        ids: Sequence[str],
-        vectors: np.ndarray | Sequence[Sequence[float]],
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-        documents: Sequence[str | None] | None = None,
-    ) -> int:
+    def _upsert(self, index_name: str, given: StoreRows) -> int:
         from psycopg import sql
 
+        metadata, documents = given.metadata, given.documents
         rows = [
             (
-                str(i),
+                i,
                 documents[n] if documents is not None else None,
                 json.dumps(dict(metadata[n]) if metadata is not None else {}, default=str),
-                _vector_text(vectors[n]),
+                _vector_text(given.vectors[n]),
             )
-            for n, i in enumerate(ids)
+            for n, i in enumerate(given.ids)
         ]
         query = sql.SQL(
             "INSERT INTO {} (id, document, metadata, embedding) VALUES (%s, %s, %s::jsonb, %s::vector) "
