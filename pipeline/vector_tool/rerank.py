@@ -1,8 +1,9 @@
 """Rerankers for the vector query tool: RRF hybrid (vector + full text), a weighted reranker over a
 relevance scorer (Mastra's semantic / vector / position weights) and the scorers it can use.
 
-A reranker gets the store's results and returns them re-ordered and re-scored; the tool falls back to
-the un-reranked results (with a warning) when a reranker fails.
+A reranker is any object with ``RRFHybridReranker.rerank``'s signature (``is_reranker``): it gets the
+store's results and returns them re-ordered and re-scored; the tool falls back to the un-reranked results
+(with a warning) when a reranker fails.
 """
 
 from __future__ import annotations
@@ -21,20 +22,6 @@ from pipeline import prompts
 from pipeline.vector_tool.stores.base import QueryResult, StoreError, fuse_rrf
 
 DEFAULT_WEIGHTS = {"semantic": 0.4, "vector": 0.4, "position": 0.2}
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    async def rerank(
-        self,
-        query: str,
-        results: list[QueryResult],
-        top_k: int,
-        *,
-        store: Any,
-        index_name: str,
-        filter: Mapping[str, Any] | None,
-    ) -> list[QueryResult]: ...
 
 
 @runtime_checkable
