@@ -23,7 +23,7 @@ from pipeline.query.drift.search import DriftSearchResult
 from pipeline.query.global_.search import GlobalSearchResult
 from pipeline.query.lazy.search import LazySearchResult
 from pipeline.query.local.search import LocalSearchResult
-from pipeline.runtime import query_runtime
+from pipeline.runtime import query_runtime, report_writer
 
 __all__ = [
     "answer",
@@ -56,7 +56,9 @@ def answer(
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     given = {k: v for k, v in options.items() if v is not None}
     cfg = replace(config, **given) if config is not None else registry.configure(mode, rt.settings, given)
-    scope = registry.scope(rt.store, rt.engine, rt.embedder, deadline, cancel)
+    scope = registry.scope(
+        rt.store, rt.engine, rt.embedder, deadline, cancel, write_reports=report_writer(rt.settings)
+    )
     try:
         return rt.engine.run_sync(registry.mode(mode).search(scope, question, cfg))
     except IndexDamaged:

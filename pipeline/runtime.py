@@ -14,11 +14,12 @@ Where the caches live, in order:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 from urllib.parse import unquote, urlparse
 
 from pipeline.caches.base import ResponseCache, VectorCache
@@ -280,6 +281,14 @@ def cached_embedder(settings: Settings) -> CachedEmbedder:
 
 
 # ---- what a query needs ----------------------------------------------------------------------------
+def report_writer(settings: Settings) -> Callable[..., Any]:
+    """What writes a deferred community report when a query first needs it (`QueryScope.write_reports`):
+    query code imports no index code, so the composition root hands it in."""
+    from pipeline.index.community_reports_on_demand import write_on_demand
+
+    return functools.partial(write_on_demand, settings=settings)
+
+
 @dataclass
 class QueryRuntime:
     settings: Settings

@@ -407,6 +407,9 @@ def test_operations_take_option_objects_not_the_settings():
 # Writes a whole namespace at once in place of the index job (`pipeline import graphrag`): the one module
 # allowed to write tables the index job's runners own.
 WHOLE_INDEX_WRITERS = {"pipeline.index.graphrag_import"}
+# Replaces single rows of one stage's table between runs, never the stage's work: a community report
+# written when a query first needs it (`PIPELINE_REPORTS=on_demand`) in place of its stand-in.
+ROW_COMPLETERS = {"pipeline.index.community_reports_on_demand": "community_reports"}
 
 
 def _sources() -> dict[str, str]:
@@ -430,7 +433,7 @@ def _table_writes(sources: dict[str, str]) -> dict[str, set[str]]:
                 target = target.args[0]
             constant = getattr(target, "attr", None) or getattr(target, "id", None)
             table = getattr(schema, constant, None) if isinstance(constant, str) else None
-            if isinstance(table, str):
+            if isinstance(table, str) and ROW_COMPLETERS.get(name) != table:
                 writers.setdefault(table, set()).add(name)
     return writers
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.core import schema
+from pipeline.core import schema, tables
+from pipeline.engine.offline import OfflineEngine
 from pipeline.index.community_reports import index_community_reports
 from pipeline.index.community_reports_on_demand import deferred, write_on_demand
 from pipeline.io.store import NamespaceStore
@@ -75,10 +76,7 @@ def test_the_index_defers_the_deeper_reports(lazy_index):
     store = lazy_index["store"]
     assert _methods(store) == {0: "llm", 1: EXTRACTIVE, 2: EXTRACTIVE}
     assert lazy_index["proxy"].calls()["community_report"] == 1
-    assert deferred(store.read_table(schema.COMMUNITY_REPORTS), store.read_table(schema.COMMUNITIES), 0) == {
-        1,
-        2,
-    }
+    assert deferred(store.read_table(schema.COMMUNITY_REPORTS)) == {1, 2}
 
 
 def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
@@ -89,7 +87,7 @@ def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
     def query(_: int):
         engine = make_engine(settings)
         start.wait()
-        return write_on_demand(store, settings, engine, [1])
+        return write_on_demand(store, engine, [1], settings=settings)
 
     with ThreadPoolExecutor(8) as pool:
         runs = list(pool.map(query, range(8)))
@@ -98,7 +96,7 @@ def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
     assert sum(r.ready == [1] for r in runs) == 7
     assert _methods(store) == {0: "llm", 1: "llm", 2: EXTRACTIVE}
     # Stored and reused: a later query asks nothing.
-    later = write_on_demand(store, settings, make_engine(settings), [1, 0])
+    later = write_on_demand(store, make_engine(settings), [1, 0], settings=settings)
     assert later.written == [] and proxy.calls()["community_report"] - before == 1
 
 
@@ -106,7 +104,7 @@ def test_a_failing_report_is_named_and_nothing_is_stored(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
     lazy_index["responder"].on_report = lambda request: "this is not a report"
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(store, settings, make_engine(settings), [2])
+    run = write_on_demand(store, make_engine(settings), [2], settings=settings)
     assert [f.community for f in run.failures] == [2] and run.written == []
     assert run.failures[0].error_type and run.failures[0].reason
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
@@ -117,17 +115,18 @@ def test_a_cancelled_query_stores_no_half_report(lazy_index):
     cancel = threading.Event()
     lazy_index["responder"].on_report = lambda request: cancel.set()  # given up while the model writes
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(store, settings, make_engine(settings), [1, 2], cancelled=cancel.is_set)
+    run = write_on_demand(store, make_engine(settings), [1, 2], settings=settings, cancelled=cancel.is_set)
     assert run.cancelled and run.written == []
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
-    assert lazy_index["proxy"].calls()["community_report"] == 2  # the index's and the abandoned one
+    # The index's, and the abandoned batch's two (1 and 2 are one level: written in one batch)
+    assert lazy_index["proxy"].calls()["community_report"] == 3
 
 
 def test_the_report_budget_and_deadline_bound_what_a_query_writes(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
-    run = write_on_demand(store, settings, make_engine(settings), [1, 2], max_reports=1)
+    run = write_on_demand(store, make_engine(settings), [1, 2], settings=settings, max_reports=1)
     assert run.written == [1] and run.skipped == [2]
-    late = write_on_demand(store, settings, make_engine(settings), [2], deadline=0.0)
+    late = write_on_demand(store, make_engine(settings), [2], settings=settings, deadline=0.0)
     assert late.written == [] and late.skipped == [2]
     assert json.loads(json.dumps(_methods(store))) == {"0": "llm", "1": "llm", "2": EXTRACTIVE}
 
@@ -146,9 +145,39 @@ def test_a_querys_pinned_view_still_writes_once(lazy_index):
         view, engine = store.pinned(), make_engine(settings)
         assert view.manifest is not None
         start.wait()
-        return write_on_demand(view, settings, engine, [2])
+        return write_on_demand(view, engine, [2], settings=settings)
 
     with ThreadPoolExecutor(8) as pool:
         runs = list(pool.map(query, range(8)))
     assert proxy.calls()["community_report"] - before == 1
-    assert sum(len(r.written) for r in runs) == 1 and _methods(store)[2] == "llm"
+    assert sum(len(r.written) for r in runs) == 1
+    # Stored into the committed version the queries read, and into the current table for the next run.
+    assert _methods(store.pinned())[2] == "llm" and _methods(store)[2] == "llm"
+
+
+def test_a_report_written_after_a_reindex_began_goes_only_into_the_version_read(lazy_index):
+    """A run that replaced the current table since the query's version was committed keeps its own rows:
+    community 2 there is another community now, which the first-use report must not overwrite."""
+    from pipeline.io.manifest import commit_manifest
+
+    store, settings = lazy_index["store"], lazy_index["settings"]
+    commit_manifest(store)
+    view = store.pinned()
+    rows = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
+    for r in rows:
+        r["fingerprint"] = f"{r['fingerprint']}-rerun"  # the re-index's reports: other contexts
+    store.write_table(schema.COMMUNITY_REPORTS, tables.to_table(rows, schema.COMMUNITY_REPORTS_SCHEMA))
+    after_rerun = store.read_table(schema.COMMUNITY_REPORTS)
+
+    run = write_on_demand(view, make_engine(settings), [2], settings=settings)
+    assert run.written == [2]
+    assert _methods(view)[2] == "llm" and _methods(store.pinned())[2] == "llm"
+    assert store.read_table(schema.COMMUNITY_REPORTS).equals(after_rerun)
+
+
+def test_without_a_model_nothing_is_written(lazy_index):
+    store, settings = lazy_index["store"], lazy_index["settings"]
+    before = store.read_table(schema.COMMUNITY_REPORTS)
+    run = write_on_demand(store, OfflineEngine(), [1, 2], settings=settings)
+    assert run.written == run.failures == run.skipped == []
+    assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)

@@ -54,7 +54,7 @@ def quiet(loggers: tuple[str, ...], verbose: bool) -> Iterator[None]:
 def cmd_query(args: argparse.Namespace) -> int:
     """`pipeline query <mode>`: the options (exit 2 when invalid), the config, `--estimate` (exit 0),
     the search (exit 2 on a bad request), then the mode's renderer."""
-    from pipeline.runtime import cached_embedder, query_runtime
+    from pipeline.runtime import cached_embedder, query_runtime, report_writer
 
     mode = registry.mode(args.query_kind)
     options = _options(args, mode.options)
@@ -70,7 +70,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         printer = Printer(args.json) if getattr(args, "stream", False) else None
         if mode.uses_model:
             rt = query_runtime(args.namespace, settings=settings)
-            scope = registry.scope(rt.store, rt.engine, rt.embedder, events=printer)
+            scope = registry.scope(
+                rt.store, rt.engine, rt.embedder, events=printer, write_reports=report_writer(settings)
+            )
         else:  # no engine to build: it answers with no LLM configured
             store = NamespaceStore.from_settings(settings, args.namespace).pinned()
             scope = registry.scope(store, None, cached_embedder(settings), events=printer)  # type: ignore[arg-type]

@@ -82,9 +82,15 @@ def _searches(engine: Engine, embedder: Embedder, settings: Any) -> dict[str, Ca
     """mode -> (store, question) -> its search's coroutine, each with the configured defaults (the
     modes' configs as auto builds them, and auto's own dispatch)."""
 
+    from pipeline.runtime import report_writer  # the composition root: eval's questions are queries
+
+    writer = report_writer(settings)
+
     def search(mode: str) -> Callable[..., Any]:
         config = registry.configure(mode, settings)
-        return lambda s, q: registry.mode(mode).search(registry.scope(s, engine, embedder), q, config)
+        return lambda s, q: registry.mode(mode).search(
+            registry.scope(s, engine, embedder, write_reports=writer), q, config
+        )
 
     return {m: search(m) for m in eval_modes()}
 

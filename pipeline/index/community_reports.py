@@ -11,10 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.core import schema, tables
+from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
+from pipeline.index.report_budget import report_budget
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
 from pipeline.ops.reports.task import REPORT
@@ -51,33 +52,6 @@ def index_community_reports(
     store.write_table(schema.COMMUNITY_REPORTS, run.reports)
     store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
     return run
-
-
-def replace_report(store: NamespaceStore, row: dict[str, Any]) -> None:
-    """Store one community's report in place of the one stored (a deferred report written on first use,
-    `community_reports_on_demand.py`, which serializes the callers)."""
-    current = store.read_table(schema.COMMUNITY_REPORTS).to_pylist()
-    merged = [row if r["community"] == row["community"] else r for r in current]
-    store.write_table(schema.COMMUNITY_REPORTS, tables.to_table(merged, schema.COMMUNITY_REPORTS_SCHEMA))
-
-
-def report_budget(settings: Any, identity: Any = None) -> dict[str, Any]:
-    """The settings' report budget as `build_reports` and the GraphRAG import's `convert` take it: both
-    must read the same, as a report's fingerprint holds it (else an imported report is written again).
-    `identity` (the engine's `REPORT` identity): a model's reports have their own budgets, and their
-    parents are written from their children's reports (`parent_budget`)."""
-    if identity is not None and identity.method != "offline":
-        return {
-            "budget": settings.report_context_tokens,
-            "parent_budget": settings.report_parent_context_tokens,
-            "max_words": settings.report_max_words,
-            "encoding": settings.encoding,
-        }
-    return {
-        "budget": settings.report_max_input_tokens,
-        "max_words": settings.report_max_words,
-        "encoding": settings.encoding,
-    }
 
 
 def reports_by_settings(

@@ -1,25 +1,37 @@
 """Reports on first use (`PIPELINE_REPORTS=on_demand`): a query that needs a community whose model report
 was deferred at index time has it written, stored and reused by every later query.
 
-- A community is deferred when its stored report is extractive and it is not small
-  (`report_min_entities`): the index wrote the extractive report in its place
-  (`pipeline.ops.reports.build`, `model_max_level`).
+- A deferred community's stored report is an extractive stand-in marked `model = DEFERRED`
+  (`pipeline.core.report_stand_ins`; the index wrote it in the model report's place,
+  `pipeline.ops.reports.build`, `model_max_level`).
 - Its model report is built as `pipeline index --reports eager` would build it: `build_reports` over
   its subtree, where only it may get a model report, its descendants' stored reports reused by
-  fingerprint (model ones and extractive ones alike). Its ancestors keep theirs: they were written
-  from its extractive report, and `--reports eager` rewrites them later (their fingerprints changed).
-- Concurrent first uses of one community write it once: a lock per community, and the stored table is
-  read again under it; the table's read-modify-write is serialized per namespace.
-- The query's deadline and report budget bound what is written; past either, the rest is `skipped`.
-  A failed report is returned (the query says it is partial and names it), and nothing is stored.
+  fingerprint (model ones and stand-ins alike). Its ancestors keep theirs: they were written from its
+  stand-in, and `--reports eager` rewrites them later (their fingerprints changed).
+- **Which version.** A query reads one committed index version (`NamespaceStore.pinned`); the report is
+  built from that version's tables and stored into it (its frozen `community_reports` copy, replaced:
+  `write_table(committed=True)`), so the query and every later one on that version read it, while a
+  re-index running meanwhile is not touched. It goes into the current table too when that still holds
+  the same stand-in (same community, same fingerprint: no run replaced it since), so that the next run
+  and `--reports eager` reuse it instead of paying for it again. A namespace without a manifest is read
+  and written in its current files.
+- Concurrent first uses of one community write it once: a lock per community and version, and the
+  stored table is read again under it; each table's read-modify-write is serialized per namespace.
+  (The locks are this process's: two service processes on one namespace may each write a report once.)
+- The query's deadline and report budget bound what is written; past either, the rest is `skipped`
+  and read as its stand-in. A failed report is returned (the query says it is partial and names it),
+  and nothing is stored.
 - Query-time code imports neither `index` nor `ops` (tests/test_layout.py): a query reaches this
-  through what the composition root hands it, never by import.
+  through what the composition root hands it (`pipeline.runtime.report_writer`), never by import.
 - A report is stored only whole, after the engine answered and only if the query was not cancelled
   meanwhile (`cancelled`): a cancelled query writes no half report.
+- Without a model (the offline engine) nothing is written: a stand-in is what the offline engine would
+  write anyway.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -29,10 +41,12 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema, tables
+from pipeline.core.report_stand_ins import EXTRACTIVE, deferred
 from pipeline.engine.base import Engine
-from pipeline.index.community_reports import replace_report, report_budget
+from pipeline.index.report_budget import report_budget
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.reports.build import EXTRACTIVE, ReportFailure, build_reports
+from pipeline.ops.reports.build import ReportFailure, build_reports
+from pipeline.ops.reports.task import REPORT
 
 _LOCKS: dict[tuple[str, ...], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -52,104 +66,130 @@ class OnDemandRun:
     cancelled: bool = False
 
 
-def deferred(reports: pa.Table, communities: pa.Table, min_entities: int) -> set[int]:
-    """Communities whose stored report is an extractive stand-in for a deferred model report."""
-    size = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "size")), strict=True))
-    kids = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "children")), strict=True))
-    rows = reports.select(["community", "method"]).to_pylist()
-    return {
-        r["community"]
-        for r in rows
-        if r["method"] == EXTRACTIVE
-        and (kids.get(r["community"]) or size.get(r["community"], 0) >= min_entities)
-    }
-
-
 def write_on_demand(
     store: NamespaceStore,
-    settings: Any,
     engine: Engine,
     wanted: Iterable[int],
     *,
+    settings: Any,
     max_reports: int | None = None,
     deadline: float | None = None,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> OnDemandRun:
-    """Write the deferred model reports of `wanted` (deepest first), by the rules in the docstring.
-    `deadline`: `time.monotonic()` past which no report is started."""
+    """Write the deferred model reports of `wanted` by the rules in the module docstring: level by level,
+    deepest first (a parent wanted too is written from its children's new reports), each level's in one
+    batch of engine calls (the client's concurrency). `max_reports`: reports this call may start;
+    `deadline`: `time.monotonic()` past which none is started."""
     out = OnDemandRun()
-    if store.manifest is not None:
-        # A query's view reads the last committed run's frozen files: the lock's re-read and the table's
-        # read-modify-write must see what other callers wrote since, so they go to the current files.
-        store = NamespaceStore(store.storage, store.namespace, store.keep_versions)
+    if engine is None or engine.identity(REPORT).method == "offline":
+        return out
+    todo = deferred(store.read_table(schema.COMMUNITY_REPORTS))
+    wanted = [c for c in dict.fromkeys(wanted) if c in todo]
+    if not wanted:
+        return out
     communities = store.read_table(schema.COMMUNITIES)
-    levels = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "level")), strict=True))
-    todo = deferred(store.read_table(schema.COMMUNITY_REPORTS), communities, settings.report_min_entities)
-    order = sorted((c for c in set(wanted) if c in todo), key=lambda c: (-levels[c], c))
+    level_of = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "level")), strict=True))
+    version = str(store.manifest.version) if store.manifest is not None else "current"
     key = (str(store.root), store.namespace)
-    for n in order:
+    started = 0
+    for level in sorted({level_of[c] for c in wanted}, reverse=True):
+        group = []
+        for n in sorted(c for c in wanted if level_of[c] == level):
+            if (max_reports is not None and started >= max_reports) or (
+                deadline is not None and time.monotonic() >= deadline
+            ):
+                out.skipped.append(n)
+            else:
+                group.append(n)
+                started += 1
         if cancelled():
             out.cancelled = True
             break
-        if (max_reports is not None and len(out.written) >= max_reports) or (
-            deadline is not None and time.monotonic() >= deadline
-        ):
-            out.skipped.append(n)
+        if not group:
             continue
-        with _lock(*key, str(n)):
-            reports = store.read_table(schema.COMMUNITY_REPORTS)
-            if n not in deferred(reports, communities, settings.report_min_entities):
-                out.ready.append(n)
-                continue
-            row, failure = _write_one(store, settings, engine, communities, reports, n)
-            if failure is not None:
-                out.failures.append(failure)
-                continue
-            if cancelled():  # the answer came after the query was given up: store nothing
+        with contextlib.ExitStack() as held:
+            for n in group:  # in order: two callers wanting overlapping groups never wait on each other
+                held.enter_context(_lock(*key, version, str(n)))
+            reports = store.read_table(schema.COMMUNITY_REPORTS)  # another caller may have stored some
+            still = deferred(reports)
+            out.ready += [n for n in group if n not in still]
+            rows, failures = _write(
+                store, settings, engine, communities, reports, [n for n in group if n in still]
+            )
+            out.failures += failures
+            if cancelled():  # the answers came after the query was given up: store nothing
                 out.cancelled = True
                 break
-            with _lock(*key):
-                replace_report(store, row)
-            out.written.append(n)
+            if rows:
+                stand_ins = {r["community"]: r["fingerprint"] for r in reports.to_pylist()}
+                with _lock(*key):
+                    _store(store, rows, stand_ins)
+                out.written += [r["community"] for r in rows]
     return out
 
 
-def _write_one(
+def _store(store: NamespaceStore, rows: list[dict[str, Any]], stand_ins: dict[int, str]) -> None:
+    """`rows` in place of their communities' stand-ins (`stand_ins`: community -> the stand-in's
+    fingerprint): in the version `store` reads, and in the current table where it still holds the same
+    stand-in (see the module docstring)."""
+    targets = [(store, store.manifest is not None)]
+    if store.manifest is not None:
+        targets.append((NamespaceStore(store.storage, store.namespace, store.keep_versions), False))
+    for target, committed in targets:
+        current = target.read_table(schema.COMMUNITY_REPORTS)
+        held = {r["community"]: r for r in current.to_pylist()}
+        # A community whose row is another now (a run replaced the table since) keeps that run's report.
+        new = {
+            r["community"]: r
+            for r in rows
+            if held.get(r["community"], {}).get("fingerprint") == stand_ins[r["community"]]
+        }
+        if not new:
+            continue
+        data = tables.to_table([new.get(c, r) for c, r in held.items()], schema.COMMUNITY_REPORTS_SCHEMA)
+        target.write_table(
+            schema.COMMUNITY_REPORTS,
+            data.replace_schema_metadata(current.schema.metadata),  # the indexing method's stamp stays
+            committed=committed,
+        )
+
+
+def _write(
     store: NamespaceStore,
     settings: Any,
     engine: Engine,
     communities: pa.Table,
     reports: pa.Table,
-    n: int,
-) -> tuple[dict[str, Any] | None, ReportFailure | None]:
+    group: list[int],
+) -> tuple[list[dict[str, Any]], list[ReportFailure]]:
+    """The model reports of `group` (one level's communities, so their subtrees do not overlap), built
+    over their subtrees in one `build_reports`; and the failures among them."""
+    if not group:
+        return [], []
     rows = {c["community"]: c for c in communities.to_pylist()}
-    subtree, stack = [], [n]
+    subtree, stack = [], list(group)
     while stack:
         c = stack.pop()
         subtree.append(c)
         stack.extend(rows[c]["children"] or [])
     method_of = dict(zip(*(reports.column(c).to_pylist() for c in ("community", "method")), strict=True))
-    # The descendants' model reports stay model reports (so they are reused); the deferred stay extractive.
-    write_only = {n} | {c for c in subtree if method_of.get(c) not in (None, EXTRACTIVE)}
+    # The descendants' model reports stay model reports (so they are reused); the deferred stay stand-ins.
+    write_only = set(group) | {c for c in subtree if method_of.get(c) not in (None, EXTRACTIVE)}
     covariates = store.read_table(schema.COVARIATES) if store.has_table(schema.COVARIATES) else None
-    budget = report_budget(settings)
     run = build_reports(
         tables.to_table([rows[c] for c in sorted(subtree)], communities.schema),
         store.read_table(schema.ENTITIES),
         store.read_table(schema.RELATIONSHIPS),
         covariates,
         engine,
-        budget=settings.report_context_tokens,
-        parent_budget=settings.report_parent_context_tokens,
-        max_words=budget["max_words"],
-        encoding=budget["encoding"],
+        **report_budget(settings, engine.identity(REPORT)),  # the index's: so `--reports eager` reuses it
         previous=reports,
         min_entities=settings.report_min_entities,
         min_claims=settings.report_min_entities,
         write_only=write_only,
     )
-    failed = [f for f in run.failures if f.community == n]
-    if failed:
-        return None, failed[0]
-    row = next(r for r in run.reports.to_pylist() if r["community"] == n)
-    return row, None
+    wanted = set(group)
+    return (
+        [r for r in run.reports.to_pylist() if r["community"] in wanted],
+        [f for f in run.failures if f.community in wanted],
+    )

@@ -28,9 +28,9 @@ import pyarrow as pa
 from pipeline.core import schema
 from pipeline.index import chunk_graph
 from pipeline.index.communities import graphml_path
-from pipeline.index.community_reports import report_budget
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Json, PathValue, StageReport, Stopwatch
+from pipeline.index.report_budget import report_budget
 from pipeline.index.report_embeddings import entity_text, index_report_embeddings, report_text
 from pipeline.index.text_unit_embeddings import embed_text_units, index_text_units
 from pipeline.interop.ms_graphrag_convert import Converted, convert

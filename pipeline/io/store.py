@@ -187,17 +187,22 @@ class NamespaceStore:
         """The first of `tables` this namespace holds (a table, then the one an older index kept it in)."""
         return next((t for t in tables if self.has_table(t)), None)
 
-    def write_table(self, table: str, data: pa.Table) -> Location:
+    def write_table(self, table: str, data: pa.Table, *, committed: bool = False) -> Location:
         """Write atomically: readers see the old file or the new one, never half of one.
 
         A table whose schema is registered (`pipeline.core.tables.TABLE_SCHEMAS`) must have exactly its
-        columns and types: SchemaError otherwise, before anything is written."""
+        columns and types: SchemaError otherwise, before anything is written.
+        `committed` (a pinned view): replace the committed version's frozen copy instead, for a report
+        written on first use (`pipeline.index.community_reports_on_demand`), which completes that
+        version rather than changing it. The copy is replaced, not written into, so the current file
+        it may be linked to keeps its bytes."""
         check_stored_table(table, data)
         if self.table_metadata:
             data = data.replace_schema_metadata({**(data.schema.metadata or {}), **self.table_metadata})
-        with self.open_output(f"{table}.parquet") as sink:
+        key = self._existing_key(f"{table}.parquet") if committed else self._key(f"{table}.parquet")
+        with self.storage.open_output(key) as sink:
             pq.write_table(data, sink, compression="zstd")
-        return self.parquet_path(table)
+        return self.location(key.removeprefix(f"{self.namespace}/"))
 
     def read_table(self, table: str, columns: list[str] | None = None) -> pa.Table:
         if not self.has_table(table):

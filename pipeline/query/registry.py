@@ -45,10 +45,14 @@ def scope(
     deadline: float | None = None,
     cancel: Any = None,
     events: Sink | None = None,
+    write_reports: Any = None,
 ) -> QueryScope:
-    """A query's scope, with the registry's modes for a mode that hands the question on (auto), and
-    `events` to hear its progress (a streaming door)."""
-    return QueryScope(store, engine, embedder, deadline, cancel, modes=MODES, events=events)
+    """A query's scope, with the registry's modes for a mode that hands the question on (auto),
+    `events` to hear its progress (a streaming door), and `write_reports` to write deferred reports on
+    first use (`QueryScope.write_reports`)."""
+    return QueryScope(
+        store, engine, embedder, deadline, cancel, modes=MODES, events=events, write_reports=write_reports
+    )
 
 
 def search(name: str, scope: QueryScope, question: str, config: Any) -> Coroutine[Any, Any, Any]:

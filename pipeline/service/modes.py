@@ -38,6 +38,8 @@ class Work:
 
     def scope(self, engine: Engine | None) -> QueryScope:
         """What a mode is handed: this query's store, embedder, clocks and listener, with `engine`."""
+        from pipeline.runtime import report_writer  # the composition root: the service imports no index
+
         return registry.scope(
             self.store,
             engine,  # type: ignore[arg-type]
@@ -45,6 +47,7 @@ class Work:
             self.deadline,
             self.cancel,
             self.events,
+            write_reports=report_writer(self.settings),
         )
 
 

@@ -48,6 +48,15 @@ class GlobalSettings(TokenizerSettings, OutputLimitSettings):
     global_rate_threshold: float = Field(
         default=2.0, ge=0, le=10, description="A report rated this (0-10) or more is mapped"
     )
+    # 16: two rounds of the client's 8 concurrent calls (OpenAI's default), so a first use adds about two
+    # report calls' latency to a question; a level holding more is completed by the questions that follow.
+    global_first_use_reports: int = Field(
+        default=16,
+        ge=0,
+        description="Deferred community reports (PIPELINE_REPORTS=on_demand) one global question may have "
+        "the model write before mapping them; the rest are read as their extractive stand-ins until a "
+        "later question or `pipeline index --reports eager` writes them",
+    )
 
 
 class BasicSettings(BaseModel):

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.core import schema, tables
+from pipeline.core.report_stand_ins import DEFERRED, EXTRACTIVE
 from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.engine.base import Engine, runner
 from pipeline.llm.errors import LLMError
@@ -71,8 +72,9 @@ class ReportsRun:
     coverage: dict[int, Any] = field(default_factory=dict)
 
 
-# The method (and model) of a report written extractively because its community is small (`min_entities`)
-EXTRACTIVE = "extractive"
+def _extractive_model(c: dict[str, Any], too_small: Callable[[dict[str, Any]], bool]) -> str:
+    """An extractive report's `model`: DEFERRED where it stands in for a model report not written yet."""
+    return EXTRACTIVE if too_small(c) else DEFERRED
 
 
 def full_content(report: CommunityReportResponse) -> str:
@@ -198,6 +200,8 @@ def build_reports(
                     "sub_reports": [s for s in renumber.values() if s >= 0],
                     "data_refs": _renumber_refs(old.get("data_refs"), renumber),
                 }
+                if small:  # the same extractive report, a stand-in now or not (the threshold may differ)
+                    report_of[n]["model"] = _extractive_model(c, too_small)
                 stats["reused"] += 1
                 stats["substituted"] += bool(report_of[n]["sub_reports"])
                 continue
@@ -244,7 +248,8 @@ def build_reports(
                 "findings": [f.model_dump() for f in outcome.findings],
                 "full_content_json": json.dumps(outcome.model_dump(), ensure_ascii=False),
                 "method": EXTRACTIVE if small else method,
-                "model": EXTRACTIVE if small else run.model,
+                # A stand-in says so: a query that needs it has the model's written (`core.report_stand_ins`)
+                "model": _extractive_model(c, too_small) if small else run.model,
                 "context_tokens": ctx.tokens,
                 "sub_reports": [s.community for s in ctx.sub_reports],
                 "data_refs": json.dumps(checked.refs(context_ids(ctx)), sort_keys=True),

@@ -9,7 +9,7 @@ signature is `(scope, question, config)`, and a new thing every mode needs is on
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -36,6 +36,10 @@ class QueryScope:
     modes: Mapping[str, Any] = field(default_factory=dict)
     # Who hears the query's events (`common.events`): a streaming door; None, nobody (every other caller).
     events: Sink | None = None
+    # Writes the model reports an index with PIPELINE_REPORTS=on_demand deferred, when a query first needs
+    # them (`pipeline.runtime.report_writer`): handed in, as query code imports no index code. None: none
+    # is written (no model, or a caller that only reads).
+    write_reports: Callable[..., Any] | None = None
 
     def emit(self, kind: str, **data: Any) -> None:
         """Report event `kind` with `data` (a no-op unless a door listens)."""

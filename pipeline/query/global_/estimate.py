@@ -7,7 +7,9 @@ import math
 from typing import Any
 
 from pipeline.core import schema
+from pipeline.core.report_stand_ins import deferred
 from pipeline.io.store import NamespaceStore
+from pipeline.prompts.indexing import COMMUNITY_REPORT
 from pipeline.query.common.intent import is_broad
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
 from pipeline.query.global_.search import plan_batches, selection_mode
@@ -21,8 +23,10 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     reduce = Phase(
         "reduce", 1, config.reduce_budget - config.reduce_reserve, config.reduce_reserve, "upper bound"
     )
+    stand_ins = deferred(store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "model"]))
     if selection_mode(store, config) == "dynamic":
         _rating(estimate, store, question, config)
+        _first_use(estimate, len(stand_ins), config, "upper bound")
         n = config.max_map_batches
         estimate.phases.append(
             Phase(
@@ -35,10 +39,34 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
         )
         return
     batches = plan_batches(store, question, config)
+    _first_use(estimate, len(stand_ins & {c for b in batches for c in b.community_ids}), config, "exact")
     prompt = sum(prompt_tokens(map_messages(question, b.content), config.encoding) for b in batches)
     estimate.phases.append(Phase("map", len(batches), prompt, len(batches) * config.map_reserve, "exact"))
     if batches:
         estimate.phases.append(reduce)
+
+
+def _first_use(estimate: QueryEstimate, stand_ins: int, config: Any, basis: str) -> None:
+    """The deferred reports (`PIPELINE_REPORTS=on_demand`) the question may have written before its map
+    (`global_.first_use`): how many is `basis` (exact: those it maps; upper bound: dynamic selection
+    keeps some); each one's tokens are its context budget's bound. Where a model is configured."""
+    n = min(stand_ins, config.first_use_reports)
+    if not n:
+        return
+    template = prompt_tokens(COMMUNITY_REPORT.messages(context="", max_words=0), config.encoding)
+    estimate.phases.append(
+        Phase(
+            "reports",
+            n,
+            n * (template + config.report_context_tokens),
+            n * config.report_reserve,
+            "upper bound",
+        )
+    )
+    estimate.notes.append(
+        f"first use: {n} deferred community report(s) ({basis}) written before the map and kept for later "
+        f"questions (at most {config.first_use_reports} a question; {stand_ins} among those it may map)"
+    )
 
 
 def _rating(estimate: QueryEstimate, store: NamespaceStore, question: str, config: Any) -> None:

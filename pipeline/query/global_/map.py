@@ -38,7 +38,7 @@ from pipeline.settings.bound import FromSettings, setting
 from pipeline.settings.query import GlobalSelection
 
 SELECTIONS: tuple[str, ...] = get_args(GlobalSelection)
-PHASES = ("rate", "map", "reduce")
+PHASES = ("rate", "reports", "map", "reduce")  # reports: those written on first use
 _PHASE_COUNTERS = ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures")
 
 
@@ -72,6 +72,11 @@ class GlobalSearchConfig(FromSettings):
     # map calls per question, dynamic or level="auto"
     max_map_batches: int = setting("global_max_map_batches")
     keep_parent: bool = False  # a relevant child replaces its parent (GraphRAG's default)
+    # deferred reports a question may have written before mapping them (`global_.first_use`)
+    first_use_reports: int = setting("global_first_use_reports")
+    # what such a report may cost, for the estimate: its context budget and output limit
+    report_context_tokens: int = setting("report_context_tokens")
+    report_reserve: int = setting("llm_report_max_tokens")
 
     def __post_init__(self) -> None:
         if self.selection not in SELECTIONS:

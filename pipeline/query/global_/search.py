@@ -32,6 +32,7 @@ from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
+from pipeline.query.global_.first_use import write_first_use
 from pipeline.query.global_.map import (
     PHASES,
     GlobalSearchConfig,
@@ -145,6 +146,12 @@ async def global_search_async(
     except SelectionCancelled as exc:
         result.status, result.answer, result.reason = "cancelled", "", str(exc)
         return _finish(result, tasks, started)
+    first_use = None
+    if batches and scope.write_reports is not None:
+        tasks.begin("reports")
+        first_use = await write_first_use(scope, batches, config.first_use_reports)
+        if first_use is not None and first_use.written:
+            batches = replan(scope.store, question, config, selection)
     result.batches = len(batches)
     result.selection = selection.to_dict()
     if not batches:
@@ -160,7 +167,27 @@ async def global_search_async(
     out = await reduce_map_results(question, len(batches), maps, tasks, config, deadline, cancel, started)
     out.selection, out.level = result.selection, selection.level if selection.mode != "dynamic" else None
     out.quotes = point_quotes(scope.store, out.points) if out.status in ("completed", "partial") else []
+    if first_use is not None:
+        out.selection["first_use"] = first_use.to_dict()
+        if first_use.failed:  # mapped as their stand-ins: said, never a silent gap
+            out.reason = "; ".join(r for r in (out.reason, first_use.reason()) if r)
+            out.status = "partial" if out.status == "completed" else out.status
     return out
+
+
+def replan(
+    store: NamespaceStore, question: str, config: GlobalSearchConfig, selection: Selection
+) -> list[Batch]:
+    """The map batches of the same selection once reports were written on first use (their texts, and so
+    the packing, changed)."""
+    if selection.mode == "dynamic":
+        skeleton = skeleton_text(map_messages(question, ""))
+        contexts = contexts_in_order(store, selection.communities)
+        batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
+    else:
+        batches = plan_batches(store, question, replace(config, level=selection.level))
+    selection.mapped_reports = len({c for b in batches for c in b.community_ids})
+    return batches
 
 
 def mapped_sources(store: NamespaceStore, batches: list[Batch]) -> list[dict[str, Any]]:
