@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,6 @@ from pipeline.ops.extraction.models import (
     ExtractionOptions,
     ExtractionOut,
     ExtractionRequest,
-    ExtractorIdentity,
     RawClaim,
     RawEntity,
     RawRelationship,
@@ -60,25 +58,6 @@ class LLMExtractionConfig:
             extract_claims=options.extract_claims,
             claim_description=options.claim_description,
         )
-
-
-def llm_identity(model: str, options: ExtractionOptions) -> ExtractorIdentity:
-    """Not reusable: the LLM cache answers every call made before, and a failed unit is asked again.
-    The config names the model, the prompts' version and their settings: a shard part made under other
-    prompts is extracted again (a mismatch costs cache lookups, never paid calls)."""
-    config = json.dumps(
-        {
-            "method": "llm",
-            "version": LLMExtractionConfig.from_options(options).version,
-            "model": model,
-            "entity_types": list(options.entity_types),
-            "max_gleanings": options.max_gleanings,
-            "claims": bool(options.extract_claims),
-            "claim_description": options.claim_description,
-        },
-        sort_keys=True,
-    )
-    return ExtractorIdentity("llm", LLMExtractionConfig.from_options(options).version, config, reusable=False)
 
 
 def prompt_values(config: LLMExtractionConfig) -> dict[str, str]:

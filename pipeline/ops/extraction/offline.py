@@ -17,7 +17,6 @@ Spotting and typing live in `spotting.py`. Deterministic: the same text gives th
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -25,9 +24,7 @@ from collections.abc import Sequence
 from pipeline.core.ner import NER_MODEL, NerSpan, entity_spans
 from pipeline.ops.extraction import lexicon as lx
 from pipeline.ops.extraction.models import (
-    ExtractionOptions,
     ExtractionRequest,
-    ExtractorIdentity,
     RawClaim,
     RawEntity,
     RawRelationship,
@@ -54,21 +51,6 @@ DESCRIPTION_SENTENCES = 5  # per entity per text unit
 RELATIONSHIP_SENTENCES = 3
 
 _LOWER_WORD = re.compile(r"\b[a-z][a-z'’]*\b")
-
-
-def offline_identity(options: ExtractionOptions) -> ExtractorIdentity:
-    """The rules are deterministic, so a unit extracted before under the same options is reused as is."""
-    version = NLP_VERSION if options.ner else OFFLINE_VERSION
-    config = json.dumps(
-        {
-            "version": version,
-            "entity_types": list(options.entity_types),
-            "window": options.window,
-            "claims": bool(options.extract_claims),
-        },
-        sort_keys=True,
-    )
-    return ExtractorIdentity("offline", version, config, reusable=True)
 
 
 def extract_request(request: ExtractionRequest) -> UnitExtraction:
