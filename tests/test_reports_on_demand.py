@@ -21,43 +21,19 @@ from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import EXTRACTIVE
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings
-from tests.support.cost_model import ModelLikeModel, UsageProxy, task_of
+from tests.support.cost_model import ModelLikeModel, UsageProxy, scripted_model_env
 from tests.support.env import scoped_env
 from tests.support.graph_tables import two_group_graph
-
-
-class _Responder(ModelLikeModel):
-    """The scripted model; `on_report` runs when a report request arrives (before it is answered)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.on_report: Any = None
-
-    def __call__(self, request: dict[str, Any]) -> str:
-        if task_of(request) == "community_report" and self.on_report is not None:
-            answer = self.on_report(request)
-            if answer is not None:
-                return answer
-        return super().__call__(request)
 
 
 @pytest.fixture
 def lazy_index(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """two_group_graph indexed with PIPELINE_REPORTS=on_demand: community 0's model report, 1 and 2
     deferred (extractive)."""
-    responder = _Responder()
+    responder = ModelLikeModel()
     with UsageProxy(responder) as proxy:
-        env = {
-            "PIPELINE_STORAGE_ROOT": str(tmp_path),
-            "PIPELINE_LLM_PROVIDER": "openai",
-            "PIPELINE_LLM_BASE_URL": proxy.base_url,
-            "PIPELINE_LLM_MODEL": "gpt-4o-mini",
-            "PIPELINE_LLM_JSON_MODE": "json_object",
-            "PIPELINE_LLM_MAX_RETRIES": "0",
-            "PIPELINE_REPORT_MIN_ENTITIES": "0",
-            "PIPELINE_REPORTS": "on_demand",
-        }
-        with scoped_env(**env):
+        env = {"PIPELINE_STORAGE_ROOT": str(tmp_path), "PIPELINE_REPORTS": "on_demand"}
+        with scoped_env(**scripted_model_env(proxy), **env):
             settings = Settings()
             store = NamespaceStore.from_settings(settings, "lazy")
             t = two_group_graph().tables()
@@ -115,7 +91,13 @@ def test_a_cancelled_query_stores_no_half_report(lazy_index):
     cancel = threading.Event()
     lazy_index["responder"].on_report = lambda request: cancel.set()  # given up while the model writes
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(store, make_engine(settings), [1, 2], settings=settings, cancelled=cancel.is_set)
+    run = write_on_demand(
+        store,
+        make_engine(settings),
+        [1, 2],
+        settings=settings,
+        stopped=lambda: "cancelled" if cancel.is_set() else None,
+    )
     assert run.cancelled and run.written == []
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
     # The index's, and the abandoned batch's two (1 and 2 are one level: written in one batch)
@@ -126,7 +108,9 @@ def test_the_report_budget_and_deadline_bound_what_a_query_writes(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
     run = write_on_demand(store, make_engine(settings), [1, 2], settings=settings, max_reports=1)
     assert run.written == [1] and run.skipped == [2]
-    late = write_on_demand(store, make_engine(settings), [2], settings=settings, deadline=0.0)
+    late = write_on_demand(
+        store, make_engine(settings), [2], settings=settings, stopped=lambda: "deadline passed"
+    )
     assert late.written == [] and late.skipped == [2]
     assert json.loads(json.dumps(_methods(store))) == {"0": "llm", "1": "llm", "2": EXTRACTIVE}
 

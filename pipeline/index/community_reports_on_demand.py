@@ -24,7 +24,7 @@ was deferred at index time has it written, stored and reused by every later quer
 - Query-time code imports neither `index` nor `ops` (tests/test_layout.py): a query reaches this
   through what the composition root hands it (`pipeline.runtime.report_writer`), never by import.
 - A report is stored only whole, after the engine answered and only if the query was not cancelled
-  meanwhile (`cancelled`): a cancelled query writes no half report.
+  meanwhile (`stopped`): a cancelled query writes no half report.
 - Without a model (the offline engine) nothing is written: a stand-in is what the offline engine would
   write anyway.
 """
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ from pipeline.core.report_stand_ins import EXTRACTIVE, deferred
 from pipeline.engine.base import Engine
 from pipeline.index.report_budget import report_budget
 from pipeline.io.store import NamespaceStore
+from pipeline.llm.batch import CANCELLED
 from pipeline.ops.reports.build import ReportFailure, build_reports
 from pipeline.ops.reports.task import REPORT
 
@@ -73,13 +73,13 @@ def write_on_demand(
     *,
     settings: Any,
     max_reports: int | None = None,
-    deadline: float | None = None,
-    cancelled: Callable[[], bool] = lambda: False,
+    stopped: Callable[[], str | None] = lambda: None,
 ) -> OnDemandRun:
     """Write the deferred model reports of `wanted` by the rules in the module docstring: level by level,
     deepest first (a parent wanted too is written from its children's new reports), each level's in one
     batch of engine calls (the client's concurrency). `max_reports`: reports this call may start;
-    `deadline`: `time.monotonic()` past which none is started."""
+    `stopped`: why no new work may start, as `QueryScope.stopped` says it ("cancelled": store nothing
+    more; a passed deadline: start no more)."""
     out = OnDemandRun()
     if engine is None or engine.identity(REPORT).method == "offline":
         return out
@@ -93,18 +93,17 @@ def write_on_demand(
     key = (str(store.root), store.namespace)
     started = 0
     for level in sorted({level_of[c] for c in wanted}, reverse=True):
+        why = stopped()
+        if why == CANCELLED:
+            out.cancelled = True
+            break
         group = []
         for n in sorted(c for c in wanted if level_of[c] == level):
-            if (max_reports is not None and started >= max_reports) or (
-                deadline is not None and time.monotonic() >= deadline
-            ):
+            if why is not None or (max_reports is not None and started >= max_reports):
                 out.skipped.append(n)
             else:
                 group.append(n)
                 started += 1
-        if cancelled():
-            out.cancelled = True
-            break
         if not group:
             continue
         with contextlib.ExitStack() as held:
@@ -117,7 +116,7 @@ def write_on_demand(
                 store, settings, engine, communities, reports, [n for n in group if n in still]
             )
             out.failures += failures
-            if cancelled():  # the answers came after the query was given up: store nothing
+            if stopped() == CANCELLED:  # the answers came after the query was given up: store nothing
                 out.cancelled = True
                 break
             if rows:

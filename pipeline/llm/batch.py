@@ -36,10 +36,13 @@ def is_cancelled(cancel: CancelSignal | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
+CANCELLED = "cancelled"  # what `stopped` says of a cancelled call (else the deadline passed)
+
+
 def stopped(cancel: CancelSignal | None, deadline: float | None) -> str | None:
     """Why work must not start now ("cancelled", "deadline passed"), or None."""
     if is_cancelled(cancel):
-        return "cancelled"
+        return CANCELLED
     if deadline is not None and time.monotonic() >= deadline:
         return "deadline passed"
     return None

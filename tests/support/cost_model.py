@@ -19,6 +19,7 @@ import hashlib
 import json
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.core.tokens import count_tokens
@@ -42,6 +43,19 @@ def task_of(request: dict[str, Any]) -> str:
             return "extract_graph_packed_glean" if is_packed_glean(request) else "extract_graph_packed"
         return "extract_graph" if extraction_text(request) is not None else "extract_graph_glean"
     return "other"
+
+
+def scripted_model_env(proxy: FaultProxy) -> dict[str, str]:
+    """The settings that send every model call to `proxy` as gpt-4o-mini, in JSON mode, each once, and
+    give every community a model report (`report_min_entities` 0)."""
+    return {
+        "PIPELINE_LLM_PROVIDER": "openai",
+        "PIPELINE_LLM_BASE_URL": proxy.base_url,
+        "PIPELINE_LLM_MODEL": "gpt-4o-mini",
+        "PIPELINE_LLM_JSON_MODE": "json_object",
+        "PIPELINE_LLM_MAX_RETRIES": "0",
+        "PIPELINE_REPORT_MIN_ENTITIES": "0",
+    }
 
 
 class UsageProxy(FaultProxy):
@@ -84,10 +98,16 @@ class ModelLikeModel:
 
     def __init__(self, options: ExtractionOptions | None = None) -> None:
         self.options = options or ExtractionOptions()
+        # Runs when a report request arrives (a fault, a cancel) and answers for it unless it returns None
+        self.on_report: Callable[[dict[str, Any]], str | None] | None = None
 
     def __call__(self, request: dict[str, Any]) -> str:
         task = task_of(request)
         last = str(request["messages"][-1].get("content", ""))
+        if task == "community_report" and self.on_report is not None:
+            answer = self.on_report(request)
+            if answer is not None:
+                return answer
         if task.startswith("extract_graph_packed"):
             return answer_packed(request, self._extraction) or "{}"
         if task == "extract_graph":

@@ -17,7 +17,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.llm.batch import is_cancelled
+from pipeline.core import schema
+from pipeline.core.report_stand_ins import deferred
+from pipeline.io.store import NamespaceStore
+from pipeline.query.common.index_cache import cached_index, table_versions
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.batches import Batch
 
@@ -50,20 +53,30 @@ class FirstUse:
         )
 
 
+def stand_ins(store: NamespaceStore) -> set[int]:
+    """The communities whose report is a stand-in, read once per version of the reports table."""
+    versions = table_versions(store, (schema.COMMUNITY_REPORTS,))
+    return cached_index(
+        store, "report_stand_ins", versions, lambda: deferred(store.read_table(schema.COMMUNITY_REPORTS))
+    )
+
+
 async def write_first_use(scope: QueryScope, batches: list[Batch], budget: int) -> FirstUse | None:
-    """Have the deferred reports among those `batches` map written (at most `budget`); None when no
-    writer was handed in."""
-    if scope.write_reports is None or scope.engine is None or not batches:
+    """Have the stand-ins among the reports `batches` map written (at most `budget`); None when there is
+    no writer or no stand-in among them."""
+    if scope.write_reports is None or scope.engine is None:
         return None
-    wanted = [c for b in batches for c in b.community_ids]
+    held = stand_ins(scope.store)
+    wanted = [c for b in batches for c in b.community_ids if c in held]
+    if not wanted:
+        return None
     run = await asyncio.to_thread(
         scope.write_reports,
         scope.store,
         scope.engine,
         wanted,
         max_reports=budget,
-        deadline=scope.deadline,
-        cancelled=lambda: is_cancelled(scope.cancel),
+        stopped=scope.stopped,
     )
     return FirstUse(
         written=list(run.written),

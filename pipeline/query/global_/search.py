@@ -22,17 +22,19 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipeline.core import schema
 from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.context_events import emit_context
+from pipeline.query.common.index_cache import table_versions
 from pipeline.query.common.intent import is_broad
 from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
-from pipeline.query.global_.first_use import write_first_use
+from pipeline.query.global_.first_use import stand_ins, write_first_use
 from pipeline.query.global_.map import (
     PHASES,
     GlobalSearchConfig,
@@ -138,6 +140,8 @@ async def global_search_async(
     deadline, cancel = scope.deadline, scope.cancel
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
     tasks.begin("rate")
+    # What the plan reads; a report written on first use meanwhile, by this question or another, changes it
+    planned_from = table_versions(scope.store, (schema.COMMUNITY_REPORTS,))
     try:
         batches, selection = await plan_search(scope, question, tasks, config)
     except LevelNotFoundError as exc:  # a level the graph does not have: nothing to answer from, not a crash
@@ -147,11 +151,11 @@ async def global_search_async(
         result.status, result.answer, result.reason = "cancelled", "", str(exc)
         return _finish(result, tasks, started)
     first_use = None
-    if batches and scope.write_reports is not None:
+    if scope.write_reports is not None and stand_ins(scope.store):
         tasks.begin("reports")
         first_use = await write_first_use(scope, batches, config.first_use_reports)
-        if first_use is not None and first_use.written:
-            batches = replan(scope.store, question, config, selection)
+    if table_versions(scope.store, (schema.COMMUNITY_REPORTS,)) != planned_from:
+        batches = replan(scope.store, question, config, selection)
     result.batches = len(batches)
     result.selection = selection.to_dict()
     if not batches:
