@@ -30,6 +30,10 @@ The design, the least that guarantees it without moving any table:
   the current files. A damaged manifest is logged and read the same way: it loses the pin, not the answer.
 
 Writes that are not a whole run (one asset materialized from the UI) reach queries at the next commit.
+One exception completes a version without changing what it is built from: a community report written on
+first use (`PIPELINE_REPORTS=on_demand`) replaces its stand-in in the frozen `community_reports` copy of the
+version the question read, built from that version's own tables (`write_table(committed=True)`: a new
+file, so the current file linked to the old copy keeps its bytes).
 """
 
 from __future__ import annotations
