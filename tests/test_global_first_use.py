@@ -183,3 +183,21 @@ def test_a_cancelled_question_stores_no_half_report(scripted):
     result = _ask(settings, cancel=cancel)
     assert result.status == "cancelled"
     assert _stand_ins(settings) == {1, 2}
+
+
+def test_saved_global_questions_write_the_stand_ins_their_batches_hold(scripted):
+    """The Dagster query assets' batches (`write_global_batches`) are a question too: the writer the asset
+    hands in writes the stand-ins first, and the batches saved hold the model's reports."""
+    from pipeline.query import registry
+    from pipeline.query.saved_questions import write_global_batches
+    from pipeline.runtime import report_writer
+
+    settings = scripted["on_demand"]
+    store = NamespaceStore.from_settings(settings, NS)
+    config = registry.configure("global", settings, {"level": 1})
+    engine = make_engine(settings)
+    table, totals = write_global_batches(store, [QUESTION], engine, None, config, report_writer(settings))
+    assert totals["first_use_written"] == 2 and _stand_ins(settings) == set()
+    reports = {r["community"]: r["summary"] for r in store.read_table(schema.COMMUNITY_REPORTS).to_pylist()}
+    content = "\n".join(table.column("content").to_pylist())
+    assert reports[1] in content and reports[2] in content

@@ -39,6 +39,7 @@ from pipeline.query.saved_questions import (
     write_global_map_answers,
     write_local_answers,
 )
+from pipeline.runtime import report_writer
 
 GROUP = "query"
 # Declarative automation: answers refresh after a re-index changes what they read (the automation
@@ -126,8 +127,14 @@ def global_map_batches(
     store = pipeline_settings.store(context.partition_key)
     saved = tuple(pipeline_settings.saved_questions or ())
     questions = load_questions(config.questions, config.questions_file, *([saved] if saved else []))
+    settings = pipeline_settings.get_settings()
     table, selection = write_global_batches(
-        store, questions, engine, embedder.get_embedder(), _global_config(config, pipeline_settings)
+        store,
+        questions,
+        engine,
+        embedder.get_embedder(),
+        _global_config(config, pipeline_settings),
+        write_reports=report_writer(settings),  # stand-ins the batches hold are written on first use
     )
     return MaterializeResult(
         metadata={

@@ -13,8 +13,8 @@ was deferred at index time has it written, stored and reused by every later quer
   `write_table(committed=True)`), so the query and every later one on that version read it, while a
   re-index running meanwhile is not touched. It goes into the current table too when that still holds
   the same stand-in (same community, same fingerprint: no run replaced it since), so that the next run
-  and `--reports eager` reuse it instead of paying for it again. A namespace without a manifest is read
-  and written in its current files.
+  and `--reports eager` reuse it instead of paying for it again. A caller reading the current files (the
+  Dagster query assets) writes them, and the last committed version where it holds the same stand-in.
 - Concurrent first uses of one community write it once: a lock per community and version, and the
   stored table is read again under it; each table's read-modify-write is serialized per namespace.
   (The locks are this process's: two service processes on one namespace may each write a report once.)
@@ -129,11 +129,11 @@ def write_on_demand(
 
 def _store(store: NamespaceStore, rows: list[dict[str, Any]], stand_ins: dict[int, str]) -> None:
     """`rows` in place of their communities' stand-ins (`stand_ins`: community -> the stand-in's
-    fingerprint): in the version `store` reads, and in the current table where it still holds the same
-    stand-in (see the module docstring)."""
-    targets = [(store, store.manifest is not None)]
-    if store.manifest is not None:
-        targets.append((NamespaceStore(store.storage, store.namespace, store.keep_versions), False))
+    fingerprint), in the current table and in the committed version `store` reads (an unpinned store: the
+    last committed one), each where it still holds the same stand-in (see the module docstring)."""
+    current = NamespaceStore(store.storage, store.namespace, store.keep_versions)
+    version = store if store.manifest is not None else current.pinned()  # else: the last committed one
+    targets = [(current, False)] + ([(version, True)] if version.manifest is not None else [])
     for target, committed in targets:
         current = target.read_table(schema.COMMUNITY_REPORTS)
         held = {r["community"]: r for r in current.to_pylist()}

@@ -27,7 +27,7 @@ from pipeline.query.global_.search import (
     GlobalSearchConfig,
     GlobalTasks,
     MapResult,
-    plan_search,
+    plan_with_reports,
     reduce_map_results,
     run_map,
 )
@@ -60,16 +60,18 @@ def write_global_batches(
     engine: Engine,
     embedder: Embedder,
     config: GlobalSearchConfig,
+    write_reports: Callable[..., Any] | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
-    """The map batches of each question (dynamic selection rates reports through the engine), and the
-    selection's counts summed over the questions (rated, kept, mapped_reports, rate_calls, ...)."""
+    """The map batches of each question (dynamic selection rates reports through the engine; stand-ins it
+    maps are written on first use by `write_reports`, as `QueryScope.write_reports`), and the selection's
+    counts summed over the questions (rated, kept, mapped_reports, rate_calls, first_use_written, ...)."""
     rows, totals = [], {}
     for q in questions:
         tasks = GlobalTasks(engine, embedder)
-        batches, selection = engine.run_sync(
-            plan_search(QueryScope(store, engine, embedder), q, tasks, config)
-        )
-        for key, value in selection.to_dict().items():
+        scope = QueryScope(store, engine, embedder, write_reports=write_reports)
+        batches, selection, first_use = engine.run_sync(plan_with_reports(scope, q, tasks, config))
+        counts = {**selection.to_dict(), "first_use_written": len(first_use.written) if first_use else 0}
+        for key, value in counts.items():
             if isinstance(value, int) and not isinstance(value, bool) and key != "level":
                 totals[key] = totals.get(key, 0) + value
         rows += [

@@ -34,7 +34,7 @@ from pipeline.query.common.prompt_text import skeleton_text
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
-from pipeline.query.global_.first_use import stand_ins, write_first_use
+from pipeline.query.global_.first_use import FirstUse, stand_ins, write_first_use
 from pipeline.query.global_.map import (
     PHASES,
     GlobalSearchConfig,
@@ -132,6 +132,23 @@ async def plan_search(
     return batches, selection
 
 
+async def plan_with_reports(
+    scope: QueryScope, question: str, tasks: GlobalTasks, config: GlobalSearchConfig
+) -> tuple[list[Batch], Selection, FirstUse | None]:
+    """`plan_search`, then the stand-ins among the planned reports written on first use
+    (`global_.first_use`), and the batches packed again if the reports changed meanwhile (by this
+    question's first use or another's)."""
+    planned_from = table_versions(scope.store, (schema.COMMUNITY_REPORTS,))
+    batches, selection = await plan_search(scope, question, tasks, config)
+    first_use = None
+    if scope.write_reports is not None and stand_ins(scope.store):
+        tasks.begin("reports")
+        first_use = await write_first_use(scope, batches, config.first_use_reports)
+    if table_versions(scope.store, (schema.COMMUNITY_REPORTS,)) != planned_from:
+        batches = replan(scope.store, question, config, selection)
+    return batches, selection, first_use
+
+
 async def global_search_async(
     scope: QueryScope, question: str, config: GlobalSearchConfig = DEFAULT_CONFIG
 ) -> GlobalSearchResult:
@@ -140,22 +157,14 @@ async def global_search_async(
     deadline, cancel = scope.deadline, scope.cancel
     result = GlobalSearchResult(question, config.level, "no_results", NO_RESULTS_ANSWER)
     tasks.begin("rate")
-    # What the plan reads; a report written on first use meanwhile, by this question or another, changes it
-    planned_from = table_versions(scope.store, (schema.COMMUNITY_REPORTS,))
     try:
-        batches, selection = await plan_search(scope, question, tasks, config)
+        batches, selection, first_use = await plan_with_reports(scope, question, tasks, config)
     except LevelNotFoundError as exc:  # a level the graph does not have: nothing to answer from, not a crash
         result.reason = str(exc)
         return _finish(result, tasks, started)
     except SelectionCancelled as exc:
         result.status, result.answer, result.reason = "cancelled", "", str(exc)
         return _finish(result, tasks, started)
-    first_use = None
-    if scope.write_reports is not None and stand_ins(scope.store):
-        tasks.begin("reports")
-        first_use = await write_first_use(scope, batches, config.first_use_reports)
-    if table_versions(scope.store, (schema.COMMUNITY_REPORTS,)) != planned_from:
-        batches = replan(scope.store, question, config, selection)
     result.batches = len(batches)
     result.selection = selection.to_dict()
     if not batches:
