@@ -19,11 +19,17 @@ from pipeline.index.community_reports import index_community_reports
 from pipeline.index.community_reports_on_demand import deferred, write_on_demand
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.reports.build import EXTRACTIVE
+from pipeline.query.common.scope import QueryScope
 from pipeline.runtime import make_engine
 from pipeline.settings import Settings
 from tests.support.cost_model import ModelLikeModel, UsageProxy, scripted_model_env
 from tests.support.env import scoped_env
 from tests.support.graph_tables import two_group_graph
+
+
+def asking(store: NamespaceStore, engine: Any, **clocks: Any) -> QueryScope:
+    """What a question hands the writer: its scope (store, engine, deadline, cancel)."""
+    return QueryScope(store, engine, None, **clocks)
 
 
 @pytest.fixture
@@ -63,7 +69,7 @@ def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
     def query(_: int):
         engine = make_engine(settings)
         start.wait()
-        return write_on_demand(store, engine, [1], settings=settings)
+        return write_on_demand(asking(store, engine), [1], settings=settings)
 
     with ThreadPoolExecutor(8) as pool:
         runs = list(pool.map(query, range(8)))
@@ -72,7 +78,7 @@ def test_eight_concurrent_first_uses_write_the_report_once(lazy_index):
     assert sum(r.ready == [1] for r in runs) == 7
     assert _methods(store) == {0: "llm", 1: "llm", 2: EXTRACTIVE}
     # Stored and reused: a later query asks nothing.
-    later = write_on_demand(store, make_engine(settings), [1, 0], settings=settings)
+    later = write_on_demand(asking(store, make_engine(settings)), [1, 0], settings=settings)
     assert later.written == [] and proxy.calls()["community_report"] - before == 1
 
 
@@ -80,7 +86,7 @@ def test_a_failing_report_is_named_and_nothing_is_stored(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
     lazy_index["responder"].on_report = lambda request: "this is not a report"
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(store, make_engine(settings), [2], settings=settings)
+    run = write_on_demand(asking(store, make_engine(settings)), [2], settings=settings)
     assert [f.community for f in run.failures] == [2] and run.written == []
     assert run.failures[0].error_type and run.failures[0].reason
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
@@ -91,13 +97,7 @@ def test_a_cancelled_query_stores_no_half_report(lazy_index):
     cancel = threading.Event()
     lazy_index["responder"].on_report = lambda request: cancel.set()  # given up while the model writes
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(
-        store,
-        make_engine(settings),
-        [1, 2],
-        settings=settings,
-        stopped=lambda: "cancelled" if cancel.is_set() else None,
-    )
+    run = write_on_demand(asking(store, make_engine(settings), cancel=cancel), [1, 2], settings=settings)
     assert run.cancelled and run.written == []
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)
     # The index's, and the abandoned batch's two (1 and 2 are one level: written in one batch)
@@ -106,11 +106,9 @@ def test_a_cancelled_query_stores_no_half_report(lazy_index):
 
 def test_the_report_budget_and_deadline_bound_what_a_query_writes(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
-    run = write_on_demand(store, make_engine(settings), [1, 2], settings=settings, max_reports=1)
+    run = write_on_demand(asking(store, make_engine(settings)), [1, 2], settings=settings, max_reports=1)
     assert run.written == [1] and run.skipped == [2]
-    late = write_on_demand(
-        store, make_engine(settings), [2], settings=settings, stopped=lambda: "deadline passed"
-    )
+    late = write_on_demand(asking(store, make_engine(settings), deadline=0.0), [2], settings=settings)
     assert late.written == [] and late.skipped == [2]
     assert json.loads(json.dumps(_methods(store))) == {"0": "llm", "1": "llm", "2": EXTRACTIVE}
 
@@ -129,7 +127,7 @@ def test_a_querys_pinned_view_still_writes_once(lazy_index):
         view, engine = store.pinned(), make_engine(settings)
         assert view.manifest is not None
         start.wait()
-        return write_on_demand(view, engine, [2], settings=settings)
+        return write_on_demand(asking(view, engine), [2], settings=settings)
 
     with ThreadPoolExecutor(8) as pool:
         runs = list(pool.map(query, range(8)))
@@ -153,7 +151,7 @@ def test_a_report_written_after_a_reindex_began_goes_only_into_the_version_read(
     store.write_table(schema.COMMUNITY_REPORTS, tables.to_table(rows, schema.COMMUNITY_REPORTS_SCHEMA))
     after_rerun = store.read_table(schema.COMMUNITY_REPORTS)
 
-    run = write_on_demand(view, make_engine(settings), [2], settings=settings)
+    run = write_on_demand(asking(view, make_engine(settings)), [2], settings=settings)
     assert run.written == [2]
     assert _methods(view)[2] == "llm" and _methods(store.pinned())[2] == "llm"
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(after_rerun)
@@ -162,6 +160,6 @@ def test_a_report_written_after_a_reindex_began_goes_only_into_the_version_read(
 def test_without_a_model_nothing_is_written(lazy_index):
     store, settings = lazy_index["store"], lazy_index["settings"]
     before = store.read_table(schema.COMMUNITY_REPORTS)
-    run = write_on_demand(store, OfflineEngine(), [1, 2], settings=settings)
+    run = write_on_demand(asking(store, OfflineEngine()), [1, 2], settings=settings)
     assert run.written == run.failures == run.skipped == []
     assert store.read_table(schema.COMMUNITY_REPORTS).equals(before)

@@ -24,7 +24,8 @@ was deferred at index time has it written, stored and reused by every later quer
 - Query-time code imports neither `index` nor `ops` (tests/test_layout.py): a query reaches this
   through what the composition root hands it (`pipeline.runtime.report_writer`), never by import.
 - A report is stored only whole, after the engine answered and only if the query was not cancelled
-  meanwhile (`stopped`): a cancelled query writes no half report.
+  meanwhile: a cancelled query writes no half report. The calls themselves run under the query's deadline
+  and cancel: one cut short is a failure like any other.
 - Without a model (the offline engine) nothing is written: a stand-in is what the offline engine would
   write anyway.
 """
@@ -33,9 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -44,7 +45,7 @@ from pipeline.core.report_stand_ins import EXTRACTIVE, deferred
 from pipeline.engine.base import Engine
 from pipeline.index.report_budget import report_budget
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CANCELLED
+from pipeline.llm.batch import CancelSignal, is_cancelled, stopped
 from pipeline.ops.reports.build import ReportFailure, build_reports
 from pipeline.ops.reports.task import REPORT
 
@@ -66,21 +67,25 @@ class OnDemandRun:
     cancelled: bool = False
 
 
+class Asking(Protocol):
+    """What a question hands the writer (`pipeline.query.common.scope.QueryScope` is one): the version it
+    reads, its engine (its calls are the question's), its deadline (`time.monotonic()`) and cancel."""
+
+    store: NamespaceStore
+    engine: Engine
+    deadline: float | None
+    cancel: CancelSignal | None
+
+
 def write_on_demand(
-    store: NamespaceStore,
-    engine: Engine,
-    wanted: Iterable[int],
-    *,
-    settings: Any,
-    max_reports: int | None = None,
-    stopped: Callable[[], str | None] = lambda: None,
+    asking: Asking, wanted: Iterable[int], *, settings: Any, max_reports: int | None = None
 ) -> OnDemandRun:
     """Write the deferred model reports of `wanted` by the rules in the module docstring: level by level,
     deepest first (a parent wanted too is written from its children's new reports), each level's in one
     batch of engine calls (the client's concurrency). `max_reports`: reports this call may start;
-    `stopped`: why no new work may start, as `QueryScope.stopped` says it ("cancelled": store nothing
-    more; a passed deadline: start no more)."""
+    Past the question's deadline no report is started; once it is cancelled nothing more is stored."""
     out = OnDemandRun()
+    store, engine, deadline, cancel = asking.store, asking.engine, asking.deadline, asking.cancel
     if engine is None or engine.identity(REPORT).method == "offline":
         return out
     todo = deferred(store.read_table(schema.COMMUNITY_REPORTS))
@@ -93,8 +98,8 @@ def write_on_demand(
     key = (str(store.root), store.namespace)
     started = 0
     for level in sorted({level_of[c] for c in wanted}, reverse=True):
-        why = stopped()
-        if why == CANCELLED:
+        why = stopped(cancel, deadline)
+        if is_cancelled(cancel):
             out.cancelled = True
             break
         group = []
@@ -112,11 +117,10 @@ def write_on_demand(
             reports = store.read_table(schema.COMMUNITY_REPORTS)  # another caller may have stored some
             still = deferred(reports)
             out.ready += [n for n in group if n not in still]
-            rows, failures = _write(
-                store, settings, engine, communities, reports, [n for n in group if n in still]
-            )
+            todo = [n for n in group if n in still]
+            rows, failures = _write(store, settings, engine, communities, reports, todo, deadline, cancel)
             out.failures += failures
-            if stopped() == CANCELLED:  # the answers came after the query was given up: store nothing
+            if is_cancelled(cancel):  # the answers came after the query was given up: store nothing
                 out.cancelled = True
                 break
             if rows:
@@ -160,9 +164,12 @@ def _write(
     communities: pa.Table,
     reports: pa.Table,
     group: list[int],
+    deadline: float | None,
+    cancel: CancelSignal | None,
 ) -> tuple[list[dict[str, Any]], list[ReportFailure]]:
     """The model reports of `group` (one level's communities, so their subtrees do not overlap), built
-    over their subtrees in one `build_reports`; and the failures among them."""
+    over their subtrees in one `build_reports` under the query's deadline and cancel; and the failures
+    among them."""
     if not group:
         return [], []
     rows = {c["community"]: c for c in communities.to_pylist()}
@@ -186,6 +193,8 @@ def _write(
         min_entities=settings.report_min_entities,
         min_claims=settings.report_min_entities,
         write_only=write_only,
+        deadline=deadline,
+        cancel=cancel,
     )
     wanted = set(group)
     return (

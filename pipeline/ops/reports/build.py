@@ -27,6 +27,7 @@ from pipeline.core import schema, tables
 from pipeline.core.report_stand_ins import DEFERRED, EXTRACTIVE
 from pipeline.core.tokens import DEFAULT_ENCODING
 from pipeline.engine.base import Engine, runner
+from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
@@ -108,6 +109,8 @@ def build_reports(
     parents_from_children: bool | None = None,
     model_max_level: int | None = None,
     write_only: set[int] | None = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
 ) -> ReportsRun:
     """One report per community (or a failure row), following the module docstring. `min_entities` /
     `min_claims` (0: every community): a community without children that has fewer entities and fewer
@@ -118,7 +121,8 @@ def build_reports(
     `model_max_level` (reports on demand): a community deeper than this gets the extractive report
     ("deferred" in `per_level`); `pipeline index --reports eager` writes the model's later.
     `write_only` (a query's reports on first use, `on_demand.py`): only these communities may get a
-    model report; the others are written as `model_max_level` would have them (so reused)."""
+    model report; the others are written as `model_max_level` would have them (so reused). `deadline` and
+    `cancel` (a query's): a call they cut short is a failure like any other."""
     started = time.monotonic()
     method, model, version = engine.identity(REPORT)  # they enter every fingerprint
     if parents_from_children is None:
@@ -214,7 +218,9 @@ def build_reports(
         outcomes = dict(
             zip(
                 (t[0]["community"] for t in asked),
-                engine.run_batch([t[2] for t in asked], runner(engine, REPORT)),
+                engine.run_batch(
+                    [t[2] for t in asked], runner(engine, REPORT), deadline=deadline, cancel=cancel
+                ),
                 strict=True,
             )
         )

@@ -37,8 +37,8 @@ class QueryScope:
     # Who hears the query's events (`common.events`): a streaming door; None, nobody (every other caller).
     events: Sink | None = None
     # Writes the model reports an index with PIPELINE_REPORTS=on_demand deferred, when a query first needs
-    # them (`pipeline.runtime.report_writer`): handed in, as query code imports no index code. None: none
-    # is written (no model, or a caller that only reads).
+    # them (`pipeline.runtime.report_writer`; it is handed this scope): handed in, as query code imports no
+    # index code. None: none is written (a caller that only reads).
     write_reports: Callable[..., Any] | None = None
 
     def emit(self, kind: str, **data: Any) -> None:

@@ -70,14 +70,7 @@ async def write_first_use(scope: QueryScope, batches: list[Batch], budget: int) 
     wanted = [c for b in batches for c in b.community_ids if c in held]
     if not wanted:
         return None
-    run = await asyncio.to_thread(
-        scope.write_reports,
-        scope.store,
-        scope.engine,
-        wanted,
-        max_reports=budget,
-        stopped=scope.stopped,
-    )
+    run = await asyncio.to_thread(scope.write_reports, scope, wanted, max_reports=budget)
     return FirstUse(
         written=list(run.written),
         ready=list(run.ready),
