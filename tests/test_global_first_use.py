@@ -201,3 +201,13 @@ def test_saved_global_questions_write_the_stand_ins_their_batches_hold(scripted)
     reports = {r["community"]: r["summary"] for r in store.read_table(schema.COMMUNITY_REPORTS).to_pylist()}
     content = "\n".join(table.column("content").to_pylist())
     assert reports[1] in content and reports[2] in content
+
+
+def test_without_a_model_a_question_maps_the_stand_ins_and_writes_nothing(scripted):
+    settings = scripted["on_demand"].model_copy(update={"llm_provider": "offline"})
+    before = sum(scripted["proxy"].calls().values())
+    result = _ask(settings)
+    assert result.status == "completed" and "first_use" not in result.selection
+    assert "reports" not in result.phases or result.phases["reports"]["calls"] == 0
+    assert _stand_ins(settings) == {1, 2}
+    assert sum(scripted["proxy"].calls().values()) == before

@@ -82,8 +82,8 @@ def write_on_demand(
 ) -> OnDemandRun:
     """Write the deferred model reports of `wanted` by the rules in the module docstring: level by level,
     deepest first (a parent wanted too is written from its children's new reports), each level's in one
-    batch of engine calls (the client's concurrency). `max_reports`: reports this call may start;
-    Past the question's deadline no report is started; once it is cancelled nothing more is stored."""
+    batch of engine calls (the client's concurrency). `max_reports`: reports this call may start. Past the
+    question's deadline no report is started; once it is cancelled nothing more is stored."""
     out = OnDemandRun()
     store, engine, deadline, cancel = asking.store, asking.engine, asking.deadline, asking.cancel
     if engine is None or engine.identity(REPORT).method == "offline":
@@ -112,7 +112,7 @@ def write_on_demand(
         if not group:
             continue
         with contextlib.ExitStack() as held:
-            for n in group:  # in order: two callers wanting overlapping groups never wait on each other
+            for n in group:  # in one order: two callers wanting overlapping groups cannot deadlock
                 held.enter_context(_lock(*key, version, str(n)))
             reports = store.read_table(schema.COMMUNITY_REPORTS)  # another caller may have stored some
             still = deferred(reports)

@@ -63,7 +63,7 @@ def stand_ins(store: NamespaceStore) -> set[int]:
 
 async def write_first_use(scope: QueryScope, batches: list[Batch], budget: int) -> FirstUse | None:
     """Have the stand-ins among the reports `batches` map written (at most `budget`); None when there is
-    no writer or no stand-in among them."""
+    no writer, no stand-in among them or no model to write them."""
     if scope.write_reports is None or scope.engine is None:
         return None
     held = stand_ins(scope.store)
@@ -71,6 +71,8 @@ async def write_first_use(scope: QueryScope, batches: list[Batch], budget: int) 
     if not wanted:
         return None
     run = await asyncio.to_thread(scope.write_reports, scope, wanted, max_reports=budget)
+    if not (run.written or run.ready or run.skipped or run.failures):
+        return None  # nothing to write them with (the offline engine writes no model report)
     return FirstUse(
         written=list(run.written),
         ready=list(run.ready),
