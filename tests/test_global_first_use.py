@@ -211,3 +211,16 @@ def test_without_a_model_a_question_maps_the_stand_ins_and_writes_nothing(script
     assert "reports" not in result.phases or result.phases["reports"]["calls"] == 0
     assert _stand_ins(settings) == {1, 2}
     assert sum(scripted["proxy"].calls().values()) == before
+
+
+def test_reports_eager_afterwards_reuses_what_first_use_wrote(scripted):
+    """`pipeline index --reports eager` (the reports stage under eager) asks again only for what changed:
+    the root, whose children's reports the first use replaced; the leaves it wrote are reused."""
+    settings, proxy = scripted["on_demand"], scripted["proxy"]
+    _ask(settings)
+    before = proxy.calls()["community_report"]
+    eager = settings.model_copy(update={"reports": "eager"})
+    store = NamespaceStore.from_settings(eager, NS)
+    run = index_community_reports(store, eager, make_engine(eager), min_entities=0)
+    assert proxy.calls()["community_report"] - before == 1
+    assert run.reused == 2 and deferred(store.read_table(schema.COMMUNITY_REPORTS)) == set()
