@@ -7,12 +7,13 @@ import math
 from typing import Any
 
 from pipeline.core import schema
-from pipeline.core.report_stand_ins import deferred
 from pipeline.io.store import NamespaceStore
 from pipeline.prompts.indexing import COMMUNITY_REPORT
 from pipeline.query.common.intent import is_broad
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
+from pipeline.query.global_.first_use import stand_ins
 from pipeline.query.global_.search import plan_batches, selection_mode
+from pipeline.query.global_.selection import community_tree
 from pipeline.query.global_.selection_tasks import RateItem, RateRequest, rate_messages
 from pipeline.query.global_.tasks import map_messages
 
@@ -23,10 +24,12 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
     reduce = Phase(
         "reduce", 1, config.reduce_budget - config.reduce_reserve, config.reduce_reserve, "upper bound"
     )
-    stand_ins = deferred(store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "model"]))
+    held = stand_ins(store)
     if selection_mode(store, config) == "dynamic":
         _rating(estimate, store, question, config)
-        _first_use(estimate, len(stand_ins), config, "upper bound")
+        # A broad question maps the top-level reports, unrated; any other may keep any report
+        maybe = held & set(community_tree(store).roots) if is_broad(question) else held
+        _first_use(estimate, len(maybe), config, "upper bound")
         n = config.max_map_batches
         estimate.phases.append(
             Phase(
@@ -39,7 +42,7 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:
         )
         return
     batches = plan_batches(store, question, config)
-    _first_use(estimate, len(stand_ins & {c for b in batches for c in b.community_ids}), config, "exact")
+    _first_use(estimate, len(held & {c for b in batches for c in b.community_ids}), config, "exact")
     prompt = sum(prompt_tokens(map_messages(question, b.content), config.encoding) for b in batches)
     estimate.phases.append(Phase("map", len(batches), prompt, len(batches) * config.map_reserve, "exact"))
     if batches:
