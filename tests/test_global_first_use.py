@@ -224,3 +224,15 @@ def test_reports_eager_afterwards_reuses_what_first_use_wrote(scripted):
     run = index_community_reports(store, eager, make_engine(eager), min_entities=0)
     assert proxy.calls()["community_report"] - before == 1
     assert run.reused == 2 and deferred(store.read_table(schema.COMMUNITY_REPORTS)) == set()
+
+
+def test_the_cli_says_what_a_question_wrote_on_first_use(scripted, capsys):
+    from assets.cli import main
+
+    root = str(scripted["on_demand"].storage_root)
+    with scoped_env(PIPELINE_STORAGE_ROOT=root):
+        code = main(["query", "global", "--namespace", NS, "--level", "1", QUESTION])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "[reports on first use: 2 written]" in out
+    assert _stand_ins(scripted["on_demand"]) == set()

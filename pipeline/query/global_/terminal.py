@@ -30,6 +30,10 @@ def render(result: Any, args: Any, scope: Any) -> int:
         print(f"[level auto: level {sel['level']}, {sel['mapped_reports']} reports mapped]")
     elif sel.get("fallback"):
         print(f"[{sel['fallback']}]")
+    first = sel.get("first_use")
+    if first:  # reports an on-demand index had deferred, written now for this question and every later one
+        counts = {k: len(first[k]) for k in ("written", "ready", "skipped", "failed")}
+        print("[reports on first use: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) + "]")
     if result.quotes:
         print("Quoted:")
     for q in result.quotes:
