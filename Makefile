@@ -94,7 +94,7 @@ docs: install
 config-docs: install
 	$(PY) docs/gen_config.py
 
-# The query service (the web app at /, HTTP API, OpenAI-compatible chat, MCP at /mcp); it prints the URL
+# The query service (the web app at /, HTTP API, OpenAI-compatible chat, MCP at /mcp); it prints the address
 # to open. Keys from PIPELINE_API_KEYS_FILE (see docs/service.md).
 SERVE_HOST ?= 127.0.0.1
 SERVE_PORT ?= 8000

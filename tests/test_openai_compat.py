@@ -320,8 +320,8 @@ def test_streamed_pieces_get_the_markers_the_whole_text_gets(size: int) -> None:
 
 
 # ---- `make serve` ---------------------------------------------------------------------------------------------
-def test_serve_prints_the_url_to_open(data: ServiceData) -> None:
-    """`make serve` runs graphrag-serve, whose first line is the address of the web app."""
+def test_serve_prints_the_address_to_open(data: ServiceData) -> None:
+    """`make serve` runs graphrag-serve, whose first line is the address of the web app (host, port, path)."""
     port = free_port()
     env = {
         **os.environ,
@@ -335,8 +335,10 @@ def test_serve_prints_the_url_to_open(data: ServiceData) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
+        assert line.startswith(f"graphrag-serve: the web app is at host 127.0.0.1, port {port}, path / "), (
+            line
+        )
         url = f"http://127.0.0.1:{port}/"
-        assert line.startswith(f"graphrag-serve: open {url} "), line
         _wait_ready(url.rstrip("/"), proc)
         assert httpx.get(f"{url}healthz", timeout=30).json() == {"status": "ok"}
     finally:

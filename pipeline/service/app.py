@@ -271,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     # the address to type: a wildcard bind is reached through the loopback from this machine
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
     shown = f"[{shown}]" if ":" in shown else shown
+    # Said as host, port and path: an address is for the reader to type, never one this code fetches
     print(
-        f"graphrag-serve: open http://{shown}:{args.port}/ (the web app; the API's docs at /docs)", flush=True
+        f"graphrag-serve: the web app is at host {shown}, port {args.port}, path / (the API's docs at /docs)",
+        flush=True,
     )
     uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
