@@ -5,15 +5,13 @@ text arriving as it is written, and the tool's result unchanged (the HTTP API's 
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
-from tests.test_mcp_server import REPO_ROOT, server_env
-from tests.test_service import KEY_A, ServiceData, build_service_data
+from tests.test_mcp_server import stdio_server
+from tests.test_service import ServiceData, build_service_data
 
 ARGS = {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "top_k": 2}
 
@@ -24,12 +22,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
 
 
 def test_a_tool_call_hears_the_querys_events_as_progress(data: ServiceData) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pipeline.service", "mcp"],
-        env=server_env(data, KEY_A),
-        cwd=REPO_ROOT,
-    )
+    params = stdio_server(data)
     heard: list[tuple[float, str | None]] = []
 
     async def progress(step: float, total: float | None, message: str | None) -> None:

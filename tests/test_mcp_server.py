@@ -51,6 +51,16 @@ def server_env(data: ServiceData, key: str) -> dict[str, str]:
     }
 
 
+def stdio_server(data: ServiceData, key: str = KEY_A) -> StdioServerParameters:
+    """`pipeline.service mcp` as an MCP client starts it: a real child process over stdio, as `key`."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pipeline.service", "mcp"],
+        env=server_env(data, key),
+        cwd=REPO_ROOT,
+    )
+
+
 def error_of(result) -> dict:  # noqa: ANN001 - mcp_types.CallToolResult
     assert result.is_error
     return json.loads(result.content[0].text)["error"]
@@ -79,12 +89,7 @@ async def exercise(client: Client) -> None:
 
 
 def test_stdio_client_lists_the_tools_and_calls_one(data: ServiceData) -> None:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pipeline.service", "mcp"],
-        env=server_env(data, KEY_A),
-        cwd=REPO_ROOT,
-    )
+    params = stdio_server(data)
 
     async def run() -> None:
         async with Client(params) as client:
