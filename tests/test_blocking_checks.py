@@ -23,39 +23,31 @@ BAD = [
 ]
 
 
-class GarbageServer(FaultProxy):
-    """Extraction JSON for the paragraph about Curie; a refusal in prose for every other unit."""
-
-    def __init__(self) -> None:
-        super().__init__(None)
-
-    def _canned(self, path: str, body: bytes) -> bytes:
-        messages = json.loads(body)["messages"]
-        text = json.dumps(messages)
-        if "community of entities in a knowledge graph" in text:
-            content = json.dumps(
-                {"title": "T", "summary": "S", "findings": [], "rating": 1, "rating_explanation": "R"}
-            )
-        elif "You merge descriptions" in text:
-            content = json.dumps({"summary": "merged"})
-        elif "Curie" in messages[-1]["content"].rsplit("Text:\n", 1)[-1]:
-            content = json.dumps(
-                {
-                    "entities": [
-                        {"name": "Marie Curie", "type": "person", "description": "A physicist."},
-                        {"name": "Paris", "type": "geo", "description": "A city."},
-                    ],
-                    "relationships": [
-                        {"source": "Marie Curie", "target": "Paris", "description": "Lived.", "strength": 5}
-                    ],
-                    "claims": [],
-                }
-            )
-        else:
-            content = "I am sorry, I cannot help with that."
-        with self._lock:
-            self.canned_content = content
-            return super()._canned(path, body)
+def garbage_reply(request: dict) -> str:
+    """The scripted server's answer (FaultProxy's responder): extraction JSON for the paragraph about
+    Curie; a refusal in prose for every other unit."""
+    messages = request["messages"]
+    text = json.dumps(messages)
+    if "community of entities in a knowledge graph" in text:
+        return json.dumps(
+            {"title": "T", "summary": "S", "findings": [], "rating": 1, "rating_explanation": "R"}
+        )
+    if "You merge descriptions" in text:
+        return json.dumps({"summary": "merged"})
+    if "Curie" in messages[-1]["content"].rsplit("Text:\n", 1)[-1]:
+        return json.dumps(
+            {
+                "entities": [
+                    {"name": "Marie Curie", "type": "person", "description": "A physicist."},
+                    {"name": "Paris", "type": "geo", "description": "A city."},
+                ],
+                "relationships": [
+                    {"source": "Marie Curie", "target": "Paris", "description": "Lived.", "strength": 5}
+                ],
+                "claims": [],
+            }
+        )
+    return "I am sorry, I cannot help with that."
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +69,10 @@ def blocked(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
 
     job = defs.resolve_job_def("index_namespace")
     config = {"ops": {"input_documents": {"config": {"input_dir": str(input_dir)}}}}
-    with GarbageServer() as server, scoped_env(**env, PIPELINE_LLM_BASE_URL=server.base_url):
+    with (
+        FaultProxy(None, responder=garbage_reply) as server,
+        scoped_env(**env, PIPELINE_LLM_BASE_URL=server.base_url),
+    ):
         add_namespace(dagster_instance, NAMESPACE)
         result = job.execute_in_process(
             partition_key=NAMESPACE, instance=dagster_instance, run_config=config, raise_on_error=False
