@@ -28,7 +28,7 @@ from pipeline.query import registry
 from pipeline.query.auto.saved import write_auto_answers
 from pipeline.query.global_.search import GlobalSearchConfig
 from pipeline.query.lazy.saved import write_lazy_answers
-from pipeline.query.questions import load_questions
+from pipeline.query.questions import DEFAULT_GLOBAL_QUESTIONS, load_questions
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
@@ -123,17 +123,20 @@ def global_map_batches(
     embedder: EmbedderResource,
 ) -> MaterializeResult:
     started = time.monotonic()
-    engine = step_engine(context, pipeline_settings.get_settings())
-    store = pipeline_settings.store(context.partition_key)
-    saved = tuple(pipeline_settings.saved_questions or ())
-    questions = load_questions(config.questions, config.questions_file, *([saved] if saved else []))
     settings = pipeline_settings.get_settings()
+    engine = step_engine(context, settings)
+    store = pipeline_settings.store(context.partition_key)
+    questions = load_questions(
+        config.questions,
+        config.questions_file,
+        default=tuple(pipeline_settings.saved_questions or ()) or DEFAULT_GLOBAL_QUESTIONS,
+    )
     table, selection = write_global_batches(
         store,
         questions,
         engine,
         embedder.get_embedder(),
-        _global_config(config, pipeline_settings),
+        _config("global", config, settings),
         write_reports=report_writer(settings),  # stand-ins the batches hold are written on first use
     )
     return MaterializeResult(
