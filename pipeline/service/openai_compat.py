@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import threading
 import time
 import uuid
@@ -32,7 +31,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.llm.batch import deadline_in, remaining, stopped
-from pipeline.llm.errors import LLMConfigError, LLMError
+from pipeline.llm.errors import LLMError
 from pipeline.query import registry
 from pipeline.query.common import events as ev
 from pipeline.service.auth import Principal
@@ -42,9 +41,8 @@ from pipeline.service.connections import PRINCIPAL
 from pipeline.service.cors import install_cors
 from pipeline.service.errors import DeadlineExceeded, ServiceError
 from pipeline.service.models import body_of
-from pipeline.service.queries import QueryService, UpstreamError
+from pipeline.service.queries import QueryService, llm_failure
 
-log = logging.getLogger("pipeline.service")
 # A condensed question is cut to what a query body takes (`models.Question`).
 MAX_QUESTION_CHARS = 4000
 _TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
@@ -197,10 +195,7 @@ async def standalone_question(
     except LLMError as exc:  # as a query's own call failing would be answered
         if stopped(None, deadline):
             raise DeadlineExceeded("the chat's deadline passed while its question was condensed") from None
-        if isinstance(exc, LLMConfigError):
-            log.error("chat condense: LLM configuration error: %s", exc)
-            raise ServiceError("the server's LLM provider is misconfigured") from None
-        raise UpstreamError(f"the LLM provider failed: {type(exc).__name__}") from None
+        raise llm_failure(exc, "chat condense") from None
     finally:
         spent.count(engine.usage.counters())
     return standalone.strip()[:MAX_QUESTION_CHARS] or question

@@ -311,11 +311,8 @@ class QueryService:
             ) from None
         except bad_requests() as exc:
             raise InvalidRequest(str(exc), detail=getattr(exc, "detail", None)) from None
-        except LLMConfigError as exc:
-            log.error("query kind=%s: LLM configuration error: %s", kind, exc)
-            raise ServiceError("the server's LLM provider is misconfigured") from None
         except LLMError as exc:
-            raise UpstreamError(f"the LLM provider failed: {type(exc).__name__}") from None
+            raise llm_failure(exc, f"query kind={kind}") from None
         except ServiceError:
             raise
         except Exception:
@@ -353,6 +350,15 @@ class QueryService:
         present = {(t["kind"], t["name"]) for t in tables}
         ready = {kind: all(need in present for need in m.needs) for kind, m in registry.MODES.items()}
         return {"namespace": namespace, "indexed": bool(tables), "tables": tables, "ready": ready}
+
+
+def llm_failure(exc: LLMError, context: str) -> ServiceError:
+    """What the caller is told when the LLM call behind `context` failed: a 502, or a 500 when the
+    server's own provider settings are wrong (logged here, since the caller cannot fix them)."""
+    if isinstance(exc, LLMConfigError):
+        log.error("%s: LLM configuration error: %s", context, exc)
+        return ServiceError("the server's LLM provider is misconfigured")
+    return UpstreamError(f"the LLM provider failed: {type(exc).__name__}")
 
 
 def damaged(exc: IndexDamaged) -> IndexDamagedError:
