@@ -25,7 +25,10 @@ Namespace = Annotated[
         examples=["demo"],
     ),
 ]
-Question = Annotated[str, Field(min_length=1, max_length=4000, description="The question, in plain text")]
+MAX_QUESTION_CHARS = 4000
+Question = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question, in plain text")
+]
 Stream = Annotated[
     bool,
     Field(

@@ -40,11 +40,9 @@ from pipeline.service.chat_condense import CONDENSE, CondenseRequest, history_te
 from pipeline.service.connections import PRINCIPAL
 from pipeline.service.cors import install_cors
 from pipeline.service.errors import DeadlineExceeded, ServiceError
-from pipeline.service.models import body_of
+from pipeline.service.models import MAX_QUESTION_CHARS, body_of
 from pipeline.service.queries import QueryService, llm_failure
 
-# A condensed question is cut to what a query body takes (`models.Question`).
-MAX_QUESTION_CHARS = 4000
 _TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
 
 
@@ -198,6 +196,7 @@ async def standalone_question(
         raise llm_failure(exc, "chat condense") from None
     finally:
         spent.count(engine.usage.counters())
+    # Cut to what a query body takes (`models.Question`).
     return standalone.strip()[:MAX_QUESTION_CHARS] or question
 
 
