@@ -33,7 +33,7 @@ from pipeline.query.common.mode import Mode
 from pipeline.service.auth import KeysUnavailable, Principal
 from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
 from pipeline.service.models import body_of
-from pipeline.service.queries import QueryService
+from pipeline.service.queries import ANSWER_KEYS, QueryService
 
 KEY_ENV = "GRAPHRAG_API_KEY"
 NOT_TOOL_FIELDS = frozenset({"stream"})
@@ -71,9 +71,9 @@ def _tool(name: str, doc: str, body: type[BaseModel], call: Callable[..., Awaita
     return tool
 
 
-def error_result(error: ServiceError) -> CallToolResult:
-    """The HTTP API's JSON error body as an MCP error result."""
-    text = json.dumps(error.body(), default=str)
+def error_result(body: dict[str, Any]) -> CallToolResult:
+    """An HTTP API JSON error body (`ServiceError.body`) as an MCP error result."""
+    text = json.dumps(body, default=str)
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
@@ -92,12 +92,8 @@ class _Server(MCPServer):
             try:
                 body.model_validate(arguments)
             except ValidationError as exc:
-                return error_result(invalid_request(exc.errors()))
+                return error_result(invalid_request(exc.errors()).body())
         return await super().call_tool(name, arguments, context)
-
-
-# What a tool returns of the stream's `done`: the HTTP API's JSON answer.
-ANSWER_KEYS = ("namespace", "kind", "status", "truncated", "duration_s", "result")
 
 
 async def answer_with_progress(
@@ -109,12 +105,11 @@ async def answer_with_progress(
     async with aclosing(service.stream(principal, request)) as events:  # a cancelled call stops the query
         step = 0
         async for kind, data in events:
-            if kind == ev.DONE:
+            if kind == ev.DONE:  # the HTTP API's JSON answer, less what only a stream's `done` has
                 return {k: data[k] for k in ANSWER_KEYS}
             if kind == ev.ERROR:
                 error = {k: data[k] for k in ("code", "message", "detail") if data.get(k) is not None}
-                text = json.dumps({"error": error}, default=str)
-                return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+                return error_result({"error": error})
             step += 1
             await ctx.report_progress(step, message=progress_message(kind, data))
     raise ServiceError("the query's events ended without an answer")  # every stream ends with done or error
@@ -154,7 +149,7 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
             error: ServiceError = invalid_request(exc.errors())
         except ServiceError as exc:
             error = exc
-        return error_result(error)
+        return error_result(error.body())
 
     for mode in modes:
         name, doc = mode.tool_name, mode.doc("tool")

@@ -64,6 +64,10 @@ def bad_requests() -> tuple[type[Exception], ...]:
     return tuple(e for mode in registry.MODES.values() for e in mode.errors)
 
 
+# The answer to a query (`QueryService.finish`), also what an MCP tool returns of a stream's `done`.
+ANSWER_KEYS = ("namespace", "kind", "status", "truncated", "duration_s", "result")
+
+
 class UpstreamError(ServiceError):
     status, code = 502, "upstream_error"
 
@@ -247,14 +251,10 @@ class QueryService:
                     f"the {kind} query did not finish within {timeout:g}s and was cancelled",
                     detail={"timeout_s": timeout, "reason": bounded.get("reason"), "partial": bounded},
                 )
-            return {
-                "namespace": query.namespace,
-                "kind": kind,
-                "status": outcome,
-                "truncated": truncated,
-                "duration_s": round(time.monotonic() - query.started, 3),
-                "result": bounded,
-            }
+            duration = round(time.monotonic() - query.started, 3)
+            return dict(
+                zip(ANSWER_KEYS, (query.namespace, kind, outcome, truncated, duration, bounded), strict=True)
+            )
         except ServiceError as exc:
             outcome = exc.code if outcome == "?" else outcome
             raise
