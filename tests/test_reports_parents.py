@@ -195,7 +195,7 @@ def test_on_demand_writes_the_top_levels_model_reports_and_eager_fills_in_the_re
 def test_a_graphrag_import_fingerprints_a_models_parents_as_the_reports_step_does():
     """An imported index re-indexed with a model reuses the imported reports: the import's fingerprints
     are the reports step's, parents from their children included."""
-    from pipeline.index.report_budget import report_budget
+    from pipeline.index.report_options import report_budget
     from pipeline.interop.ms_graphrag_reports import community_fingerprints
     from pipeline.ops.reports.context import GraphData
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
-
 from pipeline.core import schema
 from pipeline.engine.base import Engine
 from pipeline.index.context import IndexContext
 from pipeline.index.report import BUDGET_REFUSAL, Check, Loss, Markdown, StageReport, Stopwatch, md_table
-from pipeline.index.report_budget import report_budget
+from pipeline.index.report_options import reports_by_settings
 from pipeline.io.store import NamespaceStore
-from pipeline.ops.reports.build import ProgressFn, ReportsRun, build_reports, failures_table
-from pipeline.ops.reports.task import REPORT
+from pipeline.ops.reports.build import ProgressFn, ReportsRun, failures_table
 
 
 def index_community_reports(
@@ -52,38 +49,6 @@ def index_community_reports(
     store.write_table(schema.COMMUNITY_REPORTS, run.reports)
     store.write_table(schema.FAILED_REPORTS, failures_table(run.failures))
     return run
-
-
-def reports_by_settings(
-    communities: pa.Table,
-    entities: pa.Table,
-    relationships: pa.Table,
-    covariates: pa.Table | None,
-    engine: Engine,
-    settings: Any,
-    *,
-    previous: pa.Table | None,
-    min_entities: int,
-    progress: ProgressFn | None = None,
-) -> ReportsRun:
-    """`build_reports` under the settings' report options: the stage and its estimate
-    (`pipeline.index.estimate`) build the same reports."""
-    identity = engine.identity(REPORT)
-    budget = report_budget(settings, identity)
-    if identity.method != "offline" and settings.reports == "on_demand":
-        budget["model_max_level"] = 0  # global search starts from the roots (level 0)
-    return build_reports(
-        communities,
-        entities,
-        relationships,
-        covariates,
-        engine,
-        **budget,
-        previous=previous,
-        progress=progress,
-        min_entities=min_entities,
-        min_claims=min_entities,  # the same bar: a community with as many claims has enough to report
-    )
 
 
 def run(ctx: IndexContext) -> StageReport:

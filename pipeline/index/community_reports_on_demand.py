@@ -33,6 +33,7 @@ was deferred at index time has it written, stored and reused by every later quer
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,10 +44,10 @@ import pyarrow as pa
 from pipeline.core import schema, tables
 from pipeline.core.report_stand_ins import EXTRACTIVE, deferred
 from pipeline.engine.base import Engine
-from pipeline.index.report_budget import report_budget
+from pipeline.index.report_options import reports_by_settings
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, is_cancelled, stopped
-from pipeline.ops.reports.build import ReportFailure, build_reports
+from pipeline.ops.reports.build import ReportFailure
 from pipeline.ops.reports.task import REPORT
 
 _LOCKS: dict[tuple[str, ...], threading.Lock] = {}
@@ -88,7 +89,7 @@ def write_on_demand(
     store, engine, deadline, cancel = asking.store, asking.engine, asking.deadline, asking.cancel
     if engine is None or engine.identity(REPORT).method == "offline":
         return out
-    todo = deferred(store.read_table(schema.COMMUNITY_REPORTS))
+    todo = deferred(store.read_table(schema.COMMUNITY_REPORTS, columns=["community", "model"]))
     wanted = [c for c in dict.fromkeys(wanted) if c in todo]
     if not wanted:
         return out
@@ -96,6 +97,7 @@ def write_on_demand(
     level_of = dict(zip(*(communities.column(c).to_pylist() for c in ("community", "level")), strict=True))
     version = str(store.manifest.version) if store.manifest is not None else "current"
     key = (str(store.root), store.namespace)
+    graph = _Graph(store)
     started = 0
     for level in sorted({level_of[c] for c in wanted}, reverse=True):
         why = stopped(cancel, deadline)
@@ -118,13 +120,15 @@ def write_on_demand(
             still = deferred(reports)
             out.ready += [n for n in group if n not in still]
             todo = [n for n in group if n in still]
-            rows, failures = _write(store, settings, engine, communities, reports, todo, deadline, cancel)
+            rows, failures = _write(graph, settings, engine, communities, reports, todo, deadline, cancel)
             out.failures += failures
             if is_cancelled(cancel):  # the answers came after the query was given up: store nothing
                 out.cancelled = True
                 break
             if rows:
-                stand_ins = {r["community"]: r["fingerprint"] for r in reports.to_pylist()}
+                stand_ins = dict(
+                    zip(*(reports.column(c).to_pylist() for c in ("community", "fingerprint")), strict=True)
+                )
                 with _lock(*key):
                     _store(store, rows, stand_ins)
                 out.written += [r["community"] for r in rows]
@@ -139,8 +143,8 @@ def _store(store: NamespaceStore, rows: list[dict[str, Any]], stand_ins: dict[in
     version = store if store.manifest is not None else current.pinned()  # else: the last committed one
     targets = [(current, False)] + ([(version, True)] if version.manifest is not None else [])
     for target, committed in targets:
-        current = target.read_table(schema.COMMUNITY_REPORTS)
-        held = {r["community"]: r for r in current.to_pylist()}
+        table = target.read_table(schema.COMMUNITY_REPORTS)
+        held = {r["community"]: r for r in table.to_pylist()}
         # A community whose row is another now (a run replaced the table since) keeps that run's report.
         new = {
             r["community"]: r
@@ -152,13 +156,26 @@ def _store(store: NamespaceStore, rows: list[dict[str, Any]], stand_ins: dict[in
         data = tables.to_table([new.get(c, r) for c, r in held.items()], schema.COMMUNITY_REPORTS_SCHEMA)
         target.write_table(
             schema.COMMUNITY_REPORTS,
-            data.replace_schema_metadata(current.schema.metadata),  # the indexing method's stamp stays
+            data.replace_schema_metadata(table.schema.metadata),  # the indexing method's stamp stays
             committed=committed,
         )
 
 
+class _Graph:
+    """The graph tables a call's reports are built from, read once however many levels it writes."""
+
+    def __init__(self, store: NamespaceStore) -> None:
+        self.store = store
+
+    @functools.cached_property
+    def tables(self) -> tuple[pa.Table, pa.Table, pa.Table | None]:
+        s = self.store
+        covariates = s.read_table(schema.COVARIATES) if s.has_table(schema.COVARIATES) else None
+        return s.read_table(schema.ENTITIES), s.read_table(schema.RELATIONSHIPS), covariates
+
+
 def _write(
-    store: NamespaceStore,
+    graph: _Graph,
     settings: Any,
     engine: Engine,
     communities: pa.Table,
@@ -181,17 +198,13 @@ def _write(
     method_of = dict(zip(*(reports.column(c).to_pylist() for c in ("community", "method")), strict=True))
     # The descendants' model reports stay model reports (so they are reused); the deferred stay stand-ins.
     write_only = set(group) | {c for c in subtree if method_of.get(c) not in (None, EXTRACTIVE)}
-    covariates = store.read_table(schema.COVARIATES) if store.has_table(schema.COVARIATES) else None
-    run = build_reports(
+    run = reports_by_settings(  # the stage's options: so the next run and `--reports eager` reuse it
         tables.to_table([rows[c] for c in sorted(subtree)], communities.schema),
-        store.read_table(schema.ENTITIES),
-        store.read_table(schema.RELATIONSHIPS),
-        covariates,
+        *graph.tables,
         engine,
-        **report_budget(settings, engine.identity(REPORT)),  # the index's: so `--reports eager` reuses it
+        settings,
         previous=reports,
         min_entities=settings.report_min_entities,
-        min_claims=settings.report_min_entities,
         write_only=write_only,
         deadline=deadline,
         cancel=cancel,

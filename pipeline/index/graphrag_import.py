@@ -30,8 +30,8 @@ from pipeline.index import chunk_graph
 from pipeline.index.communities import graphml_path
 from pipeline.index.context import IndexContext
 from pipeline.index.report import Check, Json, PathValue, StageReport, Stopwatch
-from pipeline.index.report_budget import report_budget
 from pipeline.index.report_embeddings import entity_text, index_report_embeddings, report_text
+from pipeline.index.report_options import report_budget
 from pipeline.index.text_unit_embeddings import embed_text_units, index_text_units
 from pipeline.interop.ms_graphrag_convert import Converted, convert
 from pipeline.interop.ms_graphrag_export import prepare_export, write_ms_tables
