@@ -115,8 +115,7 @@ async def plan_search(
     skeleton = skeleton_text(map_messages(question, ""))
     if selection_mode(store, config) == "dynamic":
         selection = await select_dynamic(store, question, tasks, config, scope.deadline, scope.cancel)
-        contexts = contexts_in_order(store, selection.communities)
-        batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
+        batches = _kept_batches(store, skeleton, config, selection)
     elif config.level == "auto":
         level, batches, dropped = auto_level(store, skeleton, config)
         selection = Selection("level-auto", level, dropped=dropped)
@@ -138,10 +137,13 @@ async def plan_with_reports(
     """`plan_search`, then the stand-ins among the planned reports written on first use
     (`global_.first_use`), and the batches packed again if the reports changed meanwhile (by this
     question's first use or another's)."""
-    planned_from = table_versions(scope.store, (schema.COMMUNITY_REPORTS,))
+    writes = scope.write_reports is not None  # else a caller that only reads: nothing to check for
+    planned_from = table_versions(scope.store, (schema.COMMUNITY_REPORTS,)) if writes else None
     batches, selection = await plan_search(scope, question, tasks, config)
+    if not writes:
+        return batches, selection, None
     first_use = None
-    if scope.write_reports is not None and stand_ins(scope.store):
+    if stand_ins(scope.store):
         tasks.begin("reports")
         first_use = await write_first_use(scope, batches, config.first_use_reports)
     if table_versions(scope.store, (schema.COMMUNITY_REPORTS,)) != planned_from:
@@ -194,9 +196,7 @@ def replan(
     """The map batches of the same selection once reports were written on first use (their texts, and so
     the packing, changed)."""
     if selection.mode == "dynamic":
-        skeleton = skeleton_text(map_messages(question, ""))
-        contexts = contexts_in_order(store, selection.communities)
-        batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
+        batches = _kept_batches(store, skeleton_text(map_messages(question, "")), config, selection)
     else:
         batches = plan_batches(store, question, replace(config, level=selection.level))
     selection.mapped_reports = len({c for b in batches for c in b.community_ids})
@@ -300,3 +300,13 @@ def _finish(result: GlobalSearchResult, tasks: GlobalTasks, started: float) -> G
     result.phases = {p: dict(tasks.phases[p]) for p in PHASES if p in tasks.phases}
     result.duration_s = round(time.monotonic() - started, 3)
     return result
+
+
+def _kept_batches(
+    store: NamespaceStore, skeleton: str, config: GlobalSearchConfig, selection: Selection
+) -> list[Batch]:
+    """Dynamic selection's kept reports, best rated first, in the batches that fit `max_map_batches`
+    (those left out are counted in `selection.dropped`)."""
+    contexts = contexts_in_order(store, selection.communities)
+    batches, selection.dropped = fit_batches(contexts, skeleton, config, config.max_map_batches)
+    return batches
