@@ -8,6 +8,7 @@ import math
 
 from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
+from pipeline.prompts import ROUTE_QUESTION
 from pipeline.query import registry
 from pipeline.query.basic.search import BasicSearchConfig, retrieve
 from pipeline.query.common.local_index import load_local_index
@@ -86,3 +87,40 @@ def test_the_cli_prints_the_estimate_and_says_an_offline_engine_sends_nothing(ti
     out = json.loads(capsys.readouterr().out)
     assert out["mode"] == "drift" and out["calls"] == 9 and out["engine"] == "offline"
     assert any("sends none of these calls" in n for n in out["notes"])
+
+
+def test_auto_estimate_is_its_routing_call_and_the_dearest_routable_modes_phases(tiny, embedder):
+    auto = estimate_query(
+        registry.mode("auto"), tiny, QUESTION, SETTINGS, embedder, registry.configure("auto", SETTINGS)
+    )
+    routed = [
+        estimate_query(registry.mode(n), tiny, QUESTION, SETTINGS, embedder, registry.configure(n, SETTINGS))
+        for n in registry.routable()
+        if registry.mode(n).estimate is not None
+    ]
+    assert {e.mode for e in routed} == {"basic", "drift", "global", "lazy"}
+    dearest = max(routed, key=lambda e: (e.cost_usd, e.calls))
+    route, *phases = auto.phases
+    assert auto.mode == "auto" and phases == dearest.phases
+    prompt = _tokens(ROUTE_QUESTION.messages(question=QUESTION))
+    assert (route.phase, route.calls, route.prompt_tokens) == ("route", 1, prompt)
+    assert route.completion_tokens == SETTINGS.llm_map_max_tokens
+    assert auto.cost_usd > dearest.cost_usd
+    assert any(n.startswith("auto may also route to local,") for n in auto.notes)
+    # A route given by the caller: that mode's phases, no routing call
+    given = registry.configure("auto", SETTINGS, {"route": "basic"})
+    basic = next(e for e in routed if e.mode == "basic")
+    assert (
+        estimate_query(registry.mode("auto"), tiny, QUESTION, SETTINGS, embedder, given).phases
+        == basic.phases
+    )
+
+
+def test_the_cli_estimates_auto(tiny, monkeypatch, capsys):
+    from assets.cli import main
+
+    monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(tiny.storage.uri()).removeprefix("file://"))
+    assert main(["query", "auto", "--namespace", "tiny", "--estimate", "--json", QUESTION]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mode"] == "auto" and out["phases"][0]["phase"] == "route"
+    assert any("which has no estimate" in n for n in out["notes"])

@@ -162,11 +162,13 @@ def test_the_estimate_with_a_model_configured_counts_calls_and_cost(web_data: Se
     estimate = r.json()["estimate"]
     assert estimate["mode"] == "basic" and estimate["calls"] >= 1 and estimate["prompt_tokens"] > 0
     assert estimate["cost_usd"] > 0
-    # auto has no estimate of its own: the dearest of the modes it may route to stands for it
+    # auto's own estimate: its routing call plus the dearest of the modes it may route to, local named
     assert auto.status_code == 200, auto.text
     dearest = auto.json()["estimate"]
-    assert dearest["mode"] != "auto" and dearest["cost_usd"] >= estimate["cost_usd"]
-    assert "auto routes to one of" in dearest["notes"][-1]
+    assert dearest["mode"] == "auto" and dearest["cost_usd"] > estimate["cost_usd"]
+    assert dearest["phases"][0]["phase"] == "route" and dearest["calls"] > estimate["calls"]
+    assert any("auto routes to one of" in n for n in dearest["notes"])
+    assert any("route to local, which has no estimate" in n for n in dearest["notes"])
     assert local.json() == {"estimate": None, "reason": "local search has no cost estimate"}
 
 

@@ -113,7 +113,7 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
                     "summary": m.summary,
                     "question": m.question,
                     "uses_model": m.uses_model,
-                    "estimate": m.uses_model and (m.estimate is not None or m.name == "auto"),
+                    "estimate": m.uses_model and m.estimate is not None,
                 }
                 for m in registry.MODES.values()
             ],
@@ -185,8 +185,7 @@ def _statuses(service: QueryService, caller: Principal) -> list[dict[str, Any]]:
 
 def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
     """`POST /v1/estimate/<mode>` with the mode's query body: the model calls, tokens and cost the question
-    can take (`pipeline query <mode> --estimate`), sending nothing; null with no model configured. Auto
-    search, which has no estimate of its own, gets the dearest of the modes it may route to."""
+    can take (`pipeline query <mode> --estimate`), sending nothing; null with no model configured."""
 
     async def endpoint(body: Any, caller: Caller) -> dict[str, Any]:
         namespace = caller.authorize(body.namespace)
@@ -195,14 +194,13 @@ def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
             return {"estimate": None, "reason": f"{mode.name} search calls no model"}
         if settings.llm_provider == "offline":
             return {"estimate": None, "reason": "no model is configured: answers are written offline"}
-        candidates = _estimated(mode, body)
-        if not candidates:
+        if mode.estimate is None:
             return {"estimate": None, "reason": f"{mode.name} search has no cost estimate"}
         store = NamespaceStore.from_settings(settings, namespace)
         question = getattr(body, mode.question)
         await asyncio.to_thread(service.limiter.acquire, caller.key_id)  # 429 like a query
         try:
-            found = await asyncio.to_thread(_dearest, service, store, question, candidates)
+            found = await asyncio.to_thread(_estimated, service, mode, store, question, body.given())
         except TableNotFoundError as exc:
             raise not_ready(namespace, mode.name, exc) from None
         finally:
@@ -215,32 +213,11 @@ def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
     app.post(f"/v1/estimate/{mode.name}", tags=["web app"])(endpoint)
 
 
-def _estimated(mode: Mode, body: Any) -> list[tuple[Mode, dict[str, Any]]]:
-    """The modes whose estimate stands for `mode`'s, each with the options to estimate it with: the mode
-    itself with the body's, or, for auto, every mode it may route to with their defaults."""
-    if mode.estimate is not None:
-        return [(mode, body.given())]
-    if mode.name != "auto":
-        return []
-    routed = (registry.mode(name) for name in registry.routable())
-    return [(m, {}) for m in routed if m.estimate is not None and m.uses_model]
-
-
-def _dearest(
-    service: QueryService, store: NamespaceStore, question: str, candidates: list[tuple[Mode, dict[str, Any]]]
+def _estimated(
+    service: QueryService, mode: Mode, store: NamespaceStore, question: str, given: dict[str, Any]
 ) -> dict[str, Any]:
     from pipeline.query.estimate import estimate_query
 
     settings = service.settings
-    found = [
-        estimate_query(
-            m, store, question, settings, service.embedder, registry.configure(m.name, settings, given)
-        )
-        for m, given in candidates
-    ]
-    dearest = max(found, key=lambda e: (e.cost_usd, e.calls)).to_dict()
-    if len(found) > 1:
-        dearest["notes"].append(
-            f"auto routes to one of {', '.join(e.mode for e in found)}: the dearest, {dearest['mode']}, is shown"
-        )
-    return dearest
+    config = registry.configure(mode.name, settings, given)
+    return estimate_query(mode, store, question, settings, service.embedder, config).to_dict()

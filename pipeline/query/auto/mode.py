@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.core import schema
+from pipeline.query.auto.estimate import estimate_phases as estimate
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.auto.shown import auto_shown
 from pipeline.query.auto.terminal import TERMINAL
@@ -24,5 +25,6 @@ MODE = Mode(
     hint="picks the mode itself",
     terminal=TERMINAL,
     shown=auto_shown,
+    estimate=estimate,
     routes=True,  # its `route` event says where it sent the question and why
 )
