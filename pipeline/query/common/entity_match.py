@@ -8,6 +8,7 @@ query), and the fused list is capped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,16 +53,21 @@ class NameLookup:
     aliases: dict[str, tuple[str, ...]]
     longest: int  # words in the longest key
     keys: tuple[str, ...] = ()  # the distinct names, for fuzzy matching
+    # How names and questions are made comparable: entity resolution's merge key by default; any
+    # normaliser that leaves words separated by single spaces keeps `grams` exact.
+    normalize: Callable[[str], str] = normalize_name
 
     @classmethod
-    def build(cls, entities: dict[str, dict[str, Any]]) -> NameLookup:
+    def build(
+        cls, entities: dict[str, dict[str, Any]], normalize: Callable[[str], str] = normalize_name
+    ) -> NameLookup:
         names: dict[str, list[str]] = {}
         aliases: dict[str, list[str]] = {}
         for eid, e in entities.items():
-            key = e.get("name_key") or normalize_name(e["title"])
+            key = e.get("name_key") or normalize(e["title"])
             names.setdefault(key, []).append(eid)
             for alias in e.get("aliases") or []:
-                if k := normalize_name(alias):
+                if k := normalize(alias):
                     aliases.setdefault(k, []).append(eid)
         longest = max((len(k.split()) for k in [*names, *aliases]), default=0)
         return cls(
@@ -69,12 +75,13 @@ class NameLookup:
             {k: tuple(v) for k, v in aliases.items()},
             longest,
             tuple(names),
+            normalize,
         )
 
     def grams(self, question: str) -> list[str]:
         """The normalised question's word n-grams up to the longest key: exactly the strings that occur
         in it on word boundaries (normalisation leaves single spaces between words)."""
-        words = normalize_name(question).split()
+        words = self.normalize(question).split()
         return [
             " ".join(words[i : i + n])
             for n in range(1, min(self.longest, len(words)) + 1)
