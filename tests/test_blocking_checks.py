@@ -62,8 +62,6 @@ def blocked(tmp_path_factory: pytest.TempPathFactory, dagster_instance):
         "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
         "PIPELINE_LLM_MODEL": "scripted",
         "PIPELINE_LLM_MAX_RETRIES": "0",
-        # the step's own Failure (llm_max_failed_share) would stop it before its checks are recorded
-        "PIPELINE_LLM_MAX_FAILED_SHARE": "0.9",
     }
     from assets.definitions import defs
 
