@@ -328,6 +328,66 @@ def test_a_stream_past_its_deadline_ends_with_one_error_event(waiting: tuple[Que
     assert STEPS.stopped == ["cancelled"]
 
 
+# ---- a query whose first event comes in its grace past the deadline ----------------------------------------
+PAST = threading.Event()  # the stream stopped reading at the deadline and waits for the worker's grace
+
+
+async def late_search(scope: QueryScope, question: str, config: WaitConfig) -> Any:
+    # Its first events only once the stream has given up on the deadline: they arrive in the grace drain
+    assert PAST.wait(GUARD_S)
+    scope.emit(ev.ROUTE, mode="late", route="late", reason="the deadline passed")
+    scope.emit(ev.DELTA, text="Too late. ")
+    return _Late()
+
+
+class _Late:
+    def to_dict(self) -> dict[str, Any]:  # what a mode that noticed the deadline at its step returns
+        return {"status": "cancelled", "reason": "deadline passed", "answer": "Too late. "}
+
+
+LATE = Mode(
+    name="late",
+    options=WaitOptions,
+    configure=lambda settings, given: WaitConfig(),
+    search=late_search,
+    needs=(("parquet", schema.TEXT_UNITS),),
+    uses_model=False,
+    lane="quick",
+    routes=True,  # the door sends no route of its own: nothing reaches the stream before the deadline
+)
+
+
+def test_a_stream_whose_first_event_comes_past_its_deadline_ends_with_one_error_event(
+    data: ServiceData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    PAST.clear()
+    svc = QueryService(offline_settings(data), embedder=data.embedder)
+    start = svc.start
+
+    async def noticed(*args: Any) -> Any:
+        query = await start(*args)
+        wait = query.wait
+
+        async def past() -> None:  # the stream's main loop is over: it waits for the worker's grace
+            PAST.set()
+            await wait()
+
+        query.wait = past
+        return query
+
+    monkeypatch.setattr(svc, "start", noticed)
+    principal = svc.keys.authenticate(KEY_A)
+
+    async def heard(request: Any) -> list[tuple[str, dict[str, Any]]]:
+        return [e async for e in svc.stream(principal, request)]
+
+    with registry.registered(LATE):
+        got = asyncio.run(heard(bodies()["late"](namespace="acme", question="late", timeout_s=0.5)))
+    assert [k for k, _ in got] == [ev.ROUTE, ev.DELTA, ev.ERROR]
+    error = got[-1][1]
+    assert error["status"] == 504 and error["code"] == "deadline_exceeded"
+
+
 @pytest.mark.parametrize("kind", ["basic", "local", "global"])
 def test_an_offline_answer_is_sent_line_by_line_as_its_writer_chooses_it(
     client: httpx.Client,  # noqa: F811
