@@ -4,15 +4,12 @@ declares them, so the reference cannot drift from the code (`docs/gen_config.py`
 
 from __future__ import annotations
 
-import json
-import types
-import typing
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from assets.component import GraphRAGIndex
+from pipeline.settings.reference import cell, default_text, type_name
 
 INTRO = """# Add GraphRAG to your Dagster project
 
@@ -64,30 +61,16 @@ Generated from the model (`python docs/gen_config.py`, run by `make config-docs`
 
 
 def _type(annotation: Any) -> str:
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin in (typing.Union, types.UnionType):
-        kept = [a for a in args if a is not type(None)]
-        inner = " \\| ".join(_type(a) for a in kept)
-        return f"{inner} (optional)" if len(kept) < len(args) else inner
-    if origin is typing.Literal:
-        return " \\| ".join(f"`{a}`" for a in args)
-    if origin is list:
-        return f"list of {_type(args[0])}"
+    # A nested model's fields are listed after it, under its dotted name
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
-    return getattr(annotation, "__name__", str(annotation))
+    return type_name(annotation)
 
 
 def _default(field: Any) -> str:
-    if field.default_factory is not None:
-        value = field.default_factory()
-        value = value.model_dump() if isinstance(value, BaseModel) else value
-    elif field.default is PydanticUndefined:
-        return "(required)"
-    else:
-        value = field.default
-    return "(unset)" if value is None else f"`{json.dumps(value)}`"
+    if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+        return "(its fields' defaults)"
+    return default_text(field)
 
 
 def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, str]]:
@@ -101,12 +84,8 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, 
     return out
 
 
-PIPE = "\\|"  # a literal | inside a Markdown table cell
-
-
 def render() -> str:
     lines = [INTRO, "| Field | Type | Default | Description |", "|---|---|---|---|"]
     for name, kind, default, description in rows(GraphRAGIndex):
-        cell = description.replace("|", PIPE)
-        lines.append(f"| `{name}` | {kind} | {default} | {cell} |")
+        lines.append(f"| `{name}` | {kind} | {default} | {cell(description)} |")
     return "\n".join(lines) + "\n"

@@ -41,22 +41,23 @@ so copy `dagster.yaml` there again after it changes). For several machines use `
 DOC_DEFAULT_KEY = "doc_default"
 
 
-def _type_name(annotation: Any) -> str:
+def type_name(annotation: Any) -> str:
+    """How the reference pages name a field's type (also `assets.component_reference`)."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is Literal:
         return " \\| ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, types.UnionType):
-        names = [_type_name(a) for a in args if a is not type(None)]
+        names = [type_name(a) for a in args if a is not type(None)]
         optional = len(names) < len(args)
         return " or ".join(names) + (" (optional)" if optional else "")
     if origin is typing.Annotated:
-        return _type_name(args[0])
+        return type_name(args[0])
     if origin in (list, tuple, set, frozenset):
-        inner = ", ".join(_type_name(a) for a in args if a is not Ellipsis)
+        inner = ", ".join(type_name(a) for a in args if a is not Ellipsis)
         return f"list of {inner}" if origin is not tuple else f"({inner})"
     if origin is dict:
-        return f"mapping {_type_name(args[0])} → {_type_name(args[1])}"
+        return f"mapping {type_name(args[0])} → {type_name(args[1])}"
     if annotation is SecretStr:
         return "secret"
     if annotation is Path:
@@ -68,7 +69,8 @@ def _type_name(annotation: Any) -> str:
     return str(annotation)
 
 
-def _default(field: FieldInfo) -> str:
+def default_text(field: FieldInfo) -> str:
+    """How the reference pages show a field's default."""
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     if DOC_DEFAULT_KEY in extra:
         return str(extra[DOC_DEFAULT_KEY])
@@ -88,7 +90,8 @@ def _default(field: FieldInfo) -> str:
     return f"`{value}`"
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """`text` as one Markdown table cell: one line, its pipes escaped."""
     return " ".join(text.replace("|", "\\|").split()) if text else ""
 
 
@@ -121,7 +124,7 @@ def rows(model: type[BaseModel], prefix: str = "PIPELINE_", delimiter: str = "__
             continue
         section = _section_title(_owner(model, name))
         env = f"{prefix}{(field.alias or name).upper()}"
-        out.append((section, env, _type_name(annotation), _default(field), field.description or ""))
+        out.append((section, env, type_name(annotation), default_text(field), field.description or ""))
     return out
 
 
@@ -139,8 +142,6 @@ def render() -> str:
     for section, section_rows in reversed(by_section.items()):
         parts.append(f"## {section}\n")
         table = ["| variable | type | default | description |", "| --- | --- | --- | --- |"]
-        table += [
-            f"| `{env}` | {_cell(t)} | {_cell(d)} | {_cell(desc)} |" for env, t, d, desc in section_rows
-        ]
+        table += [f"| `{env}` | {cell(t)} | {cell(d)} | {cell(desc)} |" for env, t, d, desc in section_rows]
         parts.append("\n".join(table) + "\n")
     return "\n".join(parts)
