@@ -42,20 +42,15 @@ def _need(store: NamespaceStore, table: str) -> None:
 
 
 def _document(store: NamespaceStore, document: str) -> tuple[dict[str, Any], str, Layout | None]:
-    """The document with id (or title) `document`: its id and title, its text and its layout, the text
-    and layout from the index cache the queries read them from (not the whole table again per view)."""
+    """The document with id (or title) `document`: its id and title, its text and its layout, all from
+    the index cache the queries read them from (not the table again per view)."""
     _need(store, schema.DOCUMENTS)
-    table = store.read_table(schema.DOCUMENTS, columns=["id", "title"])
-    hit = table.filter(pc.equal(table["id"], document))
-    if hit.num_rows == 0:
-        hit = table.filter(pc.equal(table["title"], document))
-    if hit.num_rows == 0:
-        raise NotFound(f"no document {document!r} in namespace {store.namespace!r}")
-    doc = hit.slice(0, 1).to_pylist()[0]
     layouts = document_layouts(store)
-    if layouts is None:  # the table went away since: as if it never was
+    found = layouts.find(document) if layouts is not None else None  # None: the table went away since
+    if layouts is None or found is None:
         raise NotFound(f"no document {document!r} in namespace {store.namespace!r}")
-    return doc, layouts.text(doc["id"], 0, None), layouts.layout(doc["id"])
+    doc_id, title = found
+    return {"id": doc_id, "title": title}, layouts.text(doc_id, 0, None), layouts.layout(doc_id)
 
 
 def document_view(

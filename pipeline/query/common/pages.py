@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.core import schema
 from pipeline.core.boilerplate import Region, mask
@@ -35,10 +36,12 @@ from pipeline.query.common.index_cache import cached_index, table_versions
 
 
 class DocumentLayouts:
-    """Each document's layout and text, parsed from the stored JSON on first need."""
+    """Each document's title, layout and text, the layout parsed from the stored JSON on first need."""
 
     def __init__(self, documents: pa.Table) -> None:
-        self._row = {doc_id: i for i, doc_id in enumerate(documents.column("id").to_pylist())}
+        self._ids = documents.column("id")
+        self._row = {doc_id: i for i, doc_id in enumerate(self._ids.to_pylist())}
+        self._titles = documents.column("title") if "title" in documents.schema.names else None
         self._raw = documents.column("layout") if "layout" in documents.schema.names else None
         self._texts = documents.column("text")
         self._parsed: dict[str, Layout | None] = {}
@@ -51,6 +54,15 @@ class DocumentLayouts:
             if doc_id not in self._parsed:
                 self._parsed[doc_id] = Layout.from_json(self._raw[row].as_py())
             return self._parsed[doc_id]
+
+    def find(self, document: str) -> tuple[str, str | None] | None:
+        """The id and title of the first document whose id, or else whose title, is `document`."""
+        row = pc.index(self._ids, document).as_py()
+        if row < 0 and self._titles is not None:
+            row = pc.index(self._titles, document).as_py()
+        if row < 0:
+            return None
+        return self._ids[row].as_py(), self._titles[row].as_py() if self._titles is not None else None
 
     @property
     def any_layout(self) -> bool:
@@ -66,7 +78,7 @@ def document_layouts(store: NamespaceStore) -> DocumentLayouts | None:
     if not store.has_table(schema.DOCUMENTS):
         return None
     names = store.read_schema(schema.DOCUMENTS).names
-    columns = ["id", "text", *(["layout"] if "layout" in names else [])]
+    columns = ["id", "text", *(c for c in ("title", "layout") if c in names)]
     return cached_index(
         store,
         "document_layouts",
