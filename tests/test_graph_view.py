@@ -12,7 +12,7 @@ import sys
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE, overlaps
+from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE, overlaps, room
 from tests.conftest import REPO_ROOT
 from tests.test_dagster_ui import _screenshot, browser  # noqa: F401 - the headless Chromium fixture
 
@@ -30,10 +30,13 @@ def test_graph_page_opens_from_a_file_and_finds_an_entity_by_search(sample_book,
     assert out.returncode == 0, out.stderr[-2000:]
     text = page.read_text("utf-8")
     assert not re.search(r"<script[^>]+src=|<link[^>]+href=", text)  # everything inlined
-    # readable: sizes bounded, by degree; no two nodes overlap on the book's dense central community
+    # readable: sizes bounded, by degree; no two nodes' room (the disc, or the wider label under it)
+    # overlaps on the book's dense central community, so neighbouring labels do not run into one another
     nodes = json.loads(re.search(r"^const data = (.*);$", text, flags=re.MULTILINE).group(1))["nodes"]
     assert all(MIN_SIZE <= n["size"] <= MAX_SIZE for n in nodes)
-    assert overlaps({n["id"]: (n["x"], n["y"]) for n in nodes}, {n["id"]: n["size"] for n in nodes}) == []
+    rooms = {n["id"]: room(n["size"], n["label"]) for n in nodes}
+    assert any(rooms[n["id"]] > n["size"] for n in nodes), "some label is wider than its disc"
+    assert overlaps({n["id"]: (n["x"], n["y"]) for n in nodes}, rooms) == []
     browser.get(page.as_uri())
     WebDriverWait(browser, 60, poll_frequency=1).until(
         lambda d: d.execute_script("return typeof vis !== 'undefined' && typeof network !== 'undefined'")
