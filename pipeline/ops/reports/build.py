@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,7 @@ class ReportsRun:
     per_level: dict[int, dict[str, int]] = field(default_factory=dict)
     duration_s: float = 0.0
     # community -> Coverage: what its context held, with its sub-reports' (a reused offline report: none)
-    coverage: dict[int, Any] = field(default_factory=dict)
+    coverage: Mapping[int, Any] = field(default_factory=dict)
 
 
 def _extractive_model(c: dict[str, Any], too_small: Callable[[dict[str, Any]], bool]) -> str:
@@ -128,7 +128,7 @@ def build_reports(
     if parents_from_children is None:
         parents_from_children = method != "offline"
     parent_budget = budget if parent_budget is None else parent_budget
-    coverage: dict[int, Coverage] = {}  # what each report's context held, with its children's
+    coverage = _Coverages()  # what each report's context held, with its children's
     graph = GraphData(entities, relationships, covariates, encoding)
     claims_of: dict[str, int] = defaultdict(int)
     if covariates is not None and "subject_entity_id" in covariates.column_names:
@@ -184,14 +184,17 @@ def build_reports(
             )
             fingerprint_of[n] = fp
             community_of_fp[fp] = n
-            context = None
-            if parents_from_children:
-                # Built for reused reports too: a parent's context leaves out what this one covered.
-                context = _context(
-                    graph, c, kids, report_of, rows, coverage, from_kids, budget, parent_budget
-                )
-                coverage[n] = _coverage(context, coverage)
             if fp in prev_by_fp:
+                if parents_from_children:
+                    # A parent written from this one's report leaves out what its context covered; only
+                    # such a parent asks, so a reused report's context is built then (a re-run reusing
+                    # every report builds none).
+                    coverage.later(
+                        n,
+                        lambda c=c, kids=kids, from_kids=from_kids: _context(
+                            graph, c, kids, report_of, rows, coverage, from_kids, budget, parent_budget
+                        ),
+                    )
                 old = prev_by_fp[fp]
                 # Children are stored by community number, which may have changed since: follow their
                 # fingerprints to today's numbers.
@@ -209,9 +212,8 @@ def build_reports(
                 stats["reused"] += 1
                 stats["substituted"] += bool(report_of[n]["sub_reports"])
                 continue
-            if context is None:
-                context = _context(graph, c, kids, report_of, rows, coverage, False, budget, parent_budget)
-                coverage[n] = _coverage(context, coverage)
+            context = _context(graph, c, kids, report_of, rows, coverage, from_kids, budget, parent_budget)
+            coverage.add(n, context)
             todo.append((c, fp, CommunityReportRequest(context=context, max_words=max_words), small))
 
         asked = [t for t in todo if not t[3]]
@@ -238,7 +240,7 @@ def build_reports(
                     )
                 )
                 stats["failed"] += 1
-                coverage.pop(c["community"], None)  # no report: its parent reads its rows
+                coverage.drop(c["community"])  # no report: its parent reads its rows
                 continue
             ctx = request.context
             checked = check_citations(outcome, ctx)
@@ -286,7 +288,7 @@ def _context(
     kids: list[int],
     report_of: dict[int, dict[str, Any]],
     rows: dict[int, dict[str, Any]],
-    coverage: dict[int, Coverage],
+    coverage: Mapping[int, Coverage],
     from_kids: bool,
     budget: int,
     parent_budget: int,
@@ -320,13 +322,44 @@ def _context(
     return build_context(graph, **common, children=children, budget=budget)
 
 
-def _coverage(context: ReportContext, coverage: dict[int, Coverage]) -> Coverage:
-    out = Coverage()
-    out.add_context(context)
-    for s in context.sub_reports:
-        if s.community in coverage:
-            out.merge(coverage[s.community])
-    return out
+class _Coverages(Mapping[int, Coverage]):
+    """community -> Coverage, a reused report's worked out on first read: building its context is most
+    of a re-run's time, and only a parent written from its children's reports reads it."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, Coverage | Callable[[], ReportContext]] = {}
+
+    def add(self, community: int, context: ReportContext) -> None:
+        self._of[community] = self._covered(context)
+
+    def later(self, community: int, context: Callable[[], ReportContext]) -> None:
+        self._of[community] = context
+
+    def drop(self, community: int) -> None:
+        self._of.pop(community, None)
+
+    def __getitem__(self, community: int) -> Coverage:
+        got = self._of[community]
+        if not isinstance(got, Coverage):
+            got = self._of[community] = self._covered(got())
+        return got
+
+    def __contains__(self, community: object) -> bool:
+        return community in self._of
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._of)
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def _covered(self, context: ReportContext) -> Coverage:
+        out = Coverage()
+        out.add_context(context)
+        for s in context.sub_reports:
+            if s.community in self:
+                out.merge(self[s.community])
+        return out
 
 
 def _renumber_refs(data_refs: str | None, renumber: dict[int, int]) -> str | None:
