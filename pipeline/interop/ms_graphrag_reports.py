@@ -12,9 +12,8 @@ import pyarrow as pa
 from pipeline.core import schema, tables
 from pipeline.ops.reports.citations import cited_ids
 from pipeline.ops.reports.context import GraphData
-from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
+from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint, request_version
 from pipeline.ops.reports.models import ReportIdentity
-from pipeline.ops.reports.parent_context import CONTEXT_VERSION
 
 IMPORTED_METHOD = "graphrag-import"
 
@@ -115,13 +114,18 @@ def community_fingerprints(
             (c for c in communities.values() if c["level"] == level), key=lambda c: c["community"]
         ):
             kids: Sequence[int] = [k for k in c["children"] or [] if k in out]
-            from_kids = parent_budget is not None and any(k in reported for k in kids)
+            prompt, fp_budget = request_version(
+                identity.version,
+                from_children=parent_budget is not None and any(k in reported for k in kids),
+                budget=budget,
+                parent_budget=parent_budget,
+            )
             out[c["community"]] = report_fingerprint(
                 digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
                 [(out[k], k in reported) for k in kids],
                 model=identity.model,
-                prompt_version=f"{identity.version}+{CONTEXT_VERSION}" if from_kids else identity.version,
-                budget=parent_budget if from_kids and parent_budget is not None else budget,
+                prompt_version=prompt,
+                budget=fp_budget,
                 max_words=max_words,
             )
     return out

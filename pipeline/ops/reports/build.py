@@ -31,7 +31,7 @@ from pipeline.llm.batch import CancelSignal
 from pipeline.llm.errors import LLMError
 from pipeline.ops.reports.citations import check_citations, context_ids
 from pipeline.ops.reports.context import ChildInfo, GraphData, build_context
-from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint
+from pipeline.ops.reports.fingerprint import RowDigests, report_fingerprint, request_version
 from pipeline.ops.reports.models import (
     CommunityReportRequest,
     CommunityReportResponse,
@@ -39,7 +39,7 @@ from pipeline.ops.reports.models import (
     SubReport,
 )
 from pipeline.ops.reports.offline import OFFLINE_REPORT_VERSION, offline_report
-from pipeline.ops.reports.parent_context import CONTEXT_VERSION, Coverage, build_parent_context
+from pipeline.ops.reports.parent_context import Coverage, build_parent_context
 from pipeline.ops.reports.task import REPORT
 from pipeline.settings import default_of
 
@@ -168,18 +168,15 @@ def build_reports(
             kids = [k for k in c["children"] or [] if k in fingerprint_of]
             small = extractive(c)
             from_kids = parents_from_children and any(k in report_of for k in kids)
+            prompt, fp_budget = request_version(
+                version, from_children=from_kids, budget=budget, parent_budget=parent_budget
+            )
             fp = report_fingerprint(
                 digests.rows(c["entity_ids"] or [], c["relationship_ids"] or []),
                 [(fingerprint_of[k], k in report_of) for k in kids],
                 model=EXTRACTIVE if small else model,
-                prompt_version=(
-                    OFFLINE_REPORT_VERSION
-                    if small
-                    else f"{version}+{CONTEXT_VERSION}"
-                    if from_kids
-                    else version
-                ),
-                budget=parent_budget if from_kids else budget,
+                prompt_version=OFFLINE_REPORT_VERSION if small else prompt,
+                budget=fp_budget,
                 max_words=max_words,
             )
             fingerprint_of[n] = fp

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pipeline.ops.reports.context import GraphData
 from pipeline.ops.reports.models import ContextClaim, ContextEntity, ContextRelationship
+from pipeline.ops.reports.parent_context import CONTEXT_VERSION
 
 FINGERPRINT_VERSION = "report-fingerprint-v1"
 
@@ -48,6 +49,18 @@ class RowDigests:
         for r in relationship_ids:
             out.append(self._digest(g.relationships[r]) if r in g.relationships else f"missing-edge:{r}")
         return sorted(out)
+
+
+def request_version(
+    version: str, *, from_children: bool, budget: int, parent_budget: int | None
+) -> tuple[str, int]:
+    """(prompt version, budget) that enter a report's fingerprint: a parent written from its children's
+    reports (`parent_context.py`) reads another context, under `parent_budget`. `build.py` and an
+    import (`pipeline.interop.ms_graphrag_reports`) both ask here, so an imported report keeps being
+    reused when the rule changes."""
+    if from_children:
+        return f"{version}+{CONTEXT_VERSION}", budget if parent_budget is None else parent_budget
+    return version, budget
 
 
 def report_fingerprint(
