@@ -3,7 +3,7 @@ indexing method and each report mode (`PIPELINE_REPORTS`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,13 @@ class MethodsEstimate:
     each report mode (`PIPELINE_REPORTS`): on_demand writes only the top level's model reports."""
 
     configured: str
-    estimates: dict[str, IndexEstimate]  # by method, in the configured report mode
-    mode: str = "eager"  # the configured report mode
-    by_mode: dict[str, dict[str, IndexEstimate]] = field(default_factory=dict)  # mode -> method -> estimate
+    mode: str  # the configured report mode
+    by_mode: dict[str, dict[str, IndexEstimate]]  # mode -> method -> estimate
+
+    @property
+    def estimates(self) -> dict[str, IndexEstimate]:
+        """By method, in the configured report mode."""
+        return self.by_mode[self.mode]
 
     def to_dict(self) -> dict[str, Any]:
         out = self.estimates[self.configured].to_dict()
@@ -46,7 +50,7 @@ class MethodsEstimate:
             f"{'method':<10}{'reports':<11}{'calls':>8}{'prompt tok':>13}{'completion tok':>16}{'USD':>10}"
             f"{'minutes':>9}",
         ]
-        for mode, estimates in self.by_mode.items() or {self.mode: self.estimates}.items():
+        for mode, estimates in self.by_mode.items():
             for method, e in estimates.items():
                 t = e.total()
                 mark = "  (configured)" if (method, mode) == (self.configured, self.mode) else ""
@@ -81,4 +85,4 @@ def estimate_methods(
             by_mode[mode][m] = estimate_index(
                 namespace, settings.with_overrides(index_method=m, reports=mode), units=units
             )
-    return MethodsEstimate(index_method(settings), by_mode[settings.reports], settings.reports, by_mode)
+    return MethodsEstimate(index_method(settings), settings.reports, by_mode)
