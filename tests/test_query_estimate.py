@@ -101,7 +101,7 @@ def test_auto_estimate_is_its_routing_call_and_the_dearest_routable_modes_phases
     assert {e.mode for e in routed} == {"basic", "drift", "global", "lazy"}
     dearest = max(routed, key=lambda e: (e.cost_usd, e.calls))
     route, *phases = auto.phases
-    assert auto.mode == "auto" and phases == dearest.phases
+    assert auto.mode == "auto" and phases == dearest.phases and auto.routed == dearest.mode
     prompt = _tokens(ROUTE_QUESTION.messages(question=QUESTION))
     assert (route.phase, route.calls, route.prompt_tokens) == ("route", 1, prompt)
     assert route.completion_tokens == SETTINGS.llm_map_max_tokens

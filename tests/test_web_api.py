@@ -166,6 +166,7 @@ def test_the_estimate_with_a_model_configured_counts_calls_and_cost(web_data: Se
     assert auto.status_code == 200, auto.text
     dearest = auto.json()["estimate"]
     assert dearest["mode"] == "auto" and dearest["cost_usd"] > estimate["cost_usd"]
+    assert dearest["routed"] in {"basic", "drift", "global", "lazy"}  # what the web app says it counted
     assert dearest["phases"][0]["phase"] == "route" and dearest["calls"] > estimate["calls"]
     assert any("auto routes to one of" in n for n in dearest["notes"])
     assert any("route to local, which has no estimate" in n for n in dearest["notes"])

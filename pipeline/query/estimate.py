@@ -44,6 +44,8 @@ class QueryEstimate:
     phases: list[Phase] = field(default_factory=list)
     cost_usd: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # A mode that hands the question on (auto): the mode whose phases the bound counts, the dearest
+    routed: str | None = None
 
     @property
     def calls(self) -> int:

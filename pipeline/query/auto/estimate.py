@@ -40,6 +40,7 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: AutoSearchCon
         dearest = max(found, key=lambda e: (_cost(e, settings), e.calls))
         estimate.phases.extend(dearest.phases)
         estimate.notes.extend(dearest.notes)
+        estimate.routed = dearest.mode
         if len(found) > 1:
             estimate.notes.append(
                 f"auto routes to one of {', '.join(e.mode for e in found)}: the dearest, {dearest.mode}, "

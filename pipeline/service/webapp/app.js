@@ -131,7 +131,7 @@ async function askEstimate() {
     if (asked !== estimateAsked) return;
     if (!found.estimate) { noModel = /no model/.test(found.reason || ""); return; }
     const e = found.estimate;
-    const via = e.mode === mode.name ? "" : ` if routed to ${e.mode}, the dearest`;
+    const via = e.routed ? ` if routed to ${e.routed}, the dearest` : "";
     text(box, `Estimate: at most ${e.calls} model calls, ${e.prompt_tokens + e.completion_tokens} tokens, $${e.cost_usd.toFixed(4)} (${e.model}${via})`);
   } catch { /* an estimate is a courtesy: the question can still be asked */ }
 }
