@@ -28,7 +28,7 @@ from pipeline.core import schema
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
-from pipeline.service.app import create_app
+from pipeline.service.app import create_app, server_config
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
@@ -114,8 +114,8 @@ def build_service_data(root: Path) -> ServiceData:
 def serving(service: QueryService) -> Iterator[str]:
     """The app under uvicorn on a free 127.0.0.1 port, in a thread; yields the base URL."""
     port = free_port()
-    config = uvicorn.Config(
-        create_app(service), host="127.0.0.1", port=port, log_config=None, access_log=True
+    config = server_config(
+        create_app(service), service.settings, host="127.0.0.1", port=port, log_config=None, access_log=True
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

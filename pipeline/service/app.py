@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,11 +32,15 @@ from pipeline.service.caller import Caller
 from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
+from pipeline.service.logs import redact_logs
 from pipeline.service.models import ErrorResponse, NamespaceStatus, QueryResponse, body_of
 from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
 from pipeline.service.streams import STREAMED, event_response, wants_events
 from pipeline.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger("pipeline.service")
 
@@ -276,5 +281,20 @@ def main(argv: list[str] | None = None) -> int:
         f"graphrag-serve: the web app is at host {shown}, port {args.port}, path / (the API's docs at /docs)",
         flush=True,
     )
-    uvicorn.run(create_app(settings=settings), host=args.host, port=args.port, log_level=args.log_level)
-    return 0
+    config = server_config(
+        create_app(settings=settings), settings, host=args.host, port=args.port, log_level=args.log_level
+    )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    return 0 if server.started else 1
+
+
+def server_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for the service's `app` (`options` are uvicorn's own), with the service's
+    logs made key-free (`logs.redact_logs`). graphrag-serve and the tests' servers are both made here."""
+    import uvicorn
+
+    config = uvicorn.Config(app, **options)
+    redact_logs()  # after uvicorn's Config has configured its loggers and their handlers
+    return config

@@ -278,6 +278,11 @@ class StoreTool(Tool):
                 ctx, index_name, query_text, top_k, store, query_filter, include_sources, overrides
             )
             found = await self._search(request)
+        except FilterError as exc:
+            # The caller's filter, refused (a 422 at the service): one line, since a traceback at ERROR
+            # per refused request buries the server's real failures.
+            log.info("%s %s refused a filter: %s", self.failure_label, self.id, exc)
+            return degraded(f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             log.exception("%s %s failed", self.failure_label, self.id)
             return degraded(f"{type(exc).__name__}: {exc}")
