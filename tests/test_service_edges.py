@@ -6,15 +6,24 @@ the point, else uvicorn in a thread (`tests.test_service.serving`).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 from pathlib import Path
 
 import httpx
+import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from deploy.local_cluster import free_port
 from pipeline.service.logs import redact, without_query
-from tests.test_service import KEY_A, KEY_B, ServiceData, auth, data  # noqa: F401 - the module's data fixture
+from tests.test_mcp_server import error_of
+
+# the service tests' module fixtures: their data, a warmed offline service and uvicorn serving it
+from tests.test_service import BODIES, KEY_A, KEY_B, ServiceData, auth, base_url, client, data, service  # noqa: F401
 from tests.test_service_shared_limits import WAIT_S, _serve, _wait_ready
 
 VECTOR = {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 1}
@@ -78,3 +87,72 @@ def test_log_redaction_keeps_each_line_and_drops_its_secrets() -> None:
     assert (
         redact("query kind=vector key=21fc3d09d5f7") == "query kind=vector key=21fc3d09d5f7"
     )  # a digest's id
+
+
+# ---- strict request types at every door -----------------------------------------------------------------------
+COERCED = [  # each was taken as another type's value by pydantic's lax mode
+    ("vector", {"top_k": True}),
+    ("chunks", {"top_k": True}),
+    ("basic", {"top_k": True}),
+    ("local", {"top_k": True}),
+    ("basic", {"top_k": "2"}),
+    ("chunks", {"seed": 1.0}),
+    ("basic", {"full_text": "yes"}),
+    ("basic", {"full_text": 1}),
+    ("local", {"question": 5}),
+    ("vector", {"stream": "yes"}),
+    ("global", {"level": True}),
+]
+
+
+@pytest.mark.parametrize(("kind", "change"), COERCED, ids=[f"{k}-{next(iter(c))}" for k, c in COERCED])
+def test_http_bodies_do_not_coerce_types(client: httpx.Client, kind: str, change: dict) -> None:  # noqa: F811
+    r = client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["code"] == "invalid_request" and next(iter(change)) in error["message"], error
+
+
+def test_integers_are_still_numbers_where_a_float_is_asked(client: httpx.Client) -> None:  # noqa: F811
+    for kind, change in (("basic", {"min_score": 0, "timeout_s": 100}), ("vector", {"timeout_s": 100})):
+        r = client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
+        assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "latin-1"])
+def test_a_body_that_is_not_utf8_is_refused(client: httpx.Client, encoding: str) -> None:  # noqa: F811
+    body = json.dumps({**BODIES["basic"], "question": "Who is Marley, café owner?"}, ensure_ascii=False)
+    headers = {**auth(KEY_A), "Content-Type": "application/json"}
+    r = client.post("/v1/query/basic", content=body.encode(encoding), headers=headers)
+    assert r.status_code == 422 and "UTF-8" in r.json()["error"]["message"], r.text
+    assert client.post("/v1/query/basic", content=body.encode(), headers=headers).status_code == 200
+
+
+def test_mcp_tool_arguments_do_not_coerce_types(base_url: str) -> None:  # noqa: F811
+    async def run() -> list[dict]:
+        http = create_mcp_http_client(headers=auth(KEY_A))
+        async with http, Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as mcp:
+            errors = []
+            for tool, change in (("vector_query", {"top_k": True}), ("basic_search", {"full_text": "yes"})):
+                kind = "vector" if tool == "vector_query" else "basic"
+                errors.append(error_of(await mcp.call_tool(tool, {**BODIES[kind], **change})))
+            fine = await mcp.call_tool("vector_query", {**BODIES["vector"], "timeout_s": 100})
+            assert not fine.is_error, fine.content
+            return errors
+
+    errors = asyncio.run(asyncio.wait_for(run(), timeout=WAIT_S))  # guards against a hang only
+    assert [e["code"] for e in errors] == ["invalid_request"] * 2, errors
+    assert "top_k" in errors[0]["message"] and "full_text" in errors[1]["message"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"stream": "yes"}, {"stream": 1}, {"messages": [{"role": "user", "content": 5}]}, {"model": 7}],
+    ids=["stream-yes", "stream-1", "content-5", "model-7"],
+)
+def test_the_chat_door_does_not_coerce_types(base_url: str, change: dict) -> None:  # noqa: F811
+    r = httpx.post(
+        f"{base_url}/v1/chat/completions", json={**CHAT, **change}, headers=auth(KEY_A), timeout=WAIT_S
+    )
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["type"] == "invalid_request_error"

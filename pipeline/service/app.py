@@ -100,9 +100,23 @@ NESTED_TOO_DEEPLY = (
 )
 
 
+NOT_UTF8 = "request body is not UTF-8: JSON bodies are UTF-8 encoded"
+
+
+def is_utf8(body: bytes) -> bool:
+    """Whether `body` is UTF-8 text. The JSON parser behind FastAPI guesses UTF-16 and UTF-32 from a
+    body's first bytes and took them; the API says UTF-8. A NUL byte, which JSON text never holds raw,
+    is how UTF-16 or UTF-32 without a byte order mark shows (it is valid UTF-8)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in body
+
+
 class _Route(APIRoute):
-    """Refuses a JSON body nested deeper than MAX_JSON_DEPTH before FastAPI parses it (the body is read
-    once: FastAPI reuses what `request.body()` read)."""
+    """Refuses a body that is not UTF-8, or a JSON body nested deeper than MAX_JSON_DEPTH, before FastAPI
+    parses it (the body is read once: FastAPI reuses what `request.body()` read)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -113,6 +127,8 @@ class _Route(APIRoute):
                     body = await request.body()
                 except ClientDisconnect:  # nobody to answer; not a server error
                     return Response(status_code=400)
+                if not is_utf8(body):
+                    raise InvalidRequest(NOT_UTF8)
                 if json_depth(body) > MAX_JSON_DEPTH:
                     raise InvalidRequest(NESTED_TOO_DEEPLY)
             return await handler(request)

@@ -2,7 +2,7 @@
 
 Each request is its mode's options (`pipeline.query.requests`, written once for every door) plus the
 namespace, the question, an optional `timeout_s` and `stream` (HTTP only: the answer as events). Unknown fields are refused, so a misspelt option
-is a 422 rather than a silently ignored default.
+is a 422 rather than a silently ignored default, and types are strict (`"top_k": true` is a 422, not 1).
 """
 
 from __future__ import annotations
@@ -50,9 +50,13 @@ TimeoutS = Annotated[
 
 
 class _Request(BaseModel):
-    """What every query body has besides its mode's options (`pipeline.query.requests`)."""
+    """What every query body has besides its mode's options (`pipeline.query.requests`).
 
-    model_config = ConfigDict(extra="forbid")
+    Strict, and so every body made from it: JSON's `true` is not the integer 1 nor `"5"` the integer 5
+    (pydantic's lax mode took both), so a client's type error is a 422, not a different query. The
+    options themselves stay lax for the CLI and Dagster, whose values arrive as text."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     namespace: Namespace
     timeout_s: TimeoutS = None

@@ -68,23 +68,24 @@ def _error_response(exc: ServiceError) -> JSONResponse:
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")  # name, tool_calls, ...: read by no mode
+    model_config = ConfigDict(extra="allow", strict=True)  # name, tool_calls, ...: read by no mode
 
     role: str
     content: str | list[dict[str, Any]] | None = None
 
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     include_usage: bool = False
 
 
 class ChatRequest(BaseModel):
     """OpenAI's chat request. Sampling options (temperature, top_p, max_tokens, ...) are accepted and
-    ignored: the mode's own settings decide how it answers."""
+    ignored: the mode's own settings decide how it answers. Its fields are strict (`"stream": "yes"` is a
+    400, not true), as every door's are."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str = Field(description="`<namespace>/<mode>`, as `GET /v1/models` lists them")
     messages: list[Message] = Field(min_length=1)

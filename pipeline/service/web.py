@@ -56,7 +56,7 @@ PAGE_HEADERS = {
 
 
 class Mentioned(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(max_length=20_000, description="The text to find entity names in (an answer)")
 
 
