@@ -7,9 +7,12 @@ the point, else uvicorn in a thread (`tests.test_service.serving`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import socket
+import threading
 from pathlib import Path
 
 import httpx
@@ -24,6 +27,9 @@ from tests.test_mcp_server import error_of
 
 # the service tests' module fixtures: their data, a warmed offline service and uvicorn serving it
 from tests.test_service import BODIES, KEY_A, KEY_B, ServiceData, auth, base_url, client, data, service  # noqa: F401
+from tests.test_service_connections import KEY_A as CONN_KEY
+from tests.test_service_connections import open_socket
+from tests.test_service_connections import server as connections_server
 from tests.test_service_shared_limits import WAIT_S, _serve, _wait_ready
 
 VECTOR = {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 1}
@@ -156,3 +162,62 @@ def test_the_chat_door_does_not_coerce_types(base_url: str, change: dict) -> Non
     )
     assert r.status_code == 400, r.text
     assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+# ---- request headers capped -------------------------------------------------------------------------------
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def read_reply(sock: socket.socket) -> bytes:
+    """What the server sends until it closes (a reset after its answer ends the reading too)."""
+    reply = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_an_unfinished_head_past_the_cap_is_answered_431_before_it_ends(base_url: str) -> None:  # noqa: F811
+    """The head never ends (no blank line): only a server that refuses before reading it all answers."""
+    sock = open_socket(port_of(base_url))
+    sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 20_000)
+    reply = read_reply(sock)
+    sock.close()
+    assert reply.startswith(b"HTTP/1.1 431 "), reply[:200]
+    assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "headers_too_large"
+
+
+def test_an_8mb_header_is_answered_431_not_401(base_url: str) -> None:  # noqa: F811
+    sock = open_socket(port_of(base_url))
+    head = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * (8 << 20) + b"\r\n\r\n"
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the server stops reading once it has answered
+            sock.sendall(head)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    reply = read_reply(sock)
+    sock.close()
+    sender.join()
+    assert reply.startswith(b"HTTP/1.1 431 "), reply[:200]
+
+
+def test_a_finished_head_past_the_cap_is_431_before_the_key_is_checked(base_url: str) -> None:  # noqa: F811
+    big = {"X-Filler": "a" * 20_000}
+    for headers in (big, {**big, **auth(KEY_A)}):
+        r = httpx.get(f"{base_url}/v1/models", headers=headers, timeout=WAIT_S)
+        assert r.status_code == 431 and r.json()["error"]["code"] == "headers_too_large", r.text
+    fine = httpx.get(
+        f"{base_url}/v1/models", headers={"X-Filler": "a" * 12_000, **auth(KEY_A)}, timeout=WAIT_S
+    )
+    assert fine.status_code == 200, fine.text  # under the default 16 KB
+
+
+def test_the_header_cap_is_a_setting(tmp_path: Path) -> None:
+    with connections_server(tmp_path, service_max_header_bytes=2048) as (_svc, port):
+        url = f"http://127.0.0.1:{port}/v1/models"
+        headers = {"Authorization": f"Bearer {CONN_KEY}"}
+        assert httpx.get(url, headers={**headers, "X-Filler": "a" * 1000}, timeout=WAIT_S).status_code == 200
+        assert httpx.get(url, headers={**headers, "X-Filler": "a" * 3000}, timeout=WAIT_S).status_code == 431

@@ -31,6 +31,7 @@ from pipeline.query.common.mode import Mode
 from pipeline.service.caller import Caller
 from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
+from pipeline.service.headers import HeaderLimitMiddleware, capped_protocol
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
 from pipeline.service.logs import redact_logs
 from pipeline.service.models import ErrorResponse, NamespaceStatus, QueryResponse, body_of
@@ -212,7 +213,8 @@ def create_app(
         stream_idle_s=settings.service_stream_idle_s,
     )
     app.add_middleware(AuthMiddleware, service=service)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)  # outermost
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)
+    app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.service_max_header_bytes)  # outermost
     app.add_exception_handler(ServiceError, lambda _r, exc: _error_response(exc))
     app.add_exception_handler(RequestValidationError, lambda _r, exc: _validation_error(exc))
     app.add_exception_handler(HTTPException, lambda _r, exc: _http_error(exc))
@@ -307,10 +309,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def server_config(app: ASGIApp, settings: Settings, **options: Any) -> uvicorn.Config:
-    """uvicorn's configuration for the service's `app` (`options` are uvicorn's own), with the service's
-    logs made key-free (`logs.redact_logs`). graphrag-serve and the tests' servers are both made here."""
+    """uvicorn's configuration for the service's `app` (`options` are uvicorn's own): request heads capped
+    (`headers.capped_protocol`) and the service's logs made key-free (`logs.redact_logs`). graphrag-serve
+    and the tests' servers are both made here."""
     import uvicorn
 
+    cap = settings.service_max_header_bytes
+    options.setdefault("http", capped_protocol(cap))
+    options.setdefault("h11_max_incomplete_event_size", cap)  # the h11 parser's own bound, where it is used
     config = uvicorn.Config(app, **options)
     redact_logs()  # after uvicorn's Config has configured its loggers and their handlers
     return config

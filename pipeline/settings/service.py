@@ -62,6 +62,12 @@ class ServiceSettings(BaseModel):
         "them): concurrent queries are the service's parallelism",
     )
     service_max_body_bytes: int = Field(default=65_536, ge=1024, description="Larger request bodies get 413")
+    service_max_header_bytes: int = Field(
+        default=16_384,
+        ge=1024,
+        description="A request whose head (request line and headers, as sent) is larger gets 431 before its key "
+        "is checked, and is not read past this and one read",
+    )
     service_body_timeout_s: float = Field(
         default=30.0,
         gt=0,
