@@ -28,7 +28,8 @@ from tests.test_mcp_server import error_of
 # the service tests' module fixtures: their data, a warmed offline service and uvicorn serving it
 from tests.test_service import BODIES, KEY_A, KEY_B, ServiceData, auth, base_url, client, data, service  # noqa: F401
 from tests.test_service_connections import KEY_A as CONN_KEY
-from tests.test_service_connections import open_socket
+from tests.test_service_connections import key_id, open_socket, open_stream, wait_for
+from tests.test_service_connections import query as conn_query
 from tests.test_service_connections import server as connections_server
 from tests.test_service_shared_limits import WAIT_S, _serve, _wait_ready
 
@@ -221,3 +222,38 @@ def test_the_header_cap_is_a_setting(tmp_path: Path) -> None:
         headers = {"Authorization": f"Bearer {CONN_KEY}"}
         assert httpx.get(url, headers={**headers, "X-Filler": "a" * 1000}, timeout=WAIT_S).status_code == 200
         assert httpx.get(url, headers={**headers, "X-Filler": "a" * 3000}, timeout=WAIT_S).status_code == 431
+
+
+# ---- idle means idle ----------------------------------------------------------------------------------------
+MAX_PINGS = 200  # far more than the idle bound lets through (0.5 s of 0.02 s pings): the stream never ended
+
+
+def read_stream_end(sock: socket.socket) -> tuple[bytes, int]:
+    """A `GET /mcp` stream read until its chunked body ends, or until MAX_PINGS pings came without an end;
+    (what was read, the pings in it)."""
+    read = b""
+    while not read.endswith(b"0\r\n\r\n") and read.count(b": ping") < MAX_PINGS:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before the stream ended: {read[-200:]!r}"
+        read += chunk
+    return read, read.count(b": ping")
+
+
+def test_idle_mcp_streams_end_though_pinged_and_give_their_key_its_slots_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sse_starlette import EventSourceResponse
+
+    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.02)  # the MCP library's 15 s, shrunk
+    settings = {"service_key_concurrency": 4, "service_stream_idle_s": 0.5}
+    with connections_server(tmp_path, **settings) as (svc, port):
+        streams = [open_stream(port, CONN_KEY) for _ in range(4)]  # every slot of the key
+        ends = [read_stream_end(sock) for sock in streams]
+        for sock in streams:
+            sock.close()
+        for read, pings in ends:
+            assert read.startswith(b"HTTP/1.1 200") and b"text/event-stream" in read
+            assert pings < MAX_PINGS, "the pings kept an idle stream open"
+        assert sum(pings for _, pings in ends) > 0  # they were pinged while idle
+        wait_for(lambda: svc.limiter.in_flight(key_id(CONN_KEY)) == 0)
+        assert conn_query(port, CONN_KEY, "nsa").status_code == 409  # admitted (the namespace is not indexed)

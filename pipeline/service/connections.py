@@ -7,9 +7,10 @@ exhaust the server's sockets and memory whatever the per-key limit says.
 
 - A request's body must have arrived `body_timeout_s` after its headers were handled; past that it is
   answered 408 `request_timeout` with `Connection: close`, so the server drops the connection.
-- A `GET /mcp` stream that has sent nothing for `stream_idle_s` since its response started is ended
-  (before the start, the handler has `body_timeout_s` if longer): its handler is told the client
-  left, and the response is completed, so the client sees the stream end.
+- A `GET /mcp` stream (or any GET answered with an event stream) that has sent no event for
+  `stream_idle_s` since its response started is ended (before the start, the handler has
+  `body_timeout_s` if longer): its handler is told the client left, and the response is completed, so
+  the client sees the stream end. Keep-alive pings (SSE comments) are not events: they do not count.
 - The slot is taken when the request is authenticated and given back once its body has arrived (the
   query then takes a slot of its own, in `QueryService.run`), or when a stream ends.
 """
@@ -63,7 +64,7 @@ class ConnectionGuard:
                 self.limiter.release(key_id)
 
         try:
-            if scope["method"] == "GET" and scope["path"].rstrip("/") == "/mcp":
+            if is_stream(scope):
                 await self._stream(scope, receive, send)
             else:
                 await self._request(scope, receive, send, release)
@@ -135,7 +136,14 @@ class ConnectionGuard:
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 completed = True
             await send(message)
-            activity.set()
+            # A keep-alive ping is not activity: the MCP library pings every 15 s, which kept an idle
+            # stream, and its key's slot, for ever. The start counts, as idle is measured from it.
+            if (
+                message["type"] != "http.response.body"
+                or completed
+                or carries_events(message.get("body", b""))
+            ):
+                activity.set()
 
         async def cut_receive() -> Message:
             client = asyncio.ensure_future(receive())
@@ -179,6 +187,23 @@ class ConnectionGuard:
                 handler.cancel()
                 with contextlib.suppress(BaseException):
                     await handler
+
+
+def carries_events(body: bytes) -> bool:
+    """Whether a piece of an event stream holds an event, not only comments (`: ping - <time>`)."""
+    return any(line.strip() and not line.startswith(b":") for line in body.splitlines())
+
+
+def is_stream(scope: Scope) -> bool:
+    """A request answered by a stream that only the server writes to: `GET /mcp`, or any GET asking for
+    an event stream. It carries no request of the client's, so it is bounded by idleness, not a deadline
+    (a streamed query's answer is bounded by the query's deadline)."""
+    if scope["method"] != "GET":
+        return False
+    if scope["path"].rstrip("/") == "/mcp":
+        return True
+    accept = next((v for k, v in scope["headers"] if k == b"accept"), b"")
+    return b"text/event-stream" in accept.lower()
 
 
 async def _answer(send: Send, error: ServiceError, *, close: bool = False) -> None:

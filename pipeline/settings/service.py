@@ -77,8 +77,8 @@ class ServiceSettings(BaseModel):
     service_stream_idle_s: float = Field(
         default=60.0,
         gt=0,
-        description="A GET /mcp stream that sends nothing for this long is ended; while open it holds a "
-        "slot of its key's concurrency",
+        description="A GET /mcp stream (or any GET event stream) that sends no event for this long is ended "
+        "(keep-alive pings do not count); while open it holds a slot of its key's concurrency",
     )
     service_max_answer_chars: int = Field(default=8000, ge=100, description="Longer answers are cut")
     service_max_evidence_items: int = Field(default=20, ge=1, description="Evidence/hits/map answers kept")
