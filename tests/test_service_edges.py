@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -23,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from deploy.local_cluster import free_port
 from pipeline.service.logs import redact, without_query
+from pipeline.service.queries import QueryService
 from tests.test_mcp_server import error_of
 
 # the service tests' module fixtures: their data, a warmed offline service and uvicorn serving it
@@ -257,3 +259,78 @@ def test_idle_mcp_streams_end_though_pinged_and_give_their_key_its_slots_back(
         assert sum(pings for _, pings in ends) > 0  # they were pinged while idle
         wait_for(lambda: svc.limiter.in_flight(key_id(CONN_KEY)) == 0)
         assert conn_query(port, CONN_KEY, "nsa").status_code == 409  # admitted (the namespace is not indexed)
+
+
+# ---- OpenAI-shaped errors at the chat door ----------------------------------------------------------------------
+def openai_client(url: str, key: str = KEY_A) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=WAIT_S)
+
+
+def assert_openai_shape(error: dict, kind: str) -> None:
+    assert set(error) >= {"message", "type", "param", "code"} and error["message"], error
+    assert error["type"] == kind, error
+
+
+def test_the_chat_doors_errors_have_openais_shape(base_url: str, service: QueryService) -> None:  # noqa: F811
+    client_a = openai_client(base_url)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        openai_client(base_url, WRONG_KEY).chat.completions.create(**CHAT)
+    assert_openai_shape(refused.value.body, "authentication_error")
+    no_key = httpx.get(f"{base_url}/v1/models", timeout=WAIT_S)
+    assert no_key.status_code == 401 and no_key.headers["www-authenticate"] == "Bearer"
+    assert_openai_shape(no_key.json()["error"], "authentication_error")
+    with pytest.raises(openai.NotFoundError) as refused:
+        client_a.chat.completions.create(**{**CHAT, "model": "acme/nosuch"})
+    assert_openai_shape(refused.value.body, "not_found_error")
+    with pytest.raises(openai.NotFoundError) as refused:
+        client_a.models.retrieve("acme/basic")  # GET /v1/models/{id}: not served
+    assert_openai_shape(refused.value.body, "not_found_error")
+    with pytest.raises(openai.NotFoundError) as refused:
+        client_a.embeddings.create(model="acme/basic", input="x")
+    assert_openai_shape(refused.value.body, "not_found_error")
+    long_chat = {**CHAT, "messages": [{"role": "user", "content": "x" * 5000}]}  # past the 4096-byte cap
+    with pytest.raises(openai.APIStatusError) as refused:
+        client_a.chat.completions.create(**long_chat)
+    assert refused.value.status_code == 413
+    assert_openai_shape(refused.value.body, "invalid_request_error")
+    with pytest.raises(openai.BadRequestError) as refused:
+        client_a.chat.completions.create(**CHAT, stream="yes")  # type: ignore[call-overload]
+    assert_openai_shape(refused.value.body, "invalid_request_error")
+    assert refused.value.body["param"] == "stream"
+
+
+@pytest.mark.parametrize("body", [json.dumps(CHAT).encode("utf-16"), b"[" * 100 + b"]" * 100, b"{not json"])
+def test_a_chat_body_that_does_not_parse_is_openais_400(base_url: str, body: bytes) -> None:  # noqa: F811
+    headers = {**auth(KEY_A), "Content-Type": "application/json"}
+    r = httpx.post(f"{base_url}/v1/chat/completions", content=body, headers=headers, timeout=WAIT_S)
+    assert r.status_code == 400, r.text
+    assert_openai_shape(r.json()["error"], "invalid_request_error")
+
+
+def test_the_chat_doors_429_is_openais_with_retry_after(base_url: str, service: QueryService) -> None:  # noqa: F811
+    held = []
+    try:  # idle streams hold each slot of the key (the service's concurrency is 2)
+        for _ in range(service.settings.service_key_concurrency):
+            held.append(open_stream(port_of(base_url), KEY_A))
+            assert held[-1].recv(65536).startswith(b"HTTP/1.1 200")
+        with pytest.raises(openai.RateLimitError) as refused:
+            openai_client(base_url).chat.completions.create(**CHAT)
+        assert_openai_shape(refused.value.body, "rate_limit_error")
+        assert int(refused.value.response.headers["retry-after"]) >= 1
+        native = httpx.post(f"{base_url}/v1/query/vector", json=VECTOR, headers=auth(KEY_A), timeout=WAIT_S)
+        assert native.status_code == 429 and "type" not in native.json()["error"]  # the service's own shape
+    finally:
+        for sock in held:
+            sock.close()
+    wait_for(lambda: service.limiter.in_flight() == 0)
+
+
+def test_the_chat_doors_5xx_is_openais_api_error(tmp_path: Path) -> None:
+    with connections_server(tmp_path) as (_svc, port):
+        (tmp_path / "keys.json").write_text("{not a keys file")  # read on every request: 503 until fixed
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=CONN_KEY, max_retries=0)
+        with pytest.raises(openai.InternalServerError) as refused:
+            client.chat.completions.create(**{**CHAT, "model": "nsa/basic"})
+        assert refused.value.status_code == 503
+        assert_openai_shape(refused.value.body, "api_error")
+        assert refused.value.body["code"] == "keys_unavailable"
