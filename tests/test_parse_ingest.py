@@ -124,7 +124,7 @@ def test_an_unchanged_file_is_not_parsed_again(tmp_path: Path, monkeypatch: pyte
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(files, "parse_bytes", refuse)
+    monkeypatch.setattr(files.BoundedParser, "parse", refuse)
     again = read_documents(root, opts)
     assert [d.id for d in again.documents] == [d.id for d in first.documents]
     assert [d.layout for d in again.documents] == [d.layout for d in first.documents]

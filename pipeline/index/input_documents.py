@@ -24,6 +24,7 @@ from pipeline.index.context import IndexContext
 from pipeline.index.report import Markdown, StageReport, Stopwatch, md_table
 from pipeline.ops.incremental import diff_documents
 from pipeline.ops.ingest import IngestOptions, documents_table, errors_table, read_documents
+from pipeline.parse.bounds import ParseLimits
 
 MAX_ERRORS_LISTED = 20
 
@@ -45,6 +46,9 @@ def ingest_options(settings) -> IngestOptions:  # noqa: ANN001 - pipeline.settin
         title_column=settings.title_column,
         text_column=settings.text_column,
         parse_cache_dir=_parse_cache_dir(settings),
+        parse_limits=ParseLimits.from_settings(settings),
+        ocr_run_max_pages=settings.ocr_run_max_pages,
+        ocr_run_max_seconds=settings.ocr_run_max_seconds,
     )
 
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.documents import Document, IngestError, document_id
 from pipeline.ops.input_folder import InputEntry, read_regular, scan
+from pipeline.parse.bounds import ParseLimits
 from pipeline.settings import default_of
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
@@ -60,6 +61,9 @@ class IngestOptions:
     title_column: str = default_of("title_column")
     text_column: str = default_of("text_column")
     parse_cache_dir: str | None = None  # pipeline.parse.cache: parsed files by their bytes
+    parse_limits: ParseLimits = ParseLimits()  # each parsed file's budgets (pipeline.parse.bounds)
+    ocr_run_max_pages: int = default_of("ocr_run_max_pages")
+    ocr_run_max_seconds: float = default_of("ocr_run_max_seconds")
 
 
 class _Reject(Exception):
@@ -234,6 +238,9 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
         raise FileNotFoundError(f"input folder {root} does not exist or is not a directory")
     result = IngestResult(documents=[], errors=[])
     seen: set[str] = set()
+    # every parsed file goes through one bounded worker process, started on the first such file; its
+    # finalizer ends it should the loop raise
+    parser = None
 
     def add(doc: Document) -> None:
         if doc.id in seen:
@@ -253,7 +260,13 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
         if suffix in PARSED_SUFFIXES:  # PDF, Office, HTML, EPUB, Markdown/rST headings: pipeline.parse
             from pipeline.ops.parsed_files import read_parsed
 
-            result.files_rejected += not read_parsed(entry, rel, suffix, opts, result, add, decode_bytes)
+            if parser is None:
+                from pipeline.parse.worker import BoundedParser
+
+                parser = BoundedParser(opts.parse_limits, opts.ocr_run_max_pages, opts.ocr_run_max_seconds)
+            result.files_rejected += not read_parsed(
+                entry, rel, suffix, opts, result, add, decode_bytes, parser
+            )
             continue
         if suffix not in SUPPORTED_SUFFIXES:
             result.skipped_files += 1
@@ -307,6 +320,8 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
             result.rows_rejected += rows_bad
         else:
             result.files_rejected += 1
+    if parser is not None:
+        parser.close()
     return result
 
 

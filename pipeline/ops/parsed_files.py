@@ -1,7 +1,10 @@
 """The ingest's door to `pipeline.parse`: one input file to one Document with its layout map, or its
 ingest_errors status. `pipeline.ops.ingest.read_documents` calls `read_parsed` for every suffix in
 `pipeline.parse.FORMATS` (handing it its text decoder, so this module need not import the ingest); a
-parse is looked up in (and stored to) the parse cache by the file's bytes.
+parse is looked up in (and stored to) the parse cache by the file's bytes, and a file that is not cached
+is parsed in the run's bounded worker process (`pipeline.parse.worker.BoundedParser`). A parse that a
+budget cut short (pages not read for their size or the OCR budget) is not cached: a later run with budget
+left reads it whole.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Any
 
 from pipeline.core.documents import Document, IngestError, document_id
 from pipeline.ops.input_folder import read_regular
-from pipeline.parse import BINARY_FORMATS, FORMATS, OcrPolicy, ParseError, parse_bytes
+from pipeline.parse import BINARY_FORMATS, FORMATS, OcrPolicy, ParseError
 from pipeline.parse.cache import ParseCache, parse_key
+from pipeline.parse.worker import BoundedParser
 
 # A PDF or deck holds images and fonts besides its text: its file may be this many times the limit on a
 # document's text before it is refused unread.
@@ -46,11 +50,13 @@ def read_parsed(
     result: Any,
     add: Callable[[Document], None],
     decode: Callable[[bytes, tuple[str, ...]], str],
+    parser: BoundedParser | None = None,
 ) -> bool:
     """Parse `entry` (an input_folder.InputEntry) into `result` (an IngestResult) through `add`; False
     when the file gave no document (its error row is appended), True otherwise (warnings such as
     no_text_layer appended). Markdown and reStructuredText are decoded by `decode`, the ingest's rules for
-    text files (`opts` is its IngestOptions)."""
+    text files (`opts` is its IngestOptions). `parser` is the run's worker (one of its own, for this file
+    alone, when None)."""
     fmt = FORMATS[suffix]
     try:
         size = entry.stat.st_size if entry.stat else 0
@@ -62,12 +68,18 @@ def read_parsed(
             raise ParseError("empty", "file is empty (0 bytes)")
         policy = OcrPolicy.from_env()
         cache = _cache(getattr(opts, "parse_cache_dir", None))
-        key = parse_key(data, fmt, policy.key() if fmt == "pdf" else "")
+        limits = opts.parse_limits
+        ocr_key = f"{policy.key()}:{limits.ocr_key()}" if policy.enabled else policy.key()
+        key = parse_key(data, fmt, ocr_key if fmt == "pdf" else "")
         parsed = cache.get(key) if cache is not None and fmt in BINARY_FORMATS else None
         if parsed is None:
             text = decode(data, opts.fallback_encodings) if fmt not in BINARY_FORMATS else None
-            parsed = parse_bytes(data, fmt, policy, text)
-            if cache is not None and fmt in BINARY_FORMATS:
+            if parser is None:
+                with BoundedParser(limits) as own:
+                    parsed = own.parse(data, fmt, policy, text)
+            else:
+                parsed = parser.parse(data, fmt, policy, text)
+            if cache is not None and fmt in BINARY_FORMATS and not parsed.skipped:
                 cache.put(key, parsed)
         if not parsed.text.strip():
             raise ParseError("empty", "document is empty (no text after stripping whitespace)")

@@ -2,17 +2,20 @@
 chapters in reading order, the table of contents (EPUB 3 `nav`, else EPUB 2 `toc.ncx`) their titles.
 Each chapter opens a level-1 section named by its contents entry (else its first heading); its own
 headings are sections below it. An EPUB has no fixed pages, so it has no page map.
+
+The members come already inflated under the counted budget (`pipeline.parse.zipread`); every XML and
+XHTML member is checked for declared entities before it is parsed (`pipeline.parse.safexml`), so a
+billion-laughs package file is refused as one, not as an empty spine.
 """
 
 from __future__ import annotations
 
-import io
 import posixpath
-import zipfile
 from urllib.parse import unquote
 
 from pipeline.parse.html import html_tree, walk_html
 from pipeline.parse.layout import Builder, Parsed, ParseError
+from pipeline.parse.safexml import check_entities, xml_parser
 
 # XML namespace names (lxml Clark notation): identifiers inside the file, never fetched.
 _OPF = "{http://www.idpf.org/2007/opf}"
@@ -20,28 +23,30 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 _NCX = "{http://www.daisy.org/z3986/2005/ncx/}"
 
 
-def _xml(data: bytes):
+def _xml(data: bytes, name: str):
     from lxml import etree
 
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True)
-    return etree.fromstring(data, parser)
+    check_entities(data, name)
+    return etree.fromstring(data, xml_parser())
 
 
-def _toc(zf: zipfile.ZipFile, opf_dir: str, manifest: dict[str, tuple[str, str, str]]) -> dict[str, str]:
+def _toc(
+    members: dict[str, bytes], opf_dir: str, manifest: dict[str, tuple[str, str, str]]
+) -> dict[str, str]:
     """{chapter path: title} from the navigation document or the NCX (first entry per file wins)."""
     titles: dict[str, str] = {}
     for href, media, props in manifest.values():
         path = posixpath.normpath(posixpath.join(opf_dir, href))
         try:
             if "nav" in props.split():
-                root = html_tree(zf.read(path))
+                root = html_tree(members[path], path)
                 for a in root.iter("a"):
                     target = a.get("href")
                     if target:
                         full = posixpath.normpath(posixpath.join(posixpath.dirname(path), unquote(target)))
                         titles.setdefault(full.split("#")[0], " ".join(a.text_content().split()))
             elif media == "application/x-dtbncx+xml":
-                root = _xml(zf.read(path))
+                root = _xml(members[path], path)
                 for point in root.iter(f"{_NCX}navPoint"):
                     label = point.find(f"{_NCX}navLabel/{_NCX}text")
                     content = point.find(f"{_NCX}content")
@@ -54,14 +59,14 @@ def _toc(zf: zipfile.ZipFile, opf_dir: str, manifest: dict[str, tuple[str, str, 
     return {k: v for k, v in titles.items() if v}
 
 
-def parse_epub(data: bytes) -> Parsed:
+def parse_epub(members: dict[str, bytes]) -> Parsed:
+    """An EPUB from its inflated members ({name: bytes}, `zipread.read_zip(..., keep=True)`)."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-        container = _xml(zf.read("META-INF/container.xml"))
+        container = _xml(members["META-INF/container.xml"], "META-INF/container.xml")
         rootfile = next(el for el in container.iter() if str(el.tag).endswith("rootfile"))
         opf_path = rootfile.get("full-path") or ""
-        opf = _xml(zf.read(opf_path))
-    except (zipfile.BadZipFile, KeyError, StopIteration, ValueError) as exc:
+        opf = _xml(members[opf_path], opf_path)
+    except (KeyError, StopIteration, ValueError) as exc:
         raise ParseError("corrupt", f"not a readable EPUB: {type(exc).__name__}: {exc}") from None
     opf_dir = posixpath.dirname(opf_path)
     manifest = {
@@ -75,7 +80,7 @@ def parse_epub(data: bytes) -> Parsed:
     spine = [ref.get("idref") for ref in opf.iter(f"{_OPF}itemref") if ref.get("linear") != "no"]
     if not spine:
         raise ParseError("zero_pages", "the EPUB's spine lists no chapters")
-    titles = _toc(zf, opf_dir, manifest)
+    titles = _toc(members, opf_dir, manifest)
     b = Builder()
     for idref in spine:
         if idref not in manifest:
@@ -85,8 +90,14 @@ def parse_epub(data: bytes) -> Parsed:
             continue
         path = posixpath.normpath(posixpath.join(opf_dir, href))
         try:
-            root = html_tree(zf.read(path))
-        except (KeyError, ParseError):
+            data = members[path]
+        except KeyError:
+            continue
+        try:
+            root = html_tree(data, path)
+        except ParseError as exc:
+            if exc.error_type == "unsafe_xml":  # never a chapter quietly left out: the file is refused
+                raise
             continue
         toc_title = titles.get(path)
         if toc_title:

@@ -2,7 +2,9 @@
 sections, a table row one tab-separated line, an image its alt text, a figure caption its own line.
 Scripts, styles and the head are dropped; site navigation (`nav`) and the page's own header and footer
 are masked ranges, as a PDF's running headers are. lxml is already what python-docx and python-pptx parse with,
-so HTML needs no parser of its own (selectolax was measured too: docs/parsing.md).
+so HTML needs no parser of its own (selectolax was measured too: docs/parsing.md). A page that declares
+XML entities is refused before it is parsed (`pipeline.parse.safexml`): the HTML parser would leave the
+declarations and the references as text.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 from pipeline.parse.layout import Builder, Parsed, ParseError, normalize
+from pipeline.parse.safexml import check_entities
 
 _DROP = {"script", "style", "noscript", "template", "head", "svg", "math", "button", "select"}
 _BLOCK = {
@@ -150,8 +153,10 @@ def walk_html(root, builder: Builder, level_shift: int = 0, skip_title: str | No
     return walker.title
 
 
-def html_tree(data: bytes):
+def html_tree(data: bytes, name: str = "the page"):
     import lxml.html
+
+    check_entities(data, name)
 
     # lxml reads bytes without a declared charset as Latin-1; valid UTF-8 is far likelier to be UTF-8
     try:

@@ -136,6 +136,9 @@ class Parsed:
     title: str | None = None
     # per-document problems that still leave a document: (error_type, reason), e.g. no_text_layer
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    # pages a budget left unread: {page: (status, reason)}, turned into warnings by the dispatcher
+    skipped: dict[int, tuple[str, str]] = field(default_factory=dict)
+    ocr_tried: list[int] = field(default_factory=list)  # pages handed to OCR, whatever it read
 
 
 def normalize(text: str) -> str:

@@ -13,8 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-_DPI = 300
-_TIMEOUT_S = 120  # one page; a stuck tesseract must not hold the corpus
+PAGE_TIMEOUT_S = 120  # one page; a stuck tesseract must not hold the corpus
 
 
 @dataclass(frozen=True)
@@ -36,11 +35,14 @@ class OcrPolicy:
         return f"ocr={'on' if self.enabled else 'off'}:{self.language}"
 
 
-def ocr_image(page, policy: OcrPolicy) -> str | None:  # page: pypdfium2.PdfPage
-    """The page's text as Tesseract reads it at 300 dpi; None when Tesseract fails."""
+def ocr_image(
+    page, policy: OcrPolicy, dpi: float = 300.0, timeout: float = PAGE_TIMEOUT_S
+) -> str | None:  # page: pypdfium2.PdfPage
+    """The page's text as Tesseract reads it rendered at `dpi`; None when Tesseract fails. Raises
+    subprocess.TimeoutExpired past `timeout` seconds (the caller knows whose budget that was)."""
     if not policy.enabled or policy.binary is None:
         return None
-    pixels = page.render(scale=_DPI / 72, grayscale=True).to_numpy()
+    pixels = page.render(scale=dpi / 72, grayscale=True).to_numpy()
     if pixels.ndim == 3:
         pixels = pixels[:, :, 0]
     h, w = pixels.shape
@@ -49,17 +51,18 @@ def ocr_image(page, policy: OcrPolicy) -> str | None:  # page: pypdfium2.PdfPage
         with open(path, "wb") as fh:
             fh.write(f"P5\n{w} {h}\n255\n".encode("ascii"))
             fh.write(pixels.astype("uint8").tobytes())
+        del pixels  # the bitmap is on disk: Tesseract's memory should not sit beside a second copy
         try:
             done = subprocess.run(
-                [policy.binary, path, "stdout", "-l", policy.language, "--dpi", str(_DPI)],
+                [policy.binary, path, "stdout", "-l", policy.language, "--dpi", str(round(dpi))],
                 capture_output=True,
-                timeout=_TIMEOUT_S,
+                timeout=timeout,
                 # one thread: the ingest parses one page at a time, and Tesseract's OpenMP threads
                 # would contend with the other workers of the run for the same cores
                 env={**os.environ, "OMP_THREAD_LIMIT": "1"},
                 check=False,
             )
-        except (OSError, subprocess.TimeoutExpired):
+        except OSError:
             return None
     if done.returncode != 0:
         return None

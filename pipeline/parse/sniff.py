@@ -1,20 +1,12 @@
-"""What a file really is, by its first bytes, before its suffix is believed; and the expanded size of a
-zip-based file (DOCX, PPTX, EPUB) before any of it is inflated.
+"""What a file really is, by its first bytes, before its suffix is believed.
 
 A suffix that lies (an HTML page saved as `.pdf`) is a `wrong_type` status naming what the bytes are,
-never a parser's stack trace; a zip whose members would expand past the limit (a zip bomb) is
-`too_large_expanded`.
+never a parser's stack trace. A zip-based file's size is counted as it inflates (`pipeline.parse.zipread`).
 """
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 from pipeline.parse.layout import ParseError
-
-MAX_EXPANDED_BYTES = 500_000_000  # all members of one DOCX/PPTX/EPUB, inflated
-MAX_RATIO = 200  # inflated / compressed, over the whole archive
 
 _ZIP_FORMATS = {"docx", "pptx", "epub"}
 
@@ -60,20 +52,4 @@ def check_kind(fmt: str, data: bytes) -> None:
             raise ParseError("corrupt", "the file holds no PDF header (blank)")
         raise ParseError(
             "wrong_type", f"named .{fmt} but its bytes are {_NAMES[kind]}; rename it or convert it"
-        )
-
-
-def check_zip(data: bytes, limit: int = MAX_EXPANDED_BYTES) -> None:
-    """Refuse a zip that is corrupt, or that would expand past `limit` bytes or MAX_RATIO times its size,
-    from the sizes its central directory declares (inflating stops at those sizes, so they bind)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            members = zf.infolist()
-    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
-        raise ParseError("corrupt", f"not a readable zip archive (truncated or damaged): {exc}") from None
-    expanded = sum(m.file_size for m in members)
-    if expanded > limit or expanded > MAX_RATIO * max(len(data), 1) and expanded > 10_000_000:
-        raise ParseError(
-            "too_large_expanded",
-            f"expands to {expanded:,} bytes from {len(data):,} (limit {limit:,} bytes): refused as a zip bomb",
         )

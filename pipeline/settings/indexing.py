@@ -10,11 +10,15 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import NoDecode
 
+from pipeline.parse.bounds import default as parse_default
 from pipeline.settings.tokenizer import TokenizerSettings
 
 
 class IngestSettings(BaseModel):
-    """Reading documents (pipeline.ops.ingest)."""
+    """Reading documents (pipeline.ops.ingest) and the budgets a parsed file is read under (docs/parsing.md)"""
+
+    # The parse budgets' defaults are written in pipeline.parse.bounds (DEFAULTS), which the parse worker
+    # imports without this model; they are sized for a 2-core, 24 GB machine.
 
     max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger documents are rejected")
     fallback_encodings: Annotated[list[str], NoDecode] = Field(
@@ -23,6 +27,82 @@ class IngestSettings(BaseModel):
     id_column: str = Field(default="id", description="Id column of row files (.json, .jsonl, .csv, .parquet)")
     title_column: str = Field(default="title", description="Title column of row files")
     text_column: str = Field(default="text", description="Text column of row files")
+    parse_memory_mb: int = Field(
+        default=parse_default("memory_mb"),
+        ge=128,
+        description="Address space (RLIMIT_AS) of the worker process each parsed file is read in; a file "
+        "that needs more is refused as too_large_expanded, and the run goes on",
+    )
+    parse_cpu_seconds: float = Field(
+        default=parse_default("cpu_seconds"),
+        gt=0,
+        description="CPU seconds one file's parse may take (RLIMIT_CPU), else parse_timeout",
+    )
+    parse_wall_seconds: float = Field(
+        default=parse_default("wall_seconds"),
+        gt=0,
+        description="Wall-clock seconds one file's parse may take, OCR included, else parse_timeout (the "
+        "worker and its Tesseract are killed)",
+    )
+    parse_max_output_mb: int = Field(
+        default=parse_default("max_output_mb"),
+        ge=1,
+        description="Parsed text and layout one file may hand back from its worker, else too_large",
+    )
+    parse_max_expanded_mb: int = Field(
+        default=parse_default("max_expanded_mb"),
+        ge=1,
+        description="Bytes a DOCX, PPTX or EPUB may inflate to, counted as they inflate (never the "
+        "headers' sizes), else too_large_expanded",
+    )
+    parse_max_expansion_ratio: float = Field(
+        default=parse_default("max_expansion_ratio"),
+        gt=1,
+        description="Inflated bytes over the file's size a DOCX, PPTX or EPUB may reach once past 4 MB "
+        "inflated, else too_large_expanded (a zip bomb)",
+    )
+    parse_max_pages: int = Field(
+        default=parse_default("max_pages"),
+        ge=1,
+        description="Pages in a PDF's page tree, else too_many_pages (refused before any page is read)",
+    )
+    parse_max_page_points: float = Field(
+        default=parse_default("max_page_points"),
+        gt=0,
+        description="A PDF page's larger side in points; a larger page is not read (page_too_large); "
+        "14,400 is PDF's own limit",
+    )
+    ocr_dpi: int = Field(
+        default=parse_default("ocr_dpi"), ge=50, description="Resolution OCR renders a page at"
+    )
+    ocr_min_dpi: int = Field(
+        default=parse_default("ocr_min_dpi"),
+        ge=10,
+        description="A page too large for ocr_max_pixels at ocr_dpi is rendered at fewer dpi, down to this; "
+        "one that would need fewer is not read (page_too_large)",
+    )
+    ocr_max_pixels: int = Field(
+        default=parse_default("ocr_max_pixels"),
+        ge=100_000,
+        description="Pixels of one page rendered for OCR (a letter page at 300 dpi is 8.4 million)",
+    )
+    ocr_max_pages: int = Field(
+        default=parse_default("ocr_max_pages"),
+        ge=0,
+        description="Pages OCR reads per document; the rest are an ocr_budget row (the document is refused "
+        "with it when no page was read)",
+    )
+    ocr_max_seconds: float = Field(
+        default=parse_default("ocr_max_seconds"),
+        ge=0,
+        description="Seconds of OCR per document, likewise",
+    )
+    ocr_run_max_pages: int = Field(
+        default=2000, ge=0, description="Pages OCR reads in one ingest run, over all its documents"
+    )
+    ocr_run_max_seconds: float = Field(
+        default=3600.0, ge=0, description="Seconds of OCR in one ingest run, over all its documents"
+    )
 
 
 class ChunkingSettings(TokenizerSettings):
