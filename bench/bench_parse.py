@@ -8,7 +8,9 @@ only). PDF: the three dev manuals (../shared/data/pdf_manuals), and pdfminer.six
 gnuplot pages as the candidate it was measured against (when installed; it is not a dependency).
 DOCX, PPTX, HTML and EPUB: generated with the real libraries from the gnuplot manual's text (one page
 of the PDF per paragraph group, slide or chapter), so their sizes are comparable. OCR: one scanned
-letter-size page at 300 dpi.
+letter-size page at 300 dpi. `ingest`: the three manuals through the ingest (`read_documents`, no parse
+cache), which parses each file in the bounded worker process (pipeline.parse.worker): what `pipeline
+index` pays per page, worker start and transfer included.
 """
 
 from __future__ import annotations
@@ -115,6 +117,33 @@ def one(case: str) -> dict:
             "rss_before_mb": round(before),
             "peak_rss_mb": round(_rss_mb()),
         }
+    elif case == "ingest":
+        import shutil
+        import tempfile
+
+        from pipeline.ops.ingest import read_documents
+
+        folder = Path(tempfile.mkdtemp(prefix="bench_parse_"))
+        try:
+            for pdf in sorted(MANUALS.glob("*.pdf")):
+                shutil.copy(pdf, folder / pdf.name)
+            before = _rss_mb()
+            start = time.perf_counter()
+            result = read_documents(folder)
+            seconds = time.perf_counter() - start
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        pages = sum(d.metadata.get("pages", 0) for d in result.documents)
+        return {
+            "pages": pages,
+            "documents": len(result.documents),
+            "seconds": round(seconds, 3),
+            "pages_per_s": round(pages / seconds, 1),
+            "rss_before_mb": round(before),
+            "peak_rss_mb": round(_rss_mb()),
+            # the worker's own peak (its process has ended by now)
+            "children_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        }
     elif case == "ocr":
         from tests.support.documents import pdf_pages, scanned_pdf
 
@@ -154,6 +183,7 @@ def main() -> None:
         print(json.dumps(one(args.one)))
         return
     cases = [f"pdf:{p.name}" for p in sorted(MANUALS.glob("*.pdf"))] + ["docx", "pptx", "html", "epub"]
+    cases.append("ingest")
     if not args.skip_pdfminer and importlib.util.find_spec("pdfminer") is not None:  # not a dependency
         cases.append("pdfminer")
     if not args.skip_ocr:
