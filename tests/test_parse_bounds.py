@@ -248,11 +248,13 @@ def test_a_parse_past_its_cpu_time_is_a_parse_timeout_and_the_next_file_parses(t
 def test_the_wall_clock_deadline_kills_the_worker_and_its_tesseract(
     tmp_path: Path, fake_tesseract: Path
 ) -> None:
-    (fake_tesseract / "sleep").touch()  # the stand-in sleeps a minute; the deadline is one second
-    result = _ingest(tmp_path, {"a_scan.pdf": page_tree_pdf(0), "b_good.pdf": GOOD_PDF}, wall_seconds=1)
-    status, reason = _errors(result)["a_scan.pdf"]
+    # the stand-in sleeps a minute; the deadline is two seconds, and the worker is already up (the good
+    # file goes first), so those seconds are the scanned page's: its render and Tesseract's start
+    (fake_tesseract / "sleep").touch()
+    result = _ingest(tmp_path, {"a_good.pdf": GOOD_PDF, "b_scan.pdf": page_tree_pdf(0)}, wall_seconds=2)
+    status, reason = _errors(result)["b_scan.pdf"]
     assert status == "parse_timeout" and "parse_wall_seconds" in reason
-    assert [d.title for d in result.documents] == ["b_good.pdf"]
+    assert [d.title for d in result.documents] == ["a_good.pdf"]
     (pid,) = (int(p) for p in (fake_tesseract / "pids").read_text().split())
     bound = time.monotonic() + 30  # only keeps a broken build from hanging; the kill is immediate
     while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
