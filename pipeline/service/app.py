@@ -29,6 +29,7 @@ from pipeline.query import registry
 from pipeline.query.common.index_cache import freeze_indexes_after_build
 from pipeline.query.common.mode import Mode
 from pipeline.service.caller import Caller
+from pipeline.service.clean_errors import CleanErrors
 from pipeline.service.connections import ConnectionGuard
 from pipeline.service.errors import InvalidRequest, ServiceError
 from pipeline.service.headers import HeaderLimitMiddleware, capped_protocol
@@ -137,6 +138,11 @@ class _Route(APIRoute):
         return checked
 
 
+def _internal_error(exc: Exception) -> JSONResponse:
+    log.error("unhandled %s: %s", type(exc).__name__, exc, exc_info=exc)
+    return _error_response(ServiceError("internal error; the server log has the details"))
+
+
 def _http_error(exc: HTTPException) -> JSONResponse:
     if exc.status_code == 400:  # FastAPI's answer to a body it cannot decode (e.g. not UTF-8)
         if isinstance(exc.__cause__, RecursionError):
@@ -206,6 +212,7 @@ def create_app(
     )
     app.router.route_class = _Route  # before any route is added
     app.state.service = service
+    app.add_middleware(CleanErrors, respond=_internal_error)  # innermost: the others see a 500 answered
     app.add_middleware(  # inside the authentication: it counts the request's key
         ConnectionGuard,
         limiter=service.limiter,
@@ -219,10 +226,9 @@ def create_app(
     app.add_exception_handler(RequestValidationError, lambda _r, exc: _validation_error(exc))
     app.add_exception_handler(HTTPException, lambda _r, exc: _http_error(exc))
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # what a middleware outside CleanErrors raises
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s: %s", type(exc).__name__, exc, exc_info=exc)
-        return _error_response(ServiceError("internal error; the server log has the details"))
+        return _internal_error(exc)
 
     for mode in registry.MODES.values():  # as registered when the app is built
         _query_route(app, service, mode)
