@@ -128,6 +128,7 @@ def make_llm_client(
         idle_timeout_s=settings.llm_idle_timeout_s,
         stream=settings.llm_stream,
         max_retries=settings.llm_max_retries,
+        timeout_retries=settings.llm_timeout_retries,
         concurrency=settings.llm_concurrency,
         json_mode=settings.llm_json_mode,
         cache=(shared_cache or open_llm_cache(settings)) if cache else None,

@@ -15,6 +15,7 @@ from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
+from pipeline.llm.errors import LLMCallError
 from pipeline.llm.retry import Backoff
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
@@ -87,14 +88,15 @@ def test_scripted_model_one_batch_failing_twice_is_partial(store, tmp_path):
     assert len({p["batch"] for p in result.points}) == result.batches - 1
 
 
-def test_scripted_model_every_batch_failing_is_no_results_with_the_reason(store, tmp_path):
+def test_scripted_model_every_batch_failing_is_the_models_error_never_no_results(store, tmp_path):
+    """`no_results` says the index holds nothing relevant: a model that failed every batch is an error."""
     model = ScriptedModel(lambda ids: [point("unused", 50, ids)])
     n = len(plan_batches(store, "What happened in the city?", CONFIG))
     with FaultProxy(None, responder=model) as proxy:
         proxy.script(*["500"] * (2 * n))
-        result = run(store, engine_for(proxy.base_url, tmp_path))
-    assert result.status == "no_results"
-    assert result.reason.startswith(f"every map batch failed ({n})") and "500" in result.reason
+        with pytest.raises(LLMCallError) as failed:
+            run(store, engine_for(proxy.base_url, tmp_path))
+    assert failed.value.status == 500 and failed.value.task == "global_map"
     assert model.map_requests == 0 and model.reduce_contexts == []
 
 

@@ -4,10 +4,11 @@ its help, own flags and printing come from its record's `terminal` (`pipeline.qu
 
 Each command calls `pipeline` directly (no Dagster): it builds the namespace's scope once, runs the
 mode's search and prints the answer with its status and citations (or the whole result with --json).
-It exits 0 on an answer, 1 on a cancelled or failed query, 2 on a bad request (a blank question
-included) and 3 when the namespace is not indexed yet or a table of it is damaged
-(`pipeline.io.damage`). `--estimate`, on the modes that call a model, prints what one question can cost
-without sending anything (`pipeline.query.estimate`)."""
+It exits 0 on an answer, 1 on a cancelled or failed query (a model that is down, hung, failing or
+garbling: one line on stderr naming it, its retries' log lines kept for -v), 2 on a bad request (a blank
+question included) or LLM settings that cannot work, and 3 when the namespace is not indexed yet or a
+table of it is damaged (`pipeline.io.damage`). `--estimate`, on the modes that call a model, prints what
+one question can cost without sending anything (`pipeline.query.estimate`)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,17 @@ from typing import Any
 from assets.cli.query_options import add_options, options_from
 from assets.cli.query_stream import STREAM_HELP, Printer
 from pipeline.io.store import NamespaceStore
+from pipeline.llm.errors import LLMConfigError, LLMError, error_code
 from pipeline.query import registry
+from pipeline.query.common import events as ev
 from pipeline.query.common.mode import Mode
 from pipeline.query.common.terminal import generic
 from pipeline.query.requests import QueryOptions
 from pipeline.settings import load_settings
 
 BLANK_QUESTION = "the question is blank: it must contain a non-blank character"
+# Each retry and each failed call logs a line: the result's reason, or the one error line, says it.
+LLM_LOGS = ("pipeline.llm.transport", "pipeline.llm.client")
 ESTIMATE_HELP = (
     "print the model calls, tokens and cost one question can take, per phase, without calling the model"
 )
@@ -77,13 +82,27 @@ def cmd_query(args: argparse.Namespace) -> int:
             store = NamespaceStore.from_settings(settings, args.namespace).pinned()
             scope = registry.scope(store, None, cached_embedder(settings), events=printer)  # type: ignore[arg-type]
         search = registry.search(mode.name, scope, args.query, config)
-        with quiet(mode.terminal.quiet, getattr(args, "verbose", False)):
+        with quiet((*mode.terminal.quiet, *LLM_LOGS), getattr(args, "verbose", False)):
             result = scope.engine.run_sync(search) if scope.engine is not None else asyncio.run(search)
     except mode.errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except LLMConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except LLMError as exc:
+        return model_failed(exc, printer)
     render = mode.terminal.render or generic
     return render(result, args, scope) if printer is None else printer.finish(render, result, args, scope)
+
+
+def model_failed(exc: LLMError, printer: Printer | None) -> int:
+    """The question failed because the model did: one line on stderr (and, streaming JSON, the `error`
+    event the HTTP API would send), exit 1."""
+    if printer is not None and printer.as_json:
+        printer(ev.ERROR, {"status": "failed", "code": error_code(exc), "message": str(exc)})
+    print(f"error: the model failed: {exc}", file=sys.stderr)
+    return 1
 
 
 def _estimate(mode: Mode, args: argparse.Namespace, settings: Any, config: Any) -> int:

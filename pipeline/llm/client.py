@@ -82,6 +82,7 @@ class LLMClient(Batches):
         )
         self.cache = cache
         self.usage = usage if usage is not None else Usage()
+        connection.setdefault("timeout_retries", cd.LLM_TIMEOUT_RETRIES)
         self.transport = Transport(
             model=model, api_key=api_key, base_url=base_url, usage=self.usage, **connection
         )
@@ -171,7 +172,9 @@ class LLMClient(Batches):
         except LLMError as exc:
             exc.task = exc.task or task
             self.usage.add(failures=1)
-            log.warning("llm %s failed: %s", task, exc)
+            # a server found down is said once, by the call that found it
+            repeated = getattr(exc, "repeated", False)
+            log.log(logging.DEBUG if repeated else logging.WARNING, "llm %s failed: %s", task, exc)
             raise
 
     def _params(self, max_tokens: int | None) -> dict[str, Any]:

@@ -75,3 +75,86 @@ class LLMBudgetExceededError(LLMError):
 
 class LLMConfigError(LLMError, ValueError):
     """The LLM settings cannot work (e.g. no API key for the OpenAI API); the message says which setting."""
+
+
+class LLMUnreachableError(LLMCallError):
+    """No connection to the model server could be made (refused, no such host), on every attempt.
+
+    The transport remembers it for the rest of its client's life: later calls fail at once with a copy
+    (`repeated`), so a question or a run that makes many calls stops at the first instead of trying each
+    one again (`pipeline.llm.transport`). `endpoint` is host[:port]/path, `reason` the message less its
+    task."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task: str | None = None,
+        attempts: int = 0,
+        endpoint: str = "",
+        reason: str = "",
+        repeated: bool = False,
+    ) -> None:
+        super().__init__(message, task=task, status=None, attempts=attempts)
+        self.endpoint = endpoint
+        self.reason = reason or message
+        self.repeated = repeated
+
+
+class LLMUnresponsiveError(LLMTimeoutError):
+    """The model server took every attempt's request and sent nothing back within the first-token (or
+    connect) timeout: hung, or too busy to start. Remembered as `LLMUnreachableError` is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task: str | None = None,
+        endpoint: str = "",
+        reason: str = "",
+        repeated: bool = False,
+    ) -> None:
+        super().__init__(message, task=task)
+        self.endpoint = endpoint
+        self.reason = reason or message
+        self.repeated = repeated
+
+
+def repeat_of(first: LLMUnreachableError | LLMUnresponsiveError, task: str) -> LLMError:
+    """What a later call of a client whose server was found down raises, without sending anything."""
+    message = f"{task}: {first.reason} (found by an earlier call; not asked again)"
+    if isinstance(first, LLMUnreachableError):
+        return LLMUnreachableError(
+            message, task=task, endpoint=first.endpoint, reason=first.reason, repeated=True
+        )
+    return LLMUnresponsiveError(
+        message, task=task, endpoint=first.endpoint, reason=first.reason, repeated=True
+    )
+
+
+# What each door names a failed model call by: the CLI's `--stream --json` error event, the HTTP error
+# body's `code` (502, or 504 for a timeout: `timed_out`), MCP's and the chat door's error.
+LLM_UNREACHABLE = "llm_unreachable"  # no connection could be made
+LLM_TIMEOUT = "llm_timeout"  # hung, stalled, or past the deadline
+LLM_BAD_REPLY = "llm_bad_reply"  # a reply that never validated, or was cut off
+LLM_BUDGET = "llm_budget_exceeded"
+LLM_MISCONFIGURED = "llm_misconfigured"
+LLM_FAILED = "llm_failed"  # the server answered with errors (5xx, a refused request, a garbled body)
+
+
+def error_code(exc: LLMError) -> str:
+    if isinstance(exc, LLMUnreachableError):
+        return LLM_UNREACHABLE
+    if isinstance(exc, LLMTimeoutError | LLMCancelledError):
+        return LLM_TIMEOUT
+    if isinstance(exc, LLMValidationError | LLMTruncatedError):
+        return LLM_BAD_REPLY
+    if isinstance(exc, LLMBudgetExceededError):
+        return LLM_BUDGET
+    if isinstance(exc, LLMConfigError):
+        return LLM_MISCONFIGURED
+    return LLM_FAILED
+
+
+def timed_out(exc: LLMError) -> bool:
+    return error_code(exc) == LLM_TIMEOUT

@@ -1,7 +1,8 @@
 """Which failures are worth another request, and how long to wait before it (tenacity does the looping).
 
 Retried: 429 (waiting what Retry-After says), 5xx, timeouts, dropped connections and garbled response
-bodies. Not retried: any other 4xx (a bad key or a bad request does not get better by asking again),
+bodies; timeouts fewer times (`StopAfterTimeouts`): a hung server does not answer a third request either,
+and each costs a whole timeout. Not retried: any other 4xx (a bad key or a bad request does not get better by asking again),
 a 429 that says the account's quota is used up, and a whole (unstreamed) reply that timed out at a local
 server: that server is still generating it, and a copy would queue behind it (`NotResentTimeoutError`).
 A stalled stream is retried: it was closed first, so the server stopped.
@@ -16,7 +17,14 @@ from typing import Any
 import openai
 from tenacity import RetryCallState, wait_exponential_jitter
 
-from pipeline.llm.errors import LLMCallError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import (
+    LLMCallError,
+    LLMError,
+    LLMTimeoutError,
+    LLMUnreachableError,
+    LLMUnresponsiveError,
+    repeat_of,
+)
 from pipeline.llm.stream import StreamStalledError
 
 
@@ -96,6 +104,48 @@ class StopAtDeadline:
         return self.hit
 
 
+class StopAfterTimeouts:
+    """tenacity stop: give up once `retries` attempts past the first have timed out (a stalled stream, a
+    request timeout), whatever the other retries allow."""
+
+    def __init__(self, retries: int) -> None:
+        self.retries = retries
+        self.timeouts = 0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, TimeoutError | openai.APITimeoutError):
+            self.timeouts += 1
+        return self.timeouts > self.retries
+
+
+class Down:
+    """What a transport knows of its server being down: not reachable (`LLMUnreachableError`), or hung
+    (`LLMUnresponsiveError`: every attempt's request went unanswered). Once a call found it, later calls
+    of the same transport (its client's life: one question, one command, one index run) fail at once
+    with a copy, and their failure is logged at DEBUG only: the log says it once."""
+
+    def __init__(self) -> None:
+        self.error: LLMUnreachableError | LLMUnresponsiveError | None = None
+
+    def check(self, task: str) -> None:
+        if self.error is not None:
+            raise repeat_of(self.error, task)
+
+    def note(self, error: LLMError) -> LLMError:
+        if isinstance(error, LLMUnreachableError | LLMUnresponsiveError) and self.error is None:
+            self.error = error
+        return error
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """No connection could be made: nothing at that address, or it never accepted one. By the HTTP
+    library's class names: the SDK's transport is httpx's (or its fork's, `httpx2`)."""
+    if not isinstance(exc, openai.APIConnectionError) or exc.__cause__ is None:
+        return False
+    return any(c.__name__ in ("ConnectError", "ConnectTimeout") for c in type(exc.__cause__).__mro__)
+
+
 def describe(exc: BaseException) -> str:
     """One line for logs and error messages (never includes request headers, so never the key)."""
     if isinstance(exc, openai.APIStatusError):
@@ -126,6 +176,21 @@ def final_error(
         return LLMTimeoutError(
             f"{task}: deadline reached after {attempts} attempt(s); last: {what}", task=task
         )
+    if _unreachable(exc):
+        reason = (
+            f"the model server at {endpoint} could not be reached in {attempts} attempt(s) ({what}); "
+            "check that it is running at that address"
+        )
+        return LLMUnreachableError(
+            f"{task}: {reason}", task=task, attempts=attempts, endpoint=endpoint, reason=reason
+        )
+    if isinstance(exc, StreamStalledError) and exc.clock == "first_token":
+        reason = (
+            f"the model server at {endpoint} took the request but sent nothing back, {attempts} time(s) "
+            f"({what}; each stream closed before the next request); check that it is not stuck, or raise "
+            "PIPELINE_LLM_FIRST_TOKEN_TIMEOUT_S if it is only slow to read long prompts"
+        )
+        return LLMUnresponsiveError(f"{task}: {reason}", task=task, endpoint=endpoint, reason=reason)
     if isinstance(exc, StreamStalledError):
         setting = "FIRST_TOKEN" if exc.clock == "first_token" else "IDLE"
         return LLMTimeoutError(

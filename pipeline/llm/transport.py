@@ -9,6 +9,9 @@ a hung one is noticed within the idle timeout, and a timed-out stream is closed 
 then) before any retry. A server that does not stream is asked for whole replies from then on, under
 the total `timeout_s` as before, said once in the log; such a reply that times out at a local server
 is not sent again, because that server would still be generating it.
+
+A server found down stays down for the transport's life (one question, command or index run: see
+`retry.Down`): a mode that makes many calls stops at the first instead of paying every call's retries.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from pipeline.core.tokens import count_tokens
 from pipeline.llm import structured
 from pipeline.llm.batch import remaining
 from pipeline.llm.budget import Budget
-from pipeline.llm.errors import LLMBudgetExceededError, LLMConfigError
+from pipeline.llm.errors import LLMConfigError, LLMError
 from pipeline.llm.reply import Reply, build_reply, reasoning_of
 from pipeline.llm.retry import (
     Backoff,
+    Down,
     GarbledResponseError,
     NotResentTimeoutError,
+    StopAfterTimeouts,
     StopAtDeadline,
     describe,
     final_error,
@@ -104,6 +109,7 @@ class Transport:
         idle_timeout_s: float = cd.LLM_IDLE_TIMEOUT_S,
         stream: bool = True,
         max_retries: int = cd.MAX_RETRIES,
+        timeout_retries: int | None = None,
         concurrency: int | None = None,
         usage: Usage | None = None,
         prices: Mapping[str, tuple[float, float]] | None = None,
@@ -119,6 +125,8 @@ class Transport:
         self.stream = stream  # turned off, once, when the server shows it does not stream
         self.local = is_local(base_url)
         self.max_retries = max_retries
+        self.timeout_retries = max_retries if timeout_retries is None else min(timeout_retries, max_retries)
+        self.down = Down()
         self.concurrency = concurrency or default_concurrency(base_url)
         self.usage = usage if usage is not None else Usage()
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
@@ -298,7 +306,9 @@ class Transport:
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_retryable),
             wait=self.backoff,
-            stop=stop_after_attempt(self.max_retries + 1) | at_deadline,
+            stop=stop_after_attempt(self.max_retries + 1)
+            | StopAfterTimeouts(self.timeout_retries)
+            | at_deadline,
             reraise=True,
             before_sleep=lambda rs: self._note_retry(task, rs),
         )
@@ -307,7 +317,9 @@ class Transport:
             async for tried in retrying:
                 with tried:
                     attempts += 1
+                    self.down.check(task)  # found down by an earlier call, or while this one waited
                     async with state.slots:
+                        self.down.check(task)
                         if spend_limited and self.budget is not None:
                             # in the slot: the calls answered while this one waited for it have counted
                             self.budget.check(self.usage, task)
@@ -315,17 +327,19 @@ class Transport:
                         # each attempt keeps its own clocks: a total timeout for a whole reply, the
                         # first-token and idle ones for a stream, which is closed before it returns
                         return await attempt(state.sdk, deadline)
-        except (FormatRejectedError, LLMBudgetExceededError):
+        except (FormatRejectedError, LLMError):  # the budget's refusal, a server found down
             raise
         except Exception as exc:
-            raise final_error(
-                exc,
-                task=task,
-                attempts=attempts,
-                deadline_hit=at_deadline.hit,
-                endpoint=self.endpoint,
-                model=self.model,
-                timeout_s=self.timeout_s,
+            raise self.down.note(
+                final_error(
+                    exc,
+                    task=task,
+                    attempts=attempts,
+                    deadline_hit=at_deadline.hit,
+                    endpoint=self.endpoint,
+                    model=self.model,
+                    timeout_s=self.timeout_s,
+                )
             ) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 

@@ -28,7 +28,7 @@ from pipeline.io.damage import IndexDamaged
 from pipeline.io.repair import diagnose, find_damage
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import deadline_in, remaining, stopped
-from pipeline.llm.errors import LLMConfigError, LLMError
+from pipeline.llm.errors import LLMError
 from pipeline.query import registry
 from pipeline.query.common.events import Sink
 from pipeline.service.auth import KeyStore, Principal, key_from_headers
@@ -43,6 +43,7 @@ from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bo
 from pipeline.service.models import kind_of
 from pipeline.service.modes import Work, answer
 from pipeline.service.shared_limits import PgKeyLimiter, PgKeyRateLimiter
+from pipeline.service.upstream import UpstreamError, llm_failure
 from pipeline.settings import Settings
 
 log = logging.getLogger("pipeline.service")
@@ -66,10 +67,7 @@ def bad_requests() -> tuple[type[Exception], ...]:
 
 # The answer to a query (`QueryService.finish`), also what an MCP tool returns of a stream's `done`.
 ANSWER_KEYS = ("namespace", "kind", "status", "truncated", "duration_s", "result")
-
-
-class UpstreamError(ServiceError):
-    status, code = 502, "upstream_error"
+__all__ = ["ANSWER_KEYS", "Query", "QueryService", "UpstreamError", "llm_failure"]
 
 
 @dataclass
@@ -350,15 +348,6 @@ class QueryService:
         present = {(t["kind"], t["name"]) for t in tables}
         ready = {kind: all(need in present for need in m.needs) for kind, m in registry.MODES.items()}
         return {"namespace": namespace, "indexed": bool(tables), "tables": tables, "ready": ready}
-
-
-def llm_failure(exc: LLMError, context: str) -> ServiceError:
-    """What the caller is told when the LLM call behind `context` failed: a 502, or a 500 when the
-    server's own provider settings are wrong (logged here, since the caller cannot fix them)."""
-    if isinstance(exc, LLMConfigError):
-        log.error("%s: LLM configuration error: %s", context, exc)
-        return ServiceError("the server's LLM provider is misconfigured")
-    return UpstreamError(f"the LLM provider failed: {type(exc).__name__}")
 
 
 def damaged(exc: IndexDamaged) -> IndexDamagedError:

@@ -121,6 +121,14 @@ class LLMSettings(BaseModel):
         description="Retries of 429 (honouring Retry-After), 5xx, timeouts and dropped connections, after a "
         "backoff; never other 4xx, nor a whole reply that timed out at a local server",
     )
+    llm_timeout_retries: int = Field(
+        default=cd.LLM_TIMEOUT_RETRIES,
+        ge=0,
+        description="Of those, retries of a call that timed out (no first token, a stalled stream): with the "
+        "first-token timeout, how long a hung server keeps a question waiting before it is named, "
+        "(1 + this) x llm_first_token_timeout_s. A server that could not be reached, or sent nothing "
+        "back on every attempt, is not asked again by the same question or run: its later calls fail at once",
+    )
     llm_temperature: float = Field(default=0.0, description="Sampling temperature of every call")
     llm_max_tokens: int = Field(
         default=cd.LLM_MAX_TOKENS, ge=1, description="Output limit of tasks without their own"

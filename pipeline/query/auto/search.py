@@ -128,6 +128,8 @@ async def auto_search_async(
     try:
         choice, router = await choose_route(scope, question, config)
     except (LLMCancelledError, LLMTimeoutError) as exc:
+        if not scope.stopped():  # the server timed out, the question did not: its failure
+            raise
         out = AutoSearchResult(question, "", str(exc), scope.engine.kind, status="cancelled")
         out.usage = scope.usage()
         return out

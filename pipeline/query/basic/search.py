@@ -8,7 +8,8 @@ basic search takes k=10 units into a 12,000-token context; so does this one by d
 
 Statuses: `completed`; `no_results` when the namespace has no text units or none is relevant (the best
 cosine below the embedder's `relevant` level, the rule local search uses); `cancelled` when the
-deadline passed or the caller cancelled before the answer came back.
+deadline passed or the caller cancelled before the answer came back. A model that fails (down, hung,
+failing) raises its LLMError: the question failed, which is no status of a result.
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ async def basic_search_async(
         result.answer = await scope.ask(BASIC_ANSWER, AnswerRequest(question, context))
         result.citations, result.unresolved_citations = resolve_citations(result.answer, context)
     except (LLMCancelledError, LLMTimeoutError) as exc:
+        if not scope.stopped():  # the server timed out, the question did not: its failure
+            raise
         result.status, result.reason, result.answer = "cancelled", str(exc), ""
     return _finish(result, scope, started)
 

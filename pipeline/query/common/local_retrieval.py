@@ -243,6 +243,8 @@ async def local_search_with(
     except _NoResults as exc:
         result.status, result.reason, result.answer = "no_results", str(exc), NOTHING_RELEVANT
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
+        if not isinstance(exc, _Stopped) and not scope.stopped():  # the server timed out: a failure
+            raise
         result.status, result.reason = "cancelled", str(exc)
     locate_result(result, scope.store)
     timings[clock["stage"]] = round(1000 * (time.monotonic() - clock["at"]), 1)

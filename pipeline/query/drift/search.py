@@ -23,7 +23,8 @@ Statuses as for global search: `completed`; `partial` when a primer fold, a foll
 (a failed step never fails the query: it is a node with its error, and a failed reduce is replaced by the
 offline merge of the steps); `no_results` when no report is relevant (the best cosine below the
 embedder's `relevant` level) or no step found anything; `cancelled` when the caller cancelled or the
-deadline passed, with the tree as far as it got.
+deadline passed, with the tree as far as it got. When no step answered because the model failed (down,
+hung, failing), the search raises that LLMError: `no_results` never stands for a failure.
 
 Defaults start from Microsoft GraphRAG's (`DriftSearchDefaults`, graphrag 3.x: drift_k_followups=20
 reports and follow-ups per round, primer_folds=5, n_depth=3, concurrency=32, local context 12,000
@@ -39,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.core.plain import attributes, plain
-from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.common.answer_context import LocalContext
 from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.local_index import load_local_index
@@ -166,6 +167,8 @@ async def _reduce(run: Run, result: DriftSearchResult) -> None:
     failed = run.failures()
     result.failed_steps = run.failed_folds + sum(1 for n in run.nodes if n.status == "failed" and n.id != 0)
     chosen, context = _reduce_input(run)
+    if not chosen and isinstance(run.first_error, LLMError):
+        raise run.first_error  # the model failed, not the index: an error, never no_results
     if not chosen:
         result.status, result.answer = "no_results", NO_RESULTS_ANSWER
         result.reason = (

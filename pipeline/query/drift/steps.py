@@ -103,6 +103,7 @@ class Run:
         self.asked: set[str] = {_key(question)}
         self.gate = asyncio.Semaphore(cfg.concurrency)
         self.failed_folds = 0
+        self.first_error: Exception | None = None  # what the first failed step raised
 
     def failures(self) -> list[str]:
         """What failed: the primer's folds and the follow-ups, one line each."""
@@ -216,6 +217,7 @@ async def run_primer(run: Run, root: DriftNode, reports: list[PrimerReport]) -> 
         root.status, root.error = "cancelled", str(errors[0])
         raise Cancelled(f"{scope.stopped()} during the primer")
     run.failed_folds = len(errors)
+    run.first_error = run.first_error or next(iter(errors), None)
     if errors:
         root.error = "; ".join(f"fold failed ({type(e).__name__}: {e})" for e in errors)
     root.answer = "\n\n".join(s.answer.strip() for s in good if s.answer.strip())
@@ -267,6 +269,7 @@ async def run_follow_up(run: Run, node: DriftNode) -> None:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed follow-up is a failed node, never the query's end
             node.status, node.error = "failed", f"{type(exc).__name__}: {exc}"
+            run.first_error = run.first_error or exc
             node.duration_s = round(time.monotonic() - started, 3)
             return
     node.communities = [c["id"] for c in result.communities]

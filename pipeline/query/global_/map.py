@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from pipeline.core.plain import attributes
 from pipeline.embeddings.base import Embedder
@@ -94,6 +94,8 @@ class MapResult:
     attempts: int = 0
     error: str | None = None
     dropped_points: int = 0  # points of the reply that failed validation
+    # What the last attempt raised: beside the fields (no annotation), so never in a saved row.
+    failure = cast("Exception | None", None)
 
     @property
     def top_score(self) -> float:
@@ -183,10 +185,14 @@ async def run_map(
                     points = batch_points(answer, batch.community_ids)
                     dropped = int(answer.dropped)
                 except (LLMCancelledError, LLMTimeoutError) as exc:
-                    result.status, result.error = "cancelled", str(exc)
-                    return result
+                    if stopped(cancel, deadline):
+                        result.status, result.error = "cancelled", str(exc)
+                        return result
+                    # else the server timed out, the question did not: a failed call
+                    result.error, result.failure = f"{type(exc).__name__}: {exc}", exc
+                    continue
                 except Exception as exc:  # noqa: BLE001 - any failure of one call is one failed batch
-                    result.error = f"{type(exc).__name__}: {exc}"
+                    result.error, result.failure = f"{type(exc).__name__}: {exc}", exc
                     continue
                 result.status, result.points, result.error = "ok", points, None
                 result.dropped_points = dropped

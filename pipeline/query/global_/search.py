@@ -1,12 +1,15 @@
 """Global search: map-reduce over token-budgeted batches of community reports.
 
 The contract is graphrag-ts's (seed-systems-notes §A4) with its gaps closed: a seeded shuffle, a
-real tokenizer, and a result that never raises because some or all map batches failed — the status
-(`completed` | `partial` | `no_results` | `cancelled`) and the reason say what happened.
+real tokenizer, and a result that never raises because some map batches failed — the status
+(`completed` | `partial` | `no_results` | `cancelled`) and the reason say what happened. When every
+batch failed because the model did (down, hung, failing, garbling), the search raises that LLMError:
+`no_results` says only that the index holds nothing relevant.
 
 - Map: one call per batch, retried once when it fails. Any exception from a call (an LLMError, a
   reply that does not validate, a bug in a task function) is one failed batch, never an escaped
-  error; only cancellation and the deadline stop a batch without its retry.
+  error; only cancellation and the deadline stop a batch without its retry (a server's own timeout
+  is a failed call). A reduce that fails is answered from the map points, `partial`.
 - Each batch answers with scored points (`global_tasks.MapAnswer`); the reduce takes the best points
   of all batches, by score (ties: batch, then order in the batch), identical descriptions once. A
   point that does not fit the reduce budget is skipped so that a shorter, lower-scored one can still
@@ -25,8 +28,8 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.batch import CancelSignal
-from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.llm.batch import CancelSignal, stopped
+from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.common.context_events import emit_context
 from pipeline.query.common.index_cache import table_versions
 from pipeline.query.common.intent import is_broad
@@ -256,6 +259,9 @@ async def reduce_map_results(
     chosen, context = select_for_reduce(maps, question, config)
     if not chosen:
         ok = [r for r in maps if r.status == "ok"]
+        if not ok and isinstance(failed[0].failure, LLMError):
+            # the model failed, not the index: an error, never "nothing relevant" (no_results)
+            raise failed[0].failure
         if not ok:
             result.reason = f"every map batch failed ({len(failed)}); first error: {failed[0].error}"
         elif not any(r.points for r in ok):
@@ -276,13 +282,13 @@ async def reduce_map_results(
     try:
         result.answer = (await tasks.reduce(request, deadline, cancel)).answer
     except (LLMCancelledError, LLMTimeoutError) as exc:
-        result.status, result.answer, result.reason = "cancelled", "", f"reduce stopped: {exc}"
-        return _finish(result, tasks, started)
+        if not stopped(cancel, deadline):  # the server timed out, the question did not
+            _merged(result, request, exc)
+        else:
+            result.status, result.answer, result.reason = "cancelled", "", f"reduce stopped: {exc}"
+            return _finish(result, tasks, started)
     except Exception as exc:  # noqa: BLE001 - the map points are still good evidence
-        # Merge them extractively rather than answer nothing.
-        result.answer = offline_reduce(request).answer
-        result.status = "partial"
-        result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the map points"
+        _merged(result, request, exc)
     if failed and not result.reason:
         result.reason = f"{len(failed)} of {n_batches} map batches failed"
     # What the answer actually cites; a model that cited nothing is credited with every point used.
@@ -290,6 +296,14 @@ async def reduce_map_results(
     cited = [c for c in cited_communities(result.answer) if c in used]
     result.cited_communities = cited or list(dict.fromkeys(c for p in chosen for c in p.community_ids))
     return _finish(result, tasks, started)
+
+
+def _merged(result: GlobalSearchResult, request: ReduceRequest, exc: Exception) -> None:
+    """A failed reduce: the map points are still good evidence, merged extractively rather than answer
+    nothing."""
+    result.answer = offline_reduce(request).answer
+    result.status = "partial"
+    result.reason = f"reduce failed ({type(exc).__name__}: {exc}); answer merged from the map points"
 
 
 def _finish(result: GlobalSearchResult, tasks: GlobalTasks, started: float) -> GlobalSearchResult:

@@ -11,7 +11,9 @@ first ones taking the remainder; they run concurrently):
    `max_irrelevant` in a row the branch's remaining siblings are not visited (`stopped_branches`).
 5. A failed rating call (anything but cancellation or the deadline) is retried once; if it fails again
    its units stay untested, the community is recorded in `failures` (the answer is then `partial`) and
-   its run is not extended: a failure is never taken for irrelevance.
+   its run is not extended: a failure is never taken for irrelevance. A model server found down (not
+   reachable, or hung: `LLMUnreachableError`, `LLMUnresponsiveError`) ends the tests at once: every
+   later call would fail the same way.
 6. Everything stops when the budget is spent, or at the call cap (`max_rate_calls`: partial batches and
    retries make a call carry fewer units than `units_per_call`; the cap keeps the calls bounded anyway).
 """
@@ -23,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError, LLMUnreachableError
 from pipeline.query.lazy.tasks import RateUnitsRequest, UnitItem, UnitRatings
 from pipeline.query.lazy.tree import CommunityTree, Ranking
 
@@ -49,6 +51,7 @@ class Probe:
     calls: int = 0
     visited: int = 0
     failures: list[dict] = field(default_factory=list)
+    error: LLMError | None = None  # the first failed call's
     stopped_branches: int = 0
     budget_spent: bool = False
 
@@ -151,9 +154,10 @@ async def _rate(batch: list[int], ranking: Ranking, probe: Probe, tests: Tests) 
         probe.calls += 1
         try:
             reply = await tests.rate(request)
-        except (LLMCancelledError, LLMTimeoutError):
+        except (LLMCancelledError, LLMTimeoutError, LLMUnreachableError):
             raise
-        except LLMError:
+        except LLMError as exc:
+            probe.error = probe.error or exc
             continue
         by_id = {r.id: r.score for r in reply.ratings}
         out = {row: float(by_id[i + 1]) for i, row in enumerate(batch) if i + 1 in by_id}

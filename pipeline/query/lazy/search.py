@@ -18,7 +18,8 @@ relevance tests instead:
 Calls per question: 1 expansion + at most `max_rate_calls` ratings + 1 answer = `max_calls` (the offline
 engine makes none). Statuses: `completed`; `partial` when a rating call failed twice (its units stay
 untested, `failures` says which community); `no_results` when no unit is relevant; `cancelled` when the
-deadline passed or the caller cancelled.
+deadline passed or the caller cancelled. A model that failed every rating call, or was found down,
+raises its LLMError: the question failed, which `no_results` never stands for.
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ async def lazy_search_async(
                 unit_id = passages.unit_ids[row]
                 result.ratings[unit_id] = max(score, result.ratings.get(unit_id, score))
         chosen = _relevant_units(probes, rankings, config.threshold)
+        errors = [p.error for p in probes if p.error is not None]
+        if not chosen and result.units_tested == 0 and errors:
+            raise errors[0]  # the model failed, not the index: an error, never no_results
         if not chosen:
             return _finish(result, scope, started, calls, config, "no_results", _why_none(result))
         if config.fill_context:
@@ -245,6 +249,8 @@ async def lazy_search_async(
         )
         return _finish(result, scope, started, calls, config, status, reason)
     except (_Stopped, LLMCancelledError, LLMTimeoutError) as exc:
+        if not isinstance(exc, _Stopped) and not scope.stopped():  # the server timed out: a failure
+            raise
         result.answer = ""
         return _finish(result, scope, started, calls, config, "cancelled", str(exc))
 
