@@ -58,7 +58,7 @@ class ScriptedModel:
         user = request["messages"][-1]["content"]
         if "Partial answers:" in user:
             self.reduce_contexts.append(user)
-            return json.dumps({"answer": "Final answer [Communities: 1]"})
+            return "Final answer [Communities: 1]"
         self.map_requests += 1
         return json.dumps({"points": self.points_for([int(i) for i in IDS.findall(user)])})
 
@@ -210,7 +210,7 @@ def test_scripted_model_malformed_map_reply_is_a_failed_batch(store, tmp_path):
     def responder(request: dict) -> str:
         user = request["messages"][-1]["content"]
         if "Partial answers:" in user:
-            return json.dumps({"answer": "Final answer [Communities: 1]"})
+            return "Final answer [Communities: 1]"
         # The batch holding community 0 answers in the old format, its repair request too.
         prompt = request["messages"][1]["content"]
         if 0 in [int(i) for i in IDS.findall(prompt)]:

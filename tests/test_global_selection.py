@@ -223,9 +223,7 @@ class ScriptedModel:
                 }
             )
         cited = sorted(set(re.findall(r"Community IDs: ([\d, ]+)", user)))
-        return json.dumps(
-            {"answer": f"The flood hit the harbour [Communities: {cited[0] if cited else ''}]."}
-        )
+        return f"The flood hit the harbour [Communities: {cited[0] if cited else ''}]."
 
 
 def is_rating(request: ProxyRequest) -> bool:

@@ -402,7 +402,15 @@ def test_a_client_that_leaves_a_streamed_reply_stops_the_models_call(
     model_service: tuple[str, ScriptedModel, FaultProxy],
 ) -> None:
     url, _, proxy = model_service
-    proxy.fault_when(is_answer, "stall")  # one token of the answer, then nothing until the caller closes
+    stalled = threading.Event()
+
+    def answer_stalls(request: ProxyRequest) -> bool:
+        if is_answer(request):
+            stalled.set()  # under the proxy's lock, before it sends the stall's one token
+            return True
+        return False
+
+    proxy.fault_when(answer_stalls, "stall")  # one token of the answer, then nothing until the caller closes
     chat = {"model": "acme/basic", "messages": ask("basic"), "stream": True}
     with (
         httpx.Client(base_url=url, timeout=120) as http,
@@ -410,9 +418,9 @@ def test_a_client_that_leaves_a_streamed_reply_stops_the_models_call(
             "POST", "/v1/chat/completions", json=chat, headers={"Authorization": f"Bearer {KEY_A}"}
         ) as r,
     ):
-        for line in r.iter_lines():
-            if line.startswith("data: ") and json.loads(line[6:])["choices"][0]["delta"].get("content"):
-                break  # the model's first token arrived: the call is in flight; leave
+        lines = r.iter_lines()  # kept: a dropped iterator closes the response, and the client is gone
+        next(lines)  # the role chunk: the query runs (the door sends its text once it is done)
+        assert stalled.wait(timeout=120)  # the model's call is in flight; leave
     proxy.wait_idle(timeout=60)  # the stalled call ends only when it is closed (the model times out at 120 s)
     assert proxy.stalls_closed == 1
 

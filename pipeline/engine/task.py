@@ -60,6 +60,12 @@ class TaskContext:
         if text:
             self.emit("delta", text=text)
 
+    def withdrawn(self, chars: int) -> None:
+        """The last `chars` characters written are no answer's (a `retract` event): a retried model
+        call wrote otherwise, or the call failed."""
+        if chars > 0:
+            self.emit("retract", chars=chars)
+
     @property
     def llm(self) -> LLMClient:
         if self.client is None:
@@ -86,18 +92,26 @@ class TaskContext:
             max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
         )
 
-    async def ask_text(self, prompt: Prompt, messages: list[dict[str, str]], *, answer: bool = False) -> str:
-        """The model's prose reply to `messages`, cached and within the task's output limit. An `answer`
-        is reported as it is written (`written`): token by token as the model streams it, whole when
-        it came from the cache."""
+    async def ask_text(
+        self,
+        prompt: Prompt,
+        messages: list[dict[str, str]],
+        *,
+        answer: bool = False,
+        max_tokens: int | None = None,
+    ) -> str:
+        """The model's prose reply to `messages`, cached and within the task's output limit (or
+        `max_tokens`). An `answer` is reported as it is written (`written`): token by token as the
+        model streams it, whole when it came from the cache."""
         return await self.llm.complete_text(
             messages,
             task=prompt.name,
             prompt_version=prompt.version,
             deadline=self.deadline,
             cancel=self.cancel,
-            max_tokens=self.max_tokens,
+            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
             on_text=self.written if answer and self.events is not None else None,
+            on_withdraw=self.withdrawn,
         )
 
     def need_embedder(self, task: str) -> Embedder:

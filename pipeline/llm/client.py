@@ -125,10 +125,12 @@ class LLMClient(Batches):
         cancel: CancelSignal | None = None,
         max_tokens: int | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_withdraw: Callable[[int], None] | None = None,
     ) -> str:
         """The model's prose reply; `on_text` hears it as it is written (each piece once, the reasoning
-        left out), or whole when it comes from the cache."""
-        written = Written(on_text) if on_text is not None else None
+        left out), or whole when it comes from the cache. `on_withdraw(n)` takes back the last n
+        characters heard: a retried attempt wrote otherwise, or the call failed (`stream.Written`)."""
+        written = Written(on_text, on_withdraw) if on_text is not None else None
         work = self._complete_text(messages, task, prompt_version, deadline, max_tokens, written)
         return await self._guarded(work, task, deadline, cancel)
 
@@ -214,9 +216,16 @@ class LLMClient(Batches):
             if written is not None:
                 written.whole(cached)
             return cached
-        reply, _ = await self._whole(
-            lambda p: self.transport.chat(messages, p, task, deadline, written=written), params, task
-        )
+        try:
+            reply, _ = await self._whole(
+                lambda p: self.transport.chat(messages, p, task, deadline, written=written), params, task
+            )
+        except BaseException:
+            if written is not None:
+                written.abandon()
+            raise
+        if written is not None:
+            written.settle(reply.text)
         self._to_cache(key, reply.text, task, version, reply)
         return reply.text
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,10 +41,18 @@ class StreamIncompleteError(ValueError):
 class Written:
     """Forwards a reply's answer text to `on_text` as it streams, each character once: the reasoning
     before it (`<think>…</think>`) is held back, and an attempt that is retried (a stalled stream, a
-    reply cut off at max_tokens) forwards only what goes beyond what an earlier attempt already did."""
+    reply cut off at max_tokens) forwards only what goes beyond what an earlier attempt already did.
 
-    def __init__(self, on_text: Callable[[str], None]) -> None:
+    A retry that writes otherwise than what was forwarded withdraws the difference first:
+    `on_withdraw(n)` takes back the last n characters forwarded, so that what was forwarded, less what
+    was withdrawn, is always the start of the call's answer (`settle`: all of it; `abandon`: none, the
+    call failed). Without `on_withdraw` such a retry forwards nothing more."""
+
+    def __init__(
+        self, on_text: Callable[[str], None], on_withdraw: Callable[[int], None] | None = None
+    ) -> None:
         self.on_text = on_text
+        self.on_withdraw = on_withdraw
         self.sent = ""
         self.content = ""
 
@@ -57,14 +66,38 @@ class Written:
         if _OPEN.startswith(head) and len(head) < len(_OPEN):  # maybe the start of a think tag: wait
             return
         answer, _ = split_reasoning(self.content)  # "" while a think block is open
-        if len(answer) > len(self.sent) and answer.startswith(self.sent):
-            new, self.sent = answer[len(self.sent) :], answer
-            self.on_text(new)
+        if self.sent.startswith(answer):  # nothing beyond what an earlier attempt forwarded yet
+            return
+        self._forward(answer)
 
     def whole(self, text: str) -> None:
         """A reply that came whole (the cache, a server that does not stream)."""
         self.start()
         self.add(text)
+
+    def settle(self, answer: str) -> None:
+        """The call's answer: what was forwarded is made its start, and the rest forwarded."""
+        if answer != self.sent:
+            self._forward(answer)
+
+    def abandon(self) -> None:
+        """The call failed: what it forwarded is no answer's."""
+        self._withdraw(len(self.sent))
+
+    def _forward(self, answer: str) -> None:
+        common = len(os.path.commonprefix([answer, self.sent]))
+        if common < len(self.sent):
+            if self.on_withdraw is None:
+                return
+            self._withdraw(len(self.sent) - common)
+        if len(answer) > len(self.sent):
+            new, self.sent = answer[len(self.sent) :], answer
+            self.on_text(new)
+
+    def _withdraw(self, n: int) -> None:
+        if n > 0 and self.on_withdraw is not None:
+            self.sent = self.sent[: len(self.sent) - n]
+            self.on_withdraw(n)
 
 
 def _is_event_stream(response: Any) -> bool:

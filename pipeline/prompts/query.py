@@ -34,7 +34,7 @@ GLOBAL_MAP = Prompt(
 )
 GLOBAL_REDUCE = Prompt(
     name="global_reduce",
-    revision=2,
+    revision=3,
     system=(
         "You write the final answer to a question from the points that analysts found in community reports "
         "of a knowledge graph. Each point is labeled [Score: <0-100>; Community IDs: <ids>]; the points are "
@@ -46,8 +46,7 @@ GLOBAL_REDUCE = Prompt(
     user=(
         "Question: {question}\n\n"
         "Response length and format: {response_type}, in markdown.\n\n"
-        "Partial answers:\n{context}\n\n"
-        'Answer as JSON: {{"answer": "..."}}'
+        "Partial answers:\n{context}"
     ),
 )
 # Dynamic community selection (pipeline.query.global_.selection): Microsoft GraphRAG's rating prompt in

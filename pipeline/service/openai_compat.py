@@ -7,8 +7,9 @@ A completion answers the last user message through `QueryService` like `POST /v1
 with the same keys, per-key limits, deadline and output bounds; with a model configured, earlier turns
 are first condensed into a standalone question (`chat_condense`). The answer's citation blocks become
 `[n]` markers, with the sources listed after the text and in a `sources` field (`chat_citations`).
-`stream: true` answers OpenAI's `chat.completion.chunk` server-sent events, made from the query's
-`delta` events; a client that leaves closes the query's stream, which cancels its work.
+`stream: true` answers OpenAI's `chat.completion.chunk` server-sent events, the answer a sentence a chunk
+once the query is done: chunks only add text, and cannot take back what a retried model call withdraws
+(`retract`). A client that leaves closes the query's stream, which cancels its work.
 
 Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, whichever layer answers
 them (`OpenAIErrors`: the key check, the per-key limits, the body and header caps too), so SDKs raise
@@ -354,16 +355,16 @@ async def chunks(
     async with contextlib.aclosing(stream):
         yield spent.chunk({"role": "assistant", "content": ""})
         async for kind, data in events():
-            if kind == ev.DELTA:
-                text = markers.feed(str(data.get("text", "")))
-                if text:
-                    yield spent.chunk({"content": text})
-            elif kind == ev.ERROR:
+            # deltas and retracts stand for text that may yet be taken back: the answer comes with `done`
+            if kind == ev.ERROR:
                 error = ServiceError(str(data.get("message", "the query failed")), detail=data.get("detail"))
                 error.status, error.code = int(data.get("status") or 500), str(data.get("code") or "error")
                 yield sse(openai_error(error))
                 return
             elif kind == ev.DONE:
+                for piece in ev.answer_pieces(answer_of(data.get("result") or {})):
+                    if text := markers.feed(piece):
+                        yield spent.chunk({"content": text})
                 tail = markers.finish()
                 sources = markers.markers.sources(ev.citations_of(data.get("result") or {}))
                 tail += sources_text(sources)

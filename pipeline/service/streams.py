@@ -5,11 +5,13 @@ deadline, bounds, log line); its mode's events (`pipeline.query.common.events`) 
 thread and cross to the event loop through `call_soon_threadsafe` into a queue. What the stream sends:
 
 - each event as the mode emits it, bounded as the result is (`OutputBounds`): the answer's text stops at
-  `max_answer_chars`, a context lists at most `max_items` rows with texts cut to `max_text_chars`;
+  `max_answer_chars` (a `retract` takes back what the client was sent of the withdrawn text), a context
+  lists at most `max_items` rows with texts cut to `max_text_chars`;
 - once the worker is done: the answer's text the mode did not write as it went (all of it, a sentence
   a `delta`, when it wrote none; else what the result's answer adds to what was sent, such as the "…"
-  of a cut answer), a `citation` for each of the result's citations not sent yet, then `done`, whose
-  `result` is `run`'s. A failure after the first event is an `error` event; before it, it is raised.
+  of a cut answer, after a `retract` of what it does not keep), a `citation` for each of the result's
+  citations not sent yet, then `done`, whose `result` is `run`'s: the deltas, retracts applied, join to
+  its answer. A failure after the first event is an `error` event; before it, it is raised.
 
 Closing the iterator (the client left) sets the query's cancel signal: its work stops at its next step
 and its key's slot is given back when the worker returns, as for a query past its deadline.
@@ -58,18 +60,20 @@ class Sent:
 
     def __init__(self, bounds: OutputBounds) -> None:
         self.bounds = bounds
-        self.text = ""
+        self.text = ""  # what the client was sent
+        self.written = ""  # what the mode wrote (unbounded)
         self.citations: set[tuple[Any, ...]] = set()
 
     def take(self, kind: str, data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """A mode's event as the client gets it (none when the answer's bound is reached)."""
-        if kind == ev.DELTA:
-            room = self.bounds.max_answer_chars - len(self.text)
-            text = str(data.get("text") or "")[: max(room, 0)]
-            if not text:
-                return []
-            self.text += text
-            return [(kind, {"text": text})]
+        if kind in (ev.DELTA, ev.RETRACT):
+            if kind == ev.DELTA:
+                self.written += str(data.get("text") or "")
+            else:
+                self.written = self.written[: max(0, len(self.written) - int(data.get("chars") or 0))]
+            shown = self.written[: self.bounds.max_answer_chars]
+            events, self.text = ev.catch_up(self.text, shown), shown
+            return events
         if kind == ev.CONTEXT:
             return [(kind, {**data, "sources": self._rows(data.get("sources") or [])})]
         if kind == ev.CITATION:
@@ -94,10 +98,8 @@ class Sent:
         if isinstance(answer, str):
             if not self.text:
                 out += [(ev.DELTA, {"text": piece}) for piece in ev.answer_pieces(answer)]
-            elif answer.startswith(self.text) and len(answer) > len(self.text):
-                out.append((ev.DELTA, {"text": answer[len(self.text) :]}))
-            # else the mode's text and the result's differ (a model reply the mode rewrote): the client
-            # has `done.result.answer`, which is the answer
+            else:  # what the answer adds, after what it does not keep (a model reply the mode rewrote)
+                out += ev.catch_up(self.text, answer)
         citations = ev.citations_of(result)
         for citation in citations:
             if ev.citation_key(citation) not in self.citations:
@@ -181,8 +183,9 @@ async def _next(queue: asyncio.Queue[tuple[str, dict[str, Any]]], query: Query) 
 # The OpenAPI description of a query's 200 answer as events (beside its JSON one).
 STREAMED: dict[str, Any] = {
     "description": 'The answer as JSON; with `"stream": true` (or `Accept: text/event-stream`), as '
-    "Server-Sent Events: `route`, `context`, `delta` (the answer's text), `citation`, then one `done` "
-    "(its `result` is the JSON answer's) or one `error`.",
+    "Server-Sent Events: `route`, `context`, `delta` (the answer's text), `retract` (`chars`: that many "
+    "characters off the end of the text sent, which a retried model call wrote otherwise), `citation`, "
+    "then one `done` (its `result` is the JSON answer's) or one `error`.",
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
 }
 

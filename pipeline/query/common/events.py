@@ -3,13 +3,17 @@ pieces every door needs to turn a finished result into the same events.
 
 A mode emits while it works: `route` (which mode answers and why), `context` (the rows its answer reads,
 with their scores), `delta` (answer text as it is written: a model's tokens, offline each sentence as it
-is chosen) and `citation`. The service adds `done` (or `error`) at the end (`pipeline.service.streams`).
-Concatenating the `delta` texts gives the answer; a door whose mode wrote none sends the finished answer
-as `answer_pieces`, one a sentence.
+is chosen), `retract` and `citation`. The service adds `done` (or `error`) at the end
+(`pipeline.service.streams`). Concatenating the `delta` texts, each `retract` cutting its number of
+characters off the end of what came before it, gives the answer (`joined`). A model call that is asked
+again after part of its reply was sent, and writes otherwise, retracts what differs (`stream.Written`):
+a client that shows text as it comes must honour it. A door whose mode wrote none sends the finished
+answer as `answer_pieces`, one a sentence.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,13 +22,36 @@ from pipeline.core.sentences import split_sentences
 ROUTE = "route"  # {"mode", "route", "reason"}
 CONTEXT = "context"  # {"sources": [...]}
 DELTA = "delta"  # {"text"}
+RETRACT = "retract"  # {"chars"}: the last `chars` characters of the deltas before it are withdrawn
 CITATION = "citation"  # {"marker", ...the result's citation dict}
 DONE = "done"  # {"status", "usage", "citations", "duration_s", "truncated", "result"}
 ERROR = "error"  # {"status", "code", "message", "detail"}
-KINDS = (ROUTE, CONTEXT, DELTA, CITATION, DONE, ERROR)
+KINDS = (ROUTE, CONTEXT, DELTA, RETRACT, CITATION, DONE, ERROR)
 
 # kind, data: called on the query's worker thread, so it must be quick and thread-safe
 Sink = Callable[[str, dict[str, Any]], None]
+
+
+def joined(heard: list[tuple[str, dict[str, Any]]]) -> str:
+    """The answer text a stream of events gives: its deltas with its retracts applied."""
+    text = ""
+    for kind, data in heard:
+        if kind == DELTA:
+            text += str(data.get("text") or "")
+        elif kind == RETRACT:
+            text = text[: max(0, len(text) - int(data.get("chars") or 0))]
+    return text
+
+
+def catch_up(sent: str, answer: str) -> list[tuple[str, dict[str, Any]]]:
+    """The events that turn text `sent` into `answer`: withdraw where they part, then the rest."""
+    common = len(os.path.commonprefix([sent, answer]))
+    out: list[tuple[str, dict[str, Any]]] = []
+    if common < len(sent):
+        out.append((RETRACT, {"chars": len(sent) - common}))
+    if len(answer) > common:
+        out.append((DELTA, {"text": answer[common:]}))
+    return out
 
 
 def answer_pieces(text: str) -> list[str]:

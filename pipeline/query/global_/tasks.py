@@ -355,8 +355,11 @@ async def _offline_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAns
 
 
 async def _model_reduce(request: ReduceRequest, ctx: TaskContext) -> ReduceAnswer:
+    """The answer in prose, streamed to a listening door as the model writes it (as JSON it could only
+    be shown once whole)."""
     messages = reduce_messages(request.question, request.context, request.response_type)
-    return await ctx.ask(prompts.GLOBAL_REDUCE, messages, ReduceAnswer, max_tokens=request.max_tokens)
+    text = await ctx.ask_text(prompts.GLOBAL_REDUCE, messages, answer=True, max_tokens=request.max_tokens)
+    return ReduceAnswer(answer=text)
 
 
 # The batcher leaves room for exactly the reserve a request carries; without one, the task's limit.

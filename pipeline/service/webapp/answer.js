@@ -54,6 +54,14 @@ export class Answer {
     this.ui.answer.dataset.deltas = String(this.deltas);
   }
 
+  // A retried model call wrote otherwise than what was shown: its last `chars` characters are withdrawn.
+  retract(data) {
+    this.text = this.text.slice(0, Math.max(0, this.text.length - (data.chars || 0)));
+    this.render();
+    this.lengths.push(this.ui.answer.textContent.length);
+    this.ui.answer.dataset.lengths = this.lengths.join(",");
+  }
+
   citation(data) {
     if (this.citations.has(data.marker)) return;
     this.citations.set(data.marker, data);
@@ -89,10 +97,12 @@ export class Answer {
 
   done(data) {
     for (const c of data.citations || []) this.citation(c);
-    if (!this.text && data.result) {
+    if (data.result) {  // the answer is done's: the streamed text only stood for it
       const inner = data.result.route && data.result.result ? data.result.result : data.result;
-      this.text = inner.answer || "";
-      this.render();
+      if (typeof inner.answer === "string" && inner.answer !== this.text) {
+        this.text = inner.answer;
+        this.render();
+      }
     }
     const usage = data.usage && data.usage.calls ? `, ${data.usage.calls} model calls` : "";
     const time = typeof data.duration_s === "number" ? ` in ${data.duration_s.toFixed(2)} s` : "";

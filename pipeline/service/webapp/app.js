@@ -145,7 +145,7 @@ async function ask(event) {
   $("cancel").disabled = false;
   const handlers = {
     route: (d) => answer.route(d), context: (d) => answer.context(d), delta: (d) => answer.delta(d),
-    citation: (d) => answer.citation(d), done: (d) => answer.done(d),
+    retract: (d) => answer.retract(d), citation: (d) => answer.citation(d), done: (d) => answer.done(d),
     error: (d) => answer.fail(`${d.code}: ${d.message}`),
   };
   try {
