@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.core.plain import attributes, plain
-from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.answer_context import LocalContext
 from pipeline.query.common.citations import resolve_citations
 from pipeline.query.common.local_index import load_local_index
@@ -167,8 +167,8 @@ async def _reduce(run: Run, result: DriftSearchResult) -> None:
     failed = run.failures()
     result.failed_steps = run.failed_folds + sum(1 for n in run.nodes if n.status == "failed" and n.id != 0)
     chosen, context = _reduce_input(run)
-    if not chosen and isinstance(run.first_error, LLMError):
-        raise run.first_error  # the model failed, not the index: an error, never no_results
+    if not chosen and run.first_error is not None:
+        raise run.first_error  # the model (or the code) failed, not the index: never no_results
     if not chosen:
         result.status, result.answer = "no_results", NO_RESULTS_ANSWER
         result.reason = (

@@ -3,8 +3,8 @@
 The contract is graphrag-ts's (seed-systems-notes §A4) with its gaps closed: a seeded shuffle, a
 real tokenizer, and a result that never raises because some map batches failed — the status
 (`completed` | `partial` | `no_results` | `cancelled`) and the reason say what happened. When every
-batch failed because the model did (down, hung, failing, garbling), the search raises that LLMError:
-`no_results` says only that the index holds nothing relevant.
+batch failed (the model down, hung, failing, garbling), the search raises what the first one raised (an
+LLMError): `no_results` says only that the index holds nothing relevant.
 
 - Map: one call per batch, retried once when it fails. Any exception from a call (an LLMError, a
   reply that does not validate, a bug in a task function) is one failed batch, never an escaped
@@ -29,7 +29,7 @@ from pipeline.core import schema
 from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
-from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
+from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.common.context_events import emit_context
 from pipeline.query.common.index_cache import table_versions
 from pipeline.query.common.intent import is_broad
@@ -259,10 +259,11 @@ async def reduce_map_results(
     chosen, context = select_for_reduce(maps, question, config)
     if not chosen:
         ok = [r for r in maps if r.status == "ok"]
-        if not ok and isinstance(failed[0].failure, LLMError):
-            # the model failed, not the index: an error, never "nothing relevant" (no_results)
+        if not ok and failed[0].failure is not None:
+            # the model (or the code) failed, not the index: an error, never "nothing relevant"
             raise failed[0].failure
-        if not ok:
+        if not ok:  # saved map answers (the query assets) keep what failed, not what it raised
+            result.status, result.answer = "failed", ""
             result.reason = f"every map batch failed ({len(failed)}); first error: {failed[0].error}"
         elif not any(r.points for r in ok):
             result.reason = "no batch held information relevant to the question (no point scored above 0)"
