@@ -228,6 +228,21 @@ def test_cli_stream_on_a_terminal_erases_what_is_withdrawn() -> None:
     # back over wrapped and broken lines: 3 rows up from the end of "ab\ncdefgh" (width 2) to after "a"
     assert erase("ab\ncdefgh", 1, 2) == "\x1b[3A\r\x1b[1C\x1b[J"
 
+    class Result:
+        def to_dict(self) -> dict[str, Any]:
+            return {"answer": "Bob is a clerk."}
+
+    def render(result: Any, args: Any, scope: Any) -> int:
+        print("Bob is a clerk.\n\n[status: completed]")
+        return 0
+
+    out = io.StringIO()
+    with redirect_stdout(out):  # the answer printed as it came, then the rest of what the mode prints
+        printer = Printer(as_json=False, live=True)
+        printer(ev.DELTA, {"text": "Bob is a clerk."})
+        assert printer.finish(render, Result(), None, None) == 0
+    assert out.getvalue() == "Bob is a clerk.\n\n[status: completed]\n"
+
 
 # ---- the chat door -----------------------------------------------------------------------------------------
 def test_chat_door_stream_gives_the_answer_with_sources_and_real_usage_after_a_retry(
