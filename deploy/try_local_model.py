@@ -38,6 +38,8 @@ def main() -> int:
                 "PIPELINE_LLM_BASE_URL": server.base_url,
                 "PIPELINE_LLM_MODEL": MODEL_ALIAS,
                 "PIPELINE_LLM_JSON_MODE": "json_object",  # llama.cpp's schema-constrained output
+                # one CPU thread reads a 2,000-token prompt in tens of seconds: past the 20 s default
+                "PIPELINE_LLM_FIRST_TOKEN_TIMEOUT_S": "300",
                 "PIPELINE_LLM_EXTRACTION_MAX_TOKENS": "300",
                 "PIPELINE_LLM_REPORT_MAX_TOKENS": "400",
                 "PIPELINE_LLM_DESCRIPTION_MAX_TOKENS": "200",

@@ -236,6 +236,7 @@ def test_llm_client_on_pg_cache_second_run_in_another_process_makes_no_http_call
         monkeypatch.setenv("PIPELINE_LLM_BASE_URL", proxy.base_url)
         monkeypatch.setenv("PIPELINE_LLM_MODEL", MODEL_ALIAS)
         monkeypatch.setenv("PIPELINE_LLM_MAX_TOKENS", "48")
+        monkeypatch.setenv("PIPELINE_LLM_FIRST_TOKEN_TIMEOUT_S", "600")  # a busy machine reads slowly
         engine = make_engine(load_settings())
         first = engine.run_batch(REQUESTS, runner(engine, SUMMARIZE))
         assert all(isinstance(r, Summary) for r in first)

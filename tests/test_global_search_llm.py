@@ -34,6 +34,7 @@ def engine_for(base_url: str, tmp_path: Path, max_tokens: int = 256) -> LLMEngin
         api_key="test-key",
         base_url=base_url,
         timeout_s=120,
+        first_token_timeout_s=600,  # SmolLM2 on a busy machine reads a report batch slowly
         max_retries=0,  # one HTTP attempt per call: the map step's own retry is what is under test
         max_tokens=max_tokens,
         cache=LLMCache(tmp_path / "llm.sqlite"),

@@ -53,6 +53,7 @@ def test_the_openai_provider_runs_the_same_task_on_the_server(
             llm_base_url=proxy.base_url,
             llm_model=MODEL_ALIAS,
             llm_max_tokens=64,
+            llm_first_token_timeout_s=600,  # a busy machine reads even a short prompt slowly
         )
         engine = make_engine(settings)
         assert isinstance(engine, LLMEngine) and engine.kind == "llm" and isinstance(engine, Engine)

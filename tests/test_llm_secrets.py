@@ -43,6 +43,7 @@ def test_the_key_never_appears_in_logs_or_on_disk(
                 llm_api_key_env=KEY_ENV,
                 llm_max_tokens=48,
                 llm_max_retries=1,
+                llm_first_token_timeout_s=600,  # a busy machine reads even a short prompt slowly
             )
             engine = make_engine(settings)
             proxy.script("429", "ok", "401")  # a retry and a failure: both paths log
