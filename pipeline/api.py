@@ -4,6 +4,9 @@
 store, engine and embedder from the settings (`pipeline.runtime`, the composition root) unless they are
 given, builds the mode's config and runs its search. The named functions below are the same call for
 one mode each, kept as the public API. The CLI, the service and the Dagster assets pass their own parts.
+
+Inside a running event loop (a Jupyter cell, an async web handler) await `answer_async` (or the
+`*_async` names); the sync functions work there too, running the search on a helper thread's loop.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pipeline.runtime import query_runtime, report_writer
 
 __all__ = [
     "answer",
+    "answer_async",
     "auto_search",
     "basic_search",
     "drift_search",
@@ -53,21 +57,71 @@ def answer(
     (those not None) > `config` > the configured defaults. The engine and embedder default to the
     configured ones. A read error no mode expects may come from a damaged table (a Lance data file cut
     short fails deep in a search, naming no table): then the table is named (IndexDamaged)."""
+    rt, search = _search(
+        mode, namespace, question, settings, engine, embedder, config, deadline, cancel, options
+    )
+    try:
+        return rt.engine.run_sync(search)
+    except Exception as exc:
+        found = _damage_behind(rt, exc)
+        if found is None:
+            raise
+        raise found from exc
+
+
+async def answer_async(
+    mode: str,
+    namespace: str,
+    question: str,
+    *,
+    settings: Any = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    config: Any = None,
+    deadline: float | None = None,
+    cancel: CancelSignal | None = None,
+    **options: Any,
+) -> Any:
+    """`answer`, awaited on the caller's event loop."""
+    rt, search = _search(
+        mode, namespace, question, settings, engine, embedder, config, deadline, cancel, options
+    )
+    try:
+        return await search
+    except Exception as exc:
+        found = _damage_behind(rt, exc)
+        if found is None:
+            raise
+        raise found from exc
+
+
+def _search(
+    mode: str,
+    namespace: str,
+    question: str,
+    settings: Any,
+    engine: Engine | None,
+    embedder: Embedder | None,
+    config: Any,
+    deadline: float | None,
+    cancel: CancelSignal | None,
+    options: dict[str, Any],
+) -> tuple[Any, Any]:
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
     given = {k: v for k, v in options.items() if v is not None}
+    if given:  # the mode's own request model, as the HTTP body is: top_k=500 is refused here too
+        given = registry.mode(mode).options.model_validate(given).given()
     cfg = replace(config, **given) if config is not None else registry.configure(mode, rt.settings, given)
     scope = registry.scope(
         rt.store, rt.engine, rt.embedder, deadline, cancel, write_reports=report_writer(rt.settings)
     )
-    try:
-        return rt.engine.run_sync(registry.mode(mode).search(scope, question, cfg))
-    except IndexDamaged:
-        raise
-    except Exception as exc:
-        found = diagnose(rt.store)
-        if found is None:
-            raise
-        raise found from exc
+    return rt, registry.mode(mode).search(scope, question, cfg)
+
+
+def _damage_behind(rt: Any, exc: Exception) -> IndexDamaged | None:
+    """The damaged table behind an error no mode expects (a Lance data file cut short fails deep in a
+    search, naming no table); None when the error is not that."""
+    return None if isinstance(exc, IndexDamaged) else diagnose(rt.store)
 
 
 def local_search(

@@ -278,7 +278,9 @@ def shared_embedder(settings: Settings) -> Embedder:
 
 def cached_embedder(settings: Settings) -> CachedEmbedder:
     """The shared embedder behind the persistent embedding cache."""
-    return CachedEmbedder(shared_embedder(settings), open_embedding_cache(settings))
+    return CachedEmbedder(
+        shared_embedder(settings), open_embedding_cache(settings), level_overrides=settings.similarity_levels
+    )
 
 
 # ---- what a query needs ----------------------------------------------------------------------------

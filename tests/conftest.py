@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.llm_server import llm_server  # noqa: F401 - the session-scoped llama.cpp server fixture
+from tests.support.minilm_http import book_768, minilm_http  # noqa: F401 - a 768-d embedding server, its index
 from tests.support.s3_server import s3_bucket  # noqa: F401 - a bucket on a session-scoped moto S3 server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

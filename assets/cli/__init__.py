@@ -15,7 +15,7 @@ import os
 import sys
 
 from assets.cli.eval import add_eval_parser
-from assets.cli.exits import damaged, not_ready
+from assets.cli.exits import damaged, not_ready, unavailable
 from assets.cli.graph import add_graph_parser
 from assets.cli.import_ import add_import_parser
 from assets.cli.index import add_index_parser
@@ -23,9 +23,11 @@ from assets.cli.query import add_query_parsers
 from assets.cli.show import add_show_parser
 from assets.cli.status import add_status_parsers
 from pipeline.core.namespace import InvalidNamespaceError, validate_namespace
+from pipeline.embeddings.base import EmbedderConfigError
 from pipeline.io.damage import IndexDamaged
 from pipeline.io.repair import diagnose
 from pipeline.io.store import NamespaceStore, TableNotFoundError
+from pipeline.llm.errors import EmbeddingUnavailableError
 from pipeline.settings import ConfigError, load_settings
 
 __all__ = ["build_parser", "main"]
@@ -80,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         return not_ready(str(exc))
     except IndexDamaged as exc:
         return damaged(exc)
-    except (ConfigError, InvalidNamespaceError, FileNotFoundError) as exc:
+    except (ConfigError, InvalidNamespaceError, FileNotFoundError, EmbedderConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except EmbeddingUnavailableError as exc:
+        return unavailable(exc)
     except Exception:
         # A Lance data file cut short fails deep inside a read, naming no table: look for one.
         found = _damage_behind(args)

@@ -10,6 +10,14 @@ from pipeline.io.damage import IndexDamaged
 EXIT_NOT_READY = 3
 EXIT_DAMAGED = 3
 EXIT_BUSY = 4
+EXIT_UNAVAILABLE = 3
+
+
+def unavailable(exc: Exception) -> int:
+    """The embedding server is not there: no question can be embedded (HTTP says 503
+    embedding_unavailable)."""
+    print(f"error: {exc}", file=sys.stderr)
+    return EXIT_UNAVAILABLE
 
 
 def not_ready(reason: str) -> int:

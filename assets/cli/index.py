@@ -56,6 +56,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         os.environ["PIPELINE_INDEX_METHOD"] = args.method
     if args.reports:
         os.environ["PIPELINE_REPORTS"] = args.reports
+    if args.reembed:
+        os.environ["PIPELINE_EMBEDDING_REEMBED"] = "true"
     if args.estimate:
         return cmd_index_estimate(args)
     from assets import launch  # dagster loads only for this command
@@ -137,6 +139,12 @@ def add_index_parser(sub: Any, namespace: Callable[[str], str]) -> None:
         "--json",
         action="store_true",
         help="print the run (its metadata per asset, failures) or, with --estimate, the estimate as JSON",
+    )
+    p.add_argument(
+        "--reembed",
+        action="store_true",
+        help="re-embed a namespace whose vectors came from another embedding model (without it, such a "
+        "run stops before embedding and names both models)",
     )
     p.add_argument(
         "--no-wait",

@@ -22,10 +22,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from assets.cli.exits import unavailable
 from assets.cli.query_options import add_options, options_from
 from assets.cli.query_stream import STREAM_HELP, Printer
 from pipeline.io.store import NamespaceStore
-from pipeline.llm.errors import LLMConfigError, LLMError, error_code
+from pipeline.llm.errors import EmbeddingUnavailableError, LLMConfigError, LLMError, error_code
 from pipeline.query import registry
 from pipeline.query.common import events as ev
 from pipeline.query.common.mode import Mode
@@ -101,6 +102,8 @@ def model_failed(exc: LLMError, printer: Printer | None) -> int:
     event the HTTP API would send), exit 1."""
     if printer is not None and printer.as_json:
         printer(ev.ERROR, {"status": "failed", "code": error_code(exc), "message": str(exc)})
+    if isinstance(exc, EmbeddingUnavailableError):
+        return unavailable(exc)  # exit 3, as a namespace that cannot be queried yet
     print(f"error: the model failed: {exc}", file=sys.stderr)
     return 1
 

@@ -30,7 +30,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     if empty:
         print(f"  empty: {', '.join(empty)}")
     print(f"{index_method(store)}; {last_spend(args.namespace)}")
+    print(similarity_line(store, settings))
     return 0
+
+
+def similarity_line(store: NamespaceStore, settings: Any) -> str:
+    """The similarity levels queries use on this namespace, and where they come from."""
+    from pipeline.embeddings import levels
+    from pipeline.embeddings.base import EmbedderConfigError
+    from pipeline.runtime import cached_embedder
+
+    found = levels.stored(store)
+    try:
+        leveled = levels.for_namespace(cached_embedder(settings), found)
+    except EmbedderConfigError as exc:
+        return f"  similarity levels: none usable: {exc}"
+    shown = ", ".join(f"{k} {getattr(leveled.calibration, k):.2f}" for k in levels.LEVELS)
+    where = (
+        f"{leveled.levels_source}, {found.model_id} {found.dimension}-d" if found else leveled.levels_source
+    )
+    return f"  similarity levels: {shown} ({where})"
 
 
 def index_method(store: NamespaceStore) -> str:

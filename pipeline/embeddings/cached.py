@@ -24,8 +24,16 @@ _SPLIT_PROBE = " ".join(f"probe{i} ünïcode, 12.{i}%; " for i in range(2000))
 class CachedEmbedder:
     """Wraps an Embedder with the persistent cache, batching and progress; counts hits and misses."""
 
-    def __init__(self, embedder: Embedder, cache: VectorCache, batch_size: int = 512) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: VectorCache,
+        batch_size: int = 512,
+        level_overrides: dict[str, float] | None = None,
+    ) -> None:
         self.embedder = embedder
+        # the settings' similarity levels, over what an index measured (`pipeline.embeddings.levels`)
+        self.level_overrides = dict(level_overrides or {})
         self.cache = cache
         self.batch_size = batch_size
         self.cache_hits = 0
@@ -34,6 +42,10 @@ class CachedEmbedder:
     @property
     def model_id(self) -> str:
         return self.embedder.model_id
+
+    @property
+    def model_name(self) -> str:
+        return getattr(self.embedder, "model_name", None) or self.embedder.model_id
 
     @property
     def dimension(self) -> int:

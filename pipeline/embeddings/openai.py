@@ -2,7 +2,12 @@
 
 Requests go through `LLMClient` (retries, concurrency, deadlines, usage). Inputs are split and batched
 by token budgets counted with tiktoken's cl100k_base, the tokenizer of OpenAI's embedding models; for
-other servers the budgets are an estimate, so leave them some room.
+other servers the budgets are an estimate, so leave them some room (Ollama's and vLLM's models often
+read far fewer than OpenAI's 8191 tokens: set PIPELINE_EMBEDDING_MAX_INPUT_TOKENS to their window).
+
+Every request runs on one event loop per process (`SharedLoop`): a sync caller inside a running loop
+(a query mode, a Jupyter cell) cannot `asyncio.run`, and one loop keeps one connection pool for every
+query of a service instead of a new one per question.
 """
 
 from __future__ import annotations
@@ -16,16 +21,20 @@ import numpy as np
 from pipeline.core import client_defaults as cd
 from pipeline.core.tokens import get_encoding
 from pipeline.embeddings.base import Calibration
+from pipeline.llm.batch import gather_settled
+from pipeline.llm.blocking import SharedLoop
 from pipeline.llm.client import LLMClient
-from pipeline.llm.errors import LLMError
+from pipeline.llm.errors import EmbeddingUnavailableError, LLMError, is_unreachable
 from pipeline.llm.transport import read_api_key
 from pipeline.llm.usage import DEFAULT_PRICES, Usage
 
 EMBEDDING_ENCODING = "cl100k_base"
 MAX_INPUTS_PER_REQUEST = 2048  # OpenAI's limit for one embeddings request
-# text-embedding-3 cosines run lower than MiniLM's for related text (on-topic pairs ~0.4-0.6, unrelated
-# ~0.0-0.15), so every level sits lower. Not measured on this project's sets: no paid API here.
+# Stand-in levels until an index measures the model's own (`pipeline.embeddings.levels`): a query on a
+# namespace indexed before levels were measured. text-embedding-3 cosines run lower than MiniLM's for
+# related text (on-topic pairs ~0.4-0.6, unrelated ~0.0-0.15), so every level sits lower.
 OPENAI_CALIBRATION = Calibration(related=0.6, relevant=0.2, useless=0.1, useful=0.5, entity=0.35)
+_REQUESTS = SharedLoop("openai-embeddings")
 
 
 class OpenAIEmbedder:
@@ -38,8 +47,10 @@ class OpenAIEmbedder:
         max_input_tokens: int = cd.EMBEDDING_MAX_INPUT_TOKENS,
         batch_tokens: int = cd.EMBEDDING_BATCH_TOKENS,
         piece_overlap: int = 32,
+        dimensions: int | None = None,
     ) -> None:
         self.client = client
+        self.dimensions = dimensions
         self.max_input_tokens = max_input_tokens
         self.batch_tokens = max(batch_tokens, max_input_tokens)
         self.piece_overlap = min(piece_overlap, max_input_tokens // 4)
@@ -62,11 +73,23 @@ class OpenAIEmbedder:
             client,
             max_input_tokens=settings.embedding_max_input_tokens,
             batch_tokens=settings.embedding_batch_tokens,
+            dimensions=settings.embedding_dimensions,
         )
 
     @property
     def model_id(self) -> str:
-        return f"openai:{self.client.endpoint}/{self.client.model}:normalized"
+        shortened = f":{self.dimensions}d" if self.dimensions else ""
+        return f"openai:{self.client.endpoint}/{self.client.model}{shortened}:normalized"
+
+    @property
+    def model_name(self) -> str:
+        """The model without its endpoint: the same model served elsewhere makes the same vectors."""
+        shortened = f":{self.dimensions}d" if self.dimensions else ""
+        return f"openai:{self.client.model}{shortened}"
+
+    @property
+    def calibration(self) -> Calibration:
+        return OPENAI_CALIBRATION
 
     @property
     def dimension(self) -> int:
@@ -96,10 +119,12 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
         batches = self._batches(texts)
-        results = self.client.run_batch(batches, lambda batch: self.client.embed(batch))
+        results = _REQUESTS.run(
+            gather_settled(batches, lambda batch: self.client.embed(batch, dimensions=self.dimensions))
+        )
         for result in results:
             if isinstance(result, LLMError):
-                raise result
+                raise unavailable(result, self.client) if is_unreachable(result) else result
         vectors = np.asarray([v for batch in results for v in batch], dtype=np.float32)
         self._learn_dimension(vectors.shape[1])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -130,3 +155,12 @@ class OpenAIEmbedder:
                     f"{self.model_id} returned {dimension}-d vectors after {self._dimension}-d ones; "
                     "the server's model changed mid-run"
                 )
+
+
+def unavailable(error: LLMError, client: LLMClient) -> EmbeddingUnavailableError:
+    """One line that names the embedding server and the model, for an error that means it is not there."""
+    return EmbeddingUnavailableError(
+        f"the embedding server at {client.endpoint} (model {client.model!r}) is unavailable: {error}. "
+        "Start it, or check PIPELINE_EMBEDDING_BASE_URL",
+        task="embed",
+    )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
 from pipeline.engine.base import Engine
 from pipeline.engine.task import Task, TaskContext
+from pipeline.llm.blocking import run_to_end
 from pipeline.llm.usage import Usage
 
 T = TypeVar("T")
@@ -32,4 +32,4 @@ class OfflineEngine(Engine):
         return task.offline_identity(options)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run(coro)
+        return run_to_end(coro)

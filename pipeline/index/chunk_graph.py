@@ -2,8 +2,9 @@
 an edge when cosine > threshold), saved as a versioned Arrow snapshot and rebuilt only when its inputs
 change (`pipeline.chunk_graph`).
 
-The threshold defaults to the embedding model's `calibration.related`: what counts as "related" is a
-property of the model's cosines, not of the chunk graph."""
+The threshold defaults to the `related` level the text-unit stage measured on the embedding model
+(`pipeline.embeddings.levels`): what counts as "related" is a property of the model's cosines, not of
+the chunk graph."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import replace
 
 from pipeline.chunk_graph import BuildOptions
 from pipeline.chunk_graph.indexing import build_namespace_chunk_graph
+from pipeline.embeddings import levels
 from pipeline.index.context import IndexContext
 from pipeline.index.report import StageReport, Stopwatch
 
@@ -25,7 +27,10 @@ def run(
     clock = Stopwatch()
     options = options or BuildOptions()
     options = replace(
-        options, threshold=threshold if threshold is not None else ctx.embedder.calibration.related
+        options,
+        threshold=threshold
+        if threshold is not None
+        else levels.for_namespace(ctx.embedder, levels.stored(ctx.store)).calibration.related,
     )
     built = build_namespace_chunk_graph(ctx.store, options, force=force)
     ctx.log(

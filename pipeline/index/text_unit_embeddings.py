@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.core import schema, tables
+from pipeline.embeddings import levels
 from pipeline.embeddings.base import ProgressFn
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.index.context import IndexContext
@@ -39,6 +40,7 @@ class EmbedStats:
     embedded: int  # vectors computed by the model in this call
     cache_hits: int
     dimension: int
+    levels_json: str = ""  # the measured similarity levels, as stored (JSON)
 
 
 def index_text_units(
@@ -93,6 +95,10 @@ def index_text_units(
         },
         schema.lance_text_unit_pieces_schema(dim, embedder.split_tag),
     )
+    found = similarity_levels(embedder)
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), levels.METADATA_KEY: found.to_json().encode()}
+    )
     store.replace_lance_table(schema.LANCE_TEXT_UNIT_PIECES, piece_table)
     store.replace_lance_table(schema.LANCE_TEXT_UNITS, table, fts_columns=("text",))
     return EmbedStats(
@@ -101,7 +107,14 @@ def index_text_units(
         embedded=embedder.computed - before_computed,
         cache_hits=embedder.cache_hits - before_hits,
         dimension=dim,
+        levels_json=found.to_json(),
     )
+
+
+def similarity_levels(embedder: CachedEmbedder) -> levels.StoredLevels:
+    """The embedding model's similarity levels (`pipeline.embeddings.levels`), measured through the
+    cache: the probe sentences are embedded once per model."""
+    return levels.learn(embedder)
 
 
 def previous_splits(
@@ -172,6 +185,8 @@ def run(ctx: IndexContext) -> StageReport:
     store, cached = ctx.store, ctx.embedder
     units = store.read_table(schema.BASE_TEXT_UNITS)
     docs = store.read_table(schema.INPUT_DOCUMENTS)
+    if not ctx.settings.embedding_reembed:
+        levels.for_namespace(cached, levels.stored(store))  # EmbedderMismatchError: another model's index
     ctx.log(f"embedding {units.num_rows} text units with {cached.model_id}")
     stats = index_text_units(store, units, docs, cached, progress=ctx.progress("embedded new text units"))
     ids, bad_vectors = vector_ids(store)
@@ -185,6 +200,7 @@ def run(ctx: IndexContext) -> StageReport:
             "embedding_cache_hits": stats.cache_hits,
             "dimension": stats.dimension,
             "model": cached.model_id,
+            "similarity_levels": stats.levels_json,
             "lancedb_uri": str(store.lance_uri),
         },
         checks=[

@@ -29,6 +29,7 @@ from pipeline.caches.base import ResponseCache, cache_key
 from pipeline.core import client_defaults as cd
 from pipeline.llm import structured
 from pipeline.llm.batch import Batches, CancelSignal, run_guarded
+from pipeline.llm.blocking import run_to_end
 from pipeline.llm.errors import LLMError, LLMTruncatedError, LLMValidationError
 from pipeline.llm.reply import Reply
 from pipeline.llm.stream import Written
@@ -141,13 +142,16 @@ class LLMClient(Batches):
         task: str = "embed",
         deadline: float | None = None,
         cancel: CancelSignal | None = None,
+        dimensions: int | None = None,
     ) -> list[list[float]]:
-        """Embedding vectors (as the server returns them) for one request's worth of texts."""
-        work = self.transport.embed(list(texts), task, deadline)
+        """Embedding vectors (as the server returns them) for one request's worth of texts; `dimensions`
+        asks a model that can shorten its vectors for that width."""
+        work = self.transport.embed(list(texts), task, deadline, dimensions=dimensions)
         return await self._guarded(work, task, deadline, cancel)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine to completion on a fresh event loop and close this client's connections."""
+        """Run a coroutine to completion on a fresh event loop (a helper thread's inside a running loop) and
+        close this client's connections."""
 
         async def main() -> T:
             try:
@@ -155,7 +159,7 @@ class LLMClient(Batches):
             finally:
                 await self.aclose()
 
-        return asyncio.run(main())
+        return run_to_end(main())
 
     async def aclose(self) -> None:
         """Close the current event loop's connection pool (the next call opens a new one)."""

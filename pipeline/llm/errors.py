@@ -132,6 +132,17 @@ def repeat_of(first: LLMUnreachableError | LLMUnresponsiveError, task: str) -> L
     )
 
 
+class EmbeddingUnavailableError(LLMCallError):
+    """The embedding server could not be reached, or failed every attempt: no question can be embedded,
+    so none can be answered (the CLI exits 3, the service answers 503 `embedding_unavailable`)."""
+
+
+def is_unreachable(error: LLMError) -> bool:
+    """Whether `error` says the server is not there (no connection, or 5xx after every retry), rather
+    than that this one request was bad."""
+    return isinstance(error, LLMCallError) and (error.status is None or error.status >= 500)
+
+
 # What each door names a failed model call by: the CLI's `--stream --json` error event, the HTTP error
 # body's `code` (502, or 504 for a timeout: `timed_out`), MCP's and the chat door's error.
 LLM_UNREACHABLE = "llm_unreachable"  # no connection could be made
@@ -142,7 +153,12 @@ LLM_MISCONFIGURED = "llm_misconfigured"
 LLM_FAILED = "llm_failed"  # the server answered with errors (5xx, a refused request, a garbled body)
 
 
+EMBEDDING_UNAVAILABLE = "embedding_unavailable"  # HTTP 503: no question can be embedded
+
+
 def error_code(exc: LLMError) -> str:
+    if isinstance(exc, EmbeddingUnavailableError):
+        return EMBEDDING_UNAVAILABLE
     if isinstance(exc, LLMUnreachableError):
         return LLM_UNREACHABLE
     if isinstance(exc, LLMTimeoutError | LLMCancelledError):

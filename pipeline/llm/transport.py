@@ -17,6 +17,7 @@ A server found down stays down for the transport's life (one question, command o
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import weakref
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import numpy as np
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
@@ -263,21 +265,25 @@ class Transport:
             prompt_estimate() if usage is None else 0,
         )
 
-    async def embed(self, texts: list[str], task: str, deadline: float | None) -> list[list[float]]:
+    async def embed(
+        self, texts: list[str], task: str, deadline: float | None, *, dimensions: int | None = None
+    ) -> list[list[float]]:
+        extra = {"dimensions": dimensions} if dimensions else {}
+
         async def attempt(sdk: openai.AsyncOpenAI, deadline: float | None) -> tuple[list[list[float]], int]:
             budget = _budget(self.timeout_s, deadline)
             try:
                 async with asyncio.timeout(budget):
                     response = await sdk.embeddings.create(
-                        model=self.model, input=texts, encoding_format="float", timeout=budget
+                        model=self.model, input=texts, encoding_format="float", timeout=budget, **extra
                     )
             except ValueError as exc:
                 raise GarbledResponseError(str(exc)) from exc
             data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
             if len(data) != len(texts):
                 raise GarbledResponseError(f"{len(data)} embeddings for {len(texts)} inputs")
-            usage = getattr(response, "usage", None)
-            return [list(d.embedding) for d in data], int(getattr(usage, "prompt_tokens", 0) or 0)
+            usage = getattr(response, "usage", None)  # Ollama's and some vLLM versions' replies have none
+            return [vector_of(d.embedding) for d in data], int(getattr(usage, "prompt_tokens", 0) or 0)
 
         vectors, prompt_tokens = await self._with_retries(attempt, task, deadline)
         self._account(prompt_tokens, 0)
@@ -363,6 +369,17 @@ class Transport:
             )
             state = self._states[loop] = _LoopState(sdk, asyncio.Semaphore(self.concurrency))
         return state
+
+
+def vector_of(embedding: Any) -> list[float]:
+    """One embedding as floats: a server may answer base64 (little-endian float32) though asked for
+    floats, as some OpenAI-compatible proxies do."""
+    if isinstance(embedding, str):
+        try:
+            return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist()
+        except ValueError as exc:
+            raise GarbledResponseError(f"an embedding is neither floats nor base64: {exc}") from exc
+    return list(embedding)
 
 
 def _budget(timeout_s: float, deadline: float | None) -> float:

@@ -17,7 +17,7 @@ from pipeline.query.common import events
 from pipeline.query.common.events import Sink
 from pipeline.query.common.mode import MODES, Mode
 from pipeline.query.common.mode import routable as routable
-from pipeline.query.common.scope import QueryScope
+from pipeline.query.common.scope import QueryScope, leveled
 from pipeline.query.drift.mode import MODE as DRIFT
 from pipeline.query.global_.mode import MODE as GLOBAL
 from pipeline.query.lazy.mode import MODE as LAZY
@@ -51,7 +51,14 @@ def scope(
     `events` to hear its progress (a streaming door), and `write_reports` to write deferred reports on
     first use (`QueryScope.write_reports`)."""
     return QueryScope(
-        store, engine, embedder, deadline, cancel, modes=MODES, events=events, write_reports=write_reports
+        store,
+        engine,
+        leveled(store, embedder),
+        deadline,
+        cancel,
+        modes=MODES,
+        events=events,
+        write_reports=write_reports,
     )
 
 

@@ -20,7 +20,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import basic_search_async
-from pipeline.query.common.scope import QueryScope
+from pipeline.query.common.scope import QueryScope, leveled
 from pipeline.query.drift.search import drift_search_async
 from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.search import (
@@ -68,7 +68,7 @@ def write_global_batches(
     rows, totals = [], {}
     for q in questions:
         tasks = GlobalTasks(engine, embedder)
-        scope = QueryScope(store, engine, embedder, write_reports=write_reports)
+        scope = QueryScope(store, engine, leveled(store, embedder), write_reports=write_reports)
         batches, selection, first_use = engine.run_sync(plan_with_reports(scope, q, tasks, config))
         counts = {**selection.to_dict(), "first_use_written": len(first_use.written) if first_use else 0}
         for key, value in counts.items():
@@ -192,7 +192,11 @@ def answers_writer(
         store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: Any
     ) -> AnswersTable:
         return answer_all(
-            store, engine, questions, lambda q: search(QueryScope(store, engine, embedder), q, config), rows
+            store,
+            engine,
+            questions,
+            lambda q: search(QueryScope(store, engine, leveled(store, embedder)), q, config),
+            rows,
         )
 
     return write

@@ -1,6 +1,7 @@
 """What the service answers when the model behind a query fails: 502, or 504 when it did not answer in
 time, with a `code` naming how (`pipeline.llm.errors.error_code`: llm_unreachable, llm_timeout,
-llm_failed, llm_bad_reply, llm_budget_exceeded), so that HTTP, MCP and the chat door all say the same.
+llm_failed, llm_bad_reply, llm_budget_exceeded; 503 embedding_unavailable when the embedding server
+is not there), so that HTTP, MCP and the chat door all say the same.
 The caller is told what kind of failure it was, never the model server's address: the log has that."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import logging
 from typing import Any
 
 from pipeline.llm.errors import (
+    EMBEDDING_UNAVAILABLE,
     LLM_BAD_REPLY,
     LLM_BUDGET,
     LLM_FAILED,
@@ -34,6 +36,12 @@ class UpstreamError(ServiceError):
         self.code = code or self.code
 
 
+class EmbeddingUnavailable(UpstreamError):
+    """The embedding server is not there: no question can be embedded, so none answered (503)."""
+
+    status = 503
+
+
 class UpstreamTimeout(UpstreamError):
     """The model did not answer in time (hung, stalled): 504."""
 
@@ -48,6 +56,7 @@ _UPSTREAM = {
     LLM_BAD_REPLY: "the model's reply could not be used (it never matched the expected form)",
     LLM_BUDGET: "the model's spending budget is used up",
     LLM_FAILED: "the model server failed",
+    EMBEDDING_UNAVAILABLE: "the embedding server is unavailable",
 }
 
 
@@ -59,7 +68,13 @@ def llm_failure(exc: LLMError, context: str) -> ServiceError:
         return ServiceError("the server's LLM provider is misconfigured")
     log.warning("%s: the model failed: %s", context, exc)
     code = error_code(exc)
-    kind = UpstreamTimeout if timed_out(exc) else UpstreamError
+    kind = (
+        EmbeddingUnavailable
+        if code == EMBEDDING_UNAVAILABLE
+        else UpstreamTimeout
+        if timed_out(exc)
+        else UpstreamError
+    )
     status = getattr(exc, "status", None)
     why = f" (HTTP {status})" if isinstance(status, int) else ""
     return kind(f"{_UPSTREAM[code]}{why}", code=code, detail={"error": type(exc).__name__, "task": exc.task})

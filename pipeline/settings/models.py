@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from pipeline.core import client_defaults as cd
 
@@ -70,6 +70,37 @@ class EmbeddingSettings(BaseModel):
     embedding_max_retries: int = Field(
         default=cd.MAX_RETRIES, ge=0, description="openai provider: retries of a failed request"
     )
+    embedding_dimensions: int | None = Field(
+        default=None,
+        ge=1,
+        description="openai provider: the `dimensions` request parameter, for models that shorten their "
+        "vectors on request (text-embedding-3-*); unset: the model's own width",
+    )
+    embedding_reembed: bool = Field(
+        default=False,
+        description="Let an index run re-embed a namespace whose vectors came from another embedding model "
+        "(`pipeline index --reembed`); without it such a run stops before embedding and names both models",
+    )
+    similarity_levels: dict[str, float] = Field(
+        default_factory=dict,
+        description="Overrides of the similarity levels an index measures on its embedding model (related, "
+        'relevant, useless, useful, entity: cosines), e.g. {"related": 0.8}; `pipeline status` shows '
+        "the levels in force and where they came from",
+    )
+
+    @field_validator("similarity_levels")
+    @classmethod
+    def _known_levels(cls, value: dict[str, float]) -> dict[str, float]:
+        known = ("related", "relevant", "useless", "useful", "entity")
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(
+                f"unknown similarity level(s) {', '.join(unknown)}; levels are {', '.join(known)}"
+            )
+        if any(not -1.0 <= v <= 1.0 for v in value.values()):
+            raise ValueError("similarity levels are cosines: each must lie in [-1, 1]")
+        return value
+
     embedding_max_input_tokens: int = Field(
         default=cd.EMBEDDING_MAX_INPUT_TOKENS, ge=16, description="Longer texts are split"
     )

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pipeline.llm.errors import LLMError
 from pipeline.vector_tool.filters import FilterError, parse_filter
 from pipeline.vector_tool.options import DEFAULT_TOP_K, coerce_top_k, store_query_params
 from pipeline.vector_tool.rerank import as_reranker
@@ -282,6 +283,9 @@ class StoreTool(Tool):
             # The caller's filter, refused (a 422 at the service): one line, since a traceback at ERROR
             # per refused request buries the server's real failures.
             log.info("%s %s refused a filter: %s", self.failure_label, self.id, exc)
+            return degraded(f"{type(exc).__name__}: {exc}")
+        except LLMError as exc:  # the embedding server: its own one-line reason, no traceback
+            log.warning("%s %s failed: %s", self.failure_label, self.id, exc)
             return degraded(f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             log.exception("%s %s failed", self.failure_label, self.id)

@@ -13,7 +13,7 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
-from pipeline.query.common.scope import QueryScope
+from pipeline.query.common.scope import QueryScope, leveled
 from pipeline.query.saved_questions import AnswersTable
 
 
@@ -29,7 +29,9 @@ def write_auto_answers(
     rows, md = [], []
     for question in questions:
         res = engine.run_sync(
-            auto_search_async(QueryScope(store, engine, embedder, modes=modes), question, config)
+            auto_search_async(
+                QueryScope(store, engine, leveled(store, embedder), modes=modes), question, config
+            )
         )
         rows.append(
             {

@@ -13,12 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from pipeline.core.schema import LANCE_TEXT_UNITS
+from pipeline.embeddings import levels
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.engine.task import Task
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.query.common.events import Sink
+from pipeline.query.common.index_cache import cached_index, table_versions
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
@@ -74,6 +77,17 @@ class QueryScope:
     def usage(self) -> dict[str, Any]:
         """The engine's counters now (calls, tokens, cache hits), for a result's `usage`."""
         return dict(self.engine.usage.counters())
+
+
+def leveled(store: NamespaceStore, embedder: Any) -> Any:
+    """`embedder` with the similarity levels the namespace's index measured (`pipeline.embeddings.levels`),
+    read once per version of its `text_units` table. Every scope's embedder is one: the levels in force
+    are the model's as this index measured it, whatever embedder object the door built."""
+    if embedder is None:
+        return None
+    versions = table_versions(store, lance=[LANCE_TEXT_UNITS])
+    found = cached_index(store, "similarity_levels", versions, lambda: levels.stored(store))
+    return levels.for_namespace(embedder, found)
 
 
 def start_clock(question: str) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.io.repair import diagnose
 from pipeline.io.store import TableNotFoundError
+from pipeline.llm.errors import EmbeddingUnavailableError
 from pipeline.query.common.mode import Mode
 from pipeline.query.common.retrieval import Hits, checkpoint
 from pipeline.query.common.scope import QueryScope
@@ -76,6 +77,8 @@ async def vector_search(scope: QueryScope, query: str, config: VectorSearchConfi
             raise VectorFilterError(reason)
         if kind == TableNotFoundError.__name__:
             raise TableNotFoundError(reason)
+        if kind == EmbeddingUnavailableError.__name__:  # no question can be embedded: not a degraded answer
+            raise EmbeddingUnavailableError(reason, task="embed")
         found = diagnose(scope.store)
         if found is not None:  # the tool turned a damaged table's read error into its reason
             raise found
