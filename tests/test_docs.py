@@ -31,6 +31,16 @@ def test_the_committed_configuration_page_is_what_the_settings_model_renders(cle
     assert committed == render(), "docs/configuration.md is stale: run `make config-docs`"
 
 
+def test_the_committed_conformance_matrix_is_what_the_tests_marks_render() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "gen_matrix.py"), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_every_setting_has_a_documented_row_with_its_variable_and_a_description(clean_env: None) -> None:
     table = rows(Settings)
     assert sorted(env for _, env, *_ in table) == sorted(

@@ -137,6 +137,7 @@ def test_bad_input_is_one_line_an_exit_code_and_nothing_written(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
 
 
+@pytest.mark.matrix(doors=("pipeline eval",), modes=("basic", "global", "auto"))
 def test_eval_of_the_sample_book_writes_the_report_and_prints_the_metrics(
     sample_book: Path, questions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ):

@@ -226,6 +226,7 @@ def test_scripted_model_malformed_map_reply_is_a_failed_batch(store, tmp_path):
     assert failed["reason"].startswith("LLMValidationError") and "points" in failed["reason"]
 
 
+@pytest.mark.matrix(chat="llama.cpp (SmolLM2)", doors=("Python API",), modes=("global",))
 def test_against_the_local_smollm2_server_the_whole_path_returns_a_validated_result(
     tmp_path, llm_server: LlamaServer
 ):

@@ -535,6 +535,7 @@ def test_namespace_scoping_holds(tiny, embedder):
         assert all(e["document_id"] == f"doc-{store.namespace}" for e in result.evidence)
 
 
+@pytest.mark.matrix(doors=("Dagster query assets",), modes=("local",))
 def test_local_answers_asset_materializes_saved_questions(tiny, dagster_instance, monkeypatch):
     import json
 

@@ -88,6 +88,7 @@ async def exercise(client: Client) -> None:
     assert invalid.is_error
 
 
+@pytest.mark.matrix(doors=("MCP stdio",), modes=("vector",))
 def test_stdio_client_lists_the_tools_and_calls_one(data: ServiceData) -> None:
     params = stdio_server(data)
 

@@ -81,6 +81,7 @@ def test_models_lists_each_namespace_of_the_key_times_each_mode_that_answers(bas
 
 
 # ---- a completion, unstreamed ---------------------------------------------------------------------------
+@pytest.mark.matrix(doors=("OpenAI door",), modes=("basic",))
 def test_sync_completion_cites_with_markers_and_lists_its_sources(base_url: str) -> None:
     done = client_for(base_url).chat.completions.create(model="acme/basic", messages=ask("acme/basic"))
     text = done.choices[0].message.content or ""
@@ -96,6 +97,7 @@ def test_sync_completion_cites_with_markers_and_lists_its_sources(base_url: str)
     assert done.usage is not None and done.usage.total_tokens == 0  # offline: no model tokens
 
 
+@pytest.mark.matrix(doors=("OpenAI door",), modes=("local", "global", "auto"))
 @pytest.mark.parametrize("mode", ["local", "global", "auto"])
 def test_every_answering_mode_cites_with_markers(base_url: str, mode: str) -> None:
     done = client_for(base_url).chat.completions.create(model=f"acme/{mode}", messages=ask(mode))

@@ -187,6 +187,9 @@ BODIES = {
 
 
 # ---- every endpoint answers --------------------------------------------------------------------------
+@pytest.mark.matrix(
+    doors=("HTTP JSON",), modes=("basic", "local", "drift", "global", "lazy", "auto", "chunks", "vector")
+)
 def test_each_endpoint_answers_for_its_tenant(client: httpx.Client) -> None:
     answers = {}
     for kind, body in BODIES.items():
