@@ -8,9 +8,10 @@ breaks one gets an ingest_errors status naming it: `too_large_expanded`, `too_ma
 `page_too_large`, `ocr_budget`, `parse_timeout`. The process-level limits (address space, CPU and
 wall-clock deadline, output size) are the worker's (`pipeline.parse.worker`).
 
-The defaults are written here, once, and the settings (`pipeline.settings.indexing.IngestSettings`,
-`PIPELINE_PARSE_*` and `PIPELINE_OCR_*`) take them from here, so the parse package, which a worker process
-imports, needs no settings model. They are sized for a 2-core, 24 GB machine that indexes while it serves.
+The defaults are written once, in `pipeline.core.parse_defaults`, which the settings
+(`pipeline.settings.indexing.IngestSettings`, `PIPELINE_PARSE_*` and `PIPELINE_OCR_*`) read too, so the
+parse package, which a worker process imports, needs no settings model. They are sized for a 2-core,
+24 GB machine that indexes while it serves.
 """
 
 from __future__ import annotations
@@ -19,29 +20,8 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pipeline.core.parse_defaults import DEFAULTS
 from pipeline.parse.layout import ParseError
-
-# The defaults, written once: ParseLimits' fields and the settings model (which documents them) both
-# read them here.
-DEFAULTS: dict[str, Any] = {
-    # the worker process (pipeline.parse.worker)
-    "memory_mb": 768,  # address space (RLIMIT_AS); the worker's RSS stays below it
-    "cpu_seconds": 300.0,  # CPU time per document (RLIMIT_CPU)
-    "wall_seconds": 600.0,  # wall clock per document, OCR included; then the worker is killed
-    "max_output_mb": 64,  # the parsed text and layout the worker hands back
-    # zip-based files (DOCX, PPTX, EPUB): bytes counted as they inflate, never the headers' sizes
-    "max_expanded_mb": 500,
-    "max_expansion_ratio": 100.0,  # inflated / file size, once past EXPANSION_RATIO_FLOOR bytes
-    # PDF pages
-    "max_pages": 5000,
-    "max_page_points": 14_400.0,  # larger side; 14,400 units (200 in) is PDF's own page limit
-    # OCR of pages without a text layer
-    "ocr_dpi": 300,
-    "ocr_min_dpi": 100,  # a large page is rendered at fewer dpi to fit ocr_max_pixels, down to this
-    "ocr_max_pixels": 25_000_000,  # one rendered page (a letter page at 300 dpi is 8.4 million)
-    "ocr_max_pages": 200,  # per document
-    "ocr_max_seconds": 300.0,  # per document, Tesseract's wall time
-}
 
 
 @dataclass(frozen=True)
@@ -78,11 +58,6 @@ EXPANSION_RATIO_FLOOR = 4_000_000
 
 def setting_name(field_name: str) -> str:
     return field_name if field_name.startswith("ocr_") else f"parse_{field_name}"
-
-
-def default(field_name: str) -> Any:
-    """The default of ParseLimits' field (for the settings model, which documents it)."""
-    return DEFAULTS[field_name]
 
 
 @dataclass

@@ -10,15 +10,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import NoDecode
 
-from pipeline.parse.bounds import default as parse_default
+from pipeline.core.parse_defaults import default as parse_default
 from pipeline.settings.tokenizer import TokenizerSettings
 
 
 class IngestSettings(BaseModel):
     """Reading documents (pipeline.ops.ingest) and the budgets a parsed file is read under (docs/parsing.md)"""
 
-    # The parse budgets' defaults are written in pipeline.parse.bounds (DEFAULTS), which the parse worker
-    # imports without this model; they are sized for a 2-core, 24 GB machine.
+    # The parse budgets' defaults are written in pipeline.core.parse_defaults (DEFAULTS), which
+    # pipeline.parse.bounds reads too (the parse worker imports it without this model); they are sized for
+    # a 2-core, 24 GB machine.
 
     max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger documents are rejected")
     fallback_encodings: Annotated[list[str], NoDecode] = Field(
