@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline.core.documents import Document, IngestError, document_id
+from pipeline.ops.decoding import Rejected, check_text, decode_bytes
 from pipeline.ops.input_folder import InputEntry, read_regular, scan
 from pipeline.parse.bounds import ParseLimits
 from pipeline.settings import default_of
@@ -66,87 +67,6 @@ class IngestOptions:
     ocr_run_max_seconds: float = default_of("ocr_run_max_seconds")
 
 
-class _Reject(Exception):
-    def __init__(self, error_type: str, reason: str) -> None:
-        super().__init__(reason)
-        self.error_type = error_type
-        self.reason = reason
-
-
-def _looks_binary(data: bytes) -> bool:
-    sample = data[:8192]
-    if b"\x00" in sample:
-        return True
-    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27))
-    return len(sample) > 0 and control / len(sample) > 0.10
-
-
-# A UTF-32 LE BOM begins with the UTF-16 LE one, so the longer marks are tried first.
-_UNICODE_BOMS = (
-    (b"\xff\xfe\x00\x00", "utf-32", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
-    (b"\xff\xfe", "utf-16", "UTF-16"),
-    (b"\xfe\xff", "utf-16", "UTF-16"),
-)
-
-
-def _wide_unicode(data: bytes) -> str | None:
-    """Text in UTF-16 or UTF-32, whose NUL bytes would otherwise make it look binary: named by its BOM,
-    or UTF-16 without one when every other byte (and only those) is mostly NUL, as in Latin text."""
-    for bom, codec, name in _UNICODE_BOMS:
-        if data.startswith(bom):
-            try:
-                text = data.decode(codec)
-            except UnicodeDecodeError as exc:
-                raise _Reject(
-                    "encoding",
-                    f"starts with a {name} byte-order mark but is not valid {name} (offset {exc.start})",
-                ) from None
-            if _looks_binary(text[:8192].encode("utf-8")):
-                raise _Reject("binary", f"{name} that decodes to control characters: a binary file, not text")
-            return text
-    sample = data[: 8192 & ~1]
-    if len(data) % 2 or len(sample) < 4:
-        return None
-    even, odd = sample[0::2], sample[1::2]
-    for zeros, other, codec in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
-        if 0 not in other and zeros.count(0) * 2 >= len(zeros):
-            try:
-                text = data.decode(codec)
-            except UnicodeDecodeError:
-                return None
-            return None if _looks_binary(text[:8192].encode("utf-8")) else text
-    return None
-
-
-def decode_bytes(data: bytes, fallback_encodings: tuple[str, ...] = ()) -> str:
-    """UTF-8 (BOM allowed), UTF-16/32 (by BOM, or UTF-16 by its NULs), then each fallback encoding; a
-    clear reason when none fits."""
-    if (wide := _wide_unicode(data)) is not None:
-        return wide
-    if _looks_binary(data):
-        raise _Reject("binary", "looks like a binary file (NUL or control bytes), not text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        for enc in fallback_encodings:
-            try:
-                return data.decode(enc)
-            except (UnicodeDecodeError, LookupError):
-                continue
-        raise _Reject(
-            "encoding",
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "re-save as UTF-8 or set PIPELINE_FALLBACK_ENCODINGS (e.g. latin-1)",
-        ) from None
-
-
-def _check_text(text: str) -> str:
-    if not text.strip():
-        raise _Reject("empty", "document is empty (no text after stripping whitespace)")
-    return text
-
-
 # A record is an object of scalars; deeper than this is no document. The limit is fixed because Python's
 # parser recurses once per level, so whether 900 levels parse would depend on the caller's stack depth.
 MAX_JSON_DEPTH = 100
@@ -175,15 +95,15 @@ def _load_json(text: str) -> Any:
     try:
         loaded = json.loads(text)
     except RecursionError:
-        raise _Reject("too_deep", _TOO_DEEP) from None
+        raise Rejected("too_deep", _TOO_DEEP) from None
     # fewer brackets than the limit cannot nest past it: most files skip the walk
     shallow = text.count("[") + text.count("{") <= MAX_JSON_DEPTH
     if not shallow and isinstance(loaded, dict | list) and _too_deep(loaded):
-        raise _Reject("too_deep", _TOO_DEEP)
+        raise Rejected("too_deep", _TOO_DEEP)
     return loaded
 
 
-def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[str, Any] | _Reject]:
+def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[str, Any] | Rejected]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from pq.read_table(io.BytesIO(data)).to_pylist()
@@ -198,14 +118,14 @@ def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[
                     yield _load_json(line)
                 except json.JSONDecodeError as exc:
                     # one broken line costs that row only; the file's other rows are still indexed
-                    yield _Reject("malformed", f"line {lineno}: invalid JSON ({exc.msg})")
-                except _Reject as rej:
-                    yield _Reject(rej.error_type, f"line {lineno}: {rej.reason}")
+                    yield Rejected("malformed", f"line {lineno}: invalid JSON ({exc.msg})")
+                except Rejected as rej:
+                    yield Rejected(rej.error_type, f"line {lineno}: {rej.reason}")
     else:
         try:
             loaded = _load_json(text)
         except json.JSONDecodeError as exc:
-            raise _Reject(
+            raise Rejected(
                 "malformed", f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
         if isinstance(loaded, dict) and _is_title_mapping(loaded, opts):
@@ -217,7 +137,7 @@ def _row_records(path: Path, data: bytes, opts: IngestOptions) -> Iterator[dict[
         if isinstance(loaded, dict):
             loaded = [loaded]
         if not isinstance(loaded, list):
-            raise _Reject("malformed", "JSON must be an object or an array of objects")
+            raise Rejected("malformed", "JSON must be an object or an array of objects")
         yield from loaded
 
 
@@ -279,15 +199,15 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
         try:
             size = entry.stat.st_size if entry.stat else 0
             if suffix in TEXT_SUFFIXES and size > opts.max_document_bytes:
-                raise _Reject(
+                raise Rejected(
                     "too_large", f"{size:,} bytes exceeds the limit of {opts.max_document_bytes:,} bytes"
                 )
             data = read_regular(entry)
             if not data:
-                raise _Reject("empty", "file is empty (0 bytes)")
+                raise Rejected("empty", "file is empty (0 bytes)")
             created = _created(entry)
             if suffix in TEXT_SUFFIXES:
-                text = _check_text(decode_bytes(data, opts.fallback_encodings))
+                text = check_text(decode_bytes(data, opts.fallback_encodings))
                 add(
                     Document(
                         document_id(text), rel, text, rel, len(data), created, None, {"format": suffix[1:]}
@@ -296,21 +216,21 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
                 continue
             for row_no, record in enumerate(_row_records(Path(rel), data, opts)):
                 try:
-                    if isinstance(record, _Reject):
+                    if isinstance(record, Rejected):
                         raise record
                     add(_row_document(record, rel, row_no, created, suffix, opts))
                     rows_ok += 1
-                except _Reject as rej:
+                except Rejected as rej:
                     rows_bad += 1
                     result.errors.append(IngestError(rel, rej.error_type, rej.reason, row_no))
             if not rows_ok and not rows_bad:
-                raise _Reject("empty", "no rows (the file holds no records)")
+                raise Rejected("empty", "no rows (the file holds no records)")
             if rows_ok:
                 result.rows_rejected += rows_bad
             else:
                 result.files_rejected += 1
             continue
-        except _Reject as rej:
+        except Rejected as rej:
             result.errors.append(IngestError(rel, rej.error_type, rej.reason))
         except OSError as exc:
             result.errors.append(IngestError(rel, "unreadable", f"cannot read file: {exc.strerror or exc}"))
@@ -334,16 +254,16 @@ def _row_document(
     record: Any, rel: str, row_no: int, created: str, suffix: str, opts: IngestOptions
 ) -> Document:
     if not isinstance(record, dict):
-        raise _Reject("malformed", "row is not an object with named columns")
+        raise Rejected("malformed", "row is not an object with named columns")
     text = record.get(opts.text_column)
     if text is None:
-        raise _Reject("missing_text", f"row has no {opts.text_column!r} column")
+        raise Rejected("missing_text", f"row has no {opts.text_column!r} column")
     if not isinstance(text, str):
-        raise _Reject("malformed", f"column {opts.text_column!r} is {type(text).__name__}, not text")
-    _check_text(text)
+        raise Rejected("malformed", f"column {opts.text_column!r} is {type(text).__name__}, not text")
+    check_text(text)
     n_bytes = len(text.encode("utf-8"))
     if n_bytes > opts.max_document_bytes:
-        raise _Reject(
+        raise Rejected(
             "too_large", f"{n_bytes:,} bytes exceeds the limit of {opts.max_document_bytes:,} bytes"
         )
     source_id = record.get(opts.id_column)
