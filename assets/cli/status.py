@@ -21,20 +21,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not tables:
         print(f"namespace {args.namespace!r} has no tables under {store.uri} (run `index` first)")
         return 1
-    print(f"namespace {args.namespace!r} at {store.uri}")
-    print(f"  {'table':<28} {'kind':<8} {'rows':>10}  materialized (UTC)")
     empty = [t.name for t in tables if t.rows == 0 and t.kind == "parquet"]
+    # the empty tables on the namespace's own line: `make demo` fits on two screens
+    print(f"namespace {args.namespace!r} at {store.uri}" + (f"; empty: {', '.join(empty)}" if empty else ""))
+    print(f"  {'table':<28} {'kind':<8} {'rows':>10}  materialized (UTC)")
     for t in tables:
         if t.name not in empty or t.kind != "parquet":
             print(f"  {t.name:<28} {t.kind:<8} {t.rows:>10}  {t.modified:%Y-%m-%d %H:%M:%S}")
-    if empty:
-        print(f"  empty: {', '.join(empty)}")
     print(f"{index_method(store)}; {last_spend(args.namespace)}")
-    print(similarity_line(store, settings))
+    print(f"  {similarity_levels(store, settings)}")
     return 0
 
 
-def similarity_line(store: NamespaceStore, settings: Any) -> str:
+def similarity_levels(store: NamespaceStore, settings: Any) -> str:
     """The similarity levels queries use on this namespace, and where they come from."""
     from pipeline.embeddings import levels
     from pipeline.embeddings.base import EmbedderConfigError
@@ -44,12 +43,12 @@ def similarity_line(store: NamespaceStore, settings: Any) -> str:
     try:
         leveled = levels.for_namespace(cached_embedder(settings), found)
     except EmbedderConfigError as exc:
-        return f"  similarity levels: none usable: {exc}"
+        return f"similarity levels: none usable: {exc}"
     shown = ", ".join(f"{k} {getattr(leveled.calibration, k):.2f}" for k in levels.LEVELS)
     where = (
         f"{leveled.levels_source}, {found.model_id} {found.dimension}-d" if found else leveled.levels_source
     )
-    return f"  similarity levels: {shown} ({where})"
+    return f"similarity levels: {shown} ({where})"
 
 
 def index_method(store: NamespaceStore) -> str:

@@ -64,6 +64,8 @@ def index_text_units(
         spans=previous_splits(store, embedder.split_tag, unit_ids, starts),
     )
     dim = embedder.dimension
+    # the units' own work, before the probe sentences of the similarity levels are embedded
+    embedded, cache_hits = embedder.computed - before_computed, embedder.cache_hits - before_hits
     doc_ids = text_units.column("document_id").to_pylist()
     doc_titles = pa.array([titles.get(d) for d in doc_ids], pa.string())
     table = tables.to_table(
@@ -104,8 +106,8 @@ def index_text_units(
     return EmbedStats(
         rows=table.num_rows,
         pieces=piece_table.num_rows,
-        embedded=embedder.computed - before_computed,
-        cache_hits=embedder.cache_hits - before_hits,
+        embedded=embedded,
+        cache_hits=cache_hits,
         dimension=dim,
         levels_json=found.to_json(),
     )
