@@ -218,6 +218,28 @@ def test_a_finished_head_past_the_cap_is_431_before_the_key_is_checked(base_url:
     assert fine.status_code == 200, fine.text  # under the default 16 KB
 
 
+def test_bodies_on_one_keep_alive_connection_never_add_up_to_a_431(base_url: str) -> None:  # noqa: F811
+    # Each request's head is small; only a head's own bytes count towards the cap, never the body read
+    # with it in one chunk: two 3.5 KB requests, each sent whole in one write on one connection, were
+    # counted together with the next ones and the fifth was answered 431.
+    body = json.dumps({"namespace": "acme", "query": "Marley " * 480, "top_k": 1}).encode()
+    head = (
+        f"POST /v1/query/vector HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY_A}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", port_of(base_url)), timeout=WAIT_S) as sock:
+        reader = sock.makefile("rb")
+        for _ in range(6):
+            sock.sendall(head + body)
+            status = reader.readline()
+            length = 0
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            reader.read(length)
+            assert status.startswith(b"HTTP/1.1 200 "), status
+
+
 def test_the_header_cap_is_a_setting(tmp_path: Path) -> None:
     with connections_server(tmp_path, service_max_header_bytes=2048) as (_svc, port):
         url = f"http://127.0.0.1:{port}/v1/models"

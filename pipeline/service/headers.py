@@ -139,6 +139,10 @@ def capped_protocol(max_bytes: int) -> type[asyncio.Protocol]:
 
         def on_headers_complete(self) -> None:
             self._reading_head = False
+            # what was counted was this head (and perhaps its body's first bytes, read with it): once
+            # the head is whole the count starts again, or a keep-alive connection's requests add up
+            # to a 431 for a small request (a 10 KB body, then another, on one connection)
+            self._head_bytes = 0
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
