@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -44,6 +45,21 @@ def storage_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def environment(**variables: str) -> Iterator[None]:
+    """These environment variables set for the block, each given back its old value (or unset) after."""
+    saved = {k: os.environ.get(k) for k in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def make_dagster_home(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO_ROOT / "dagster.yaml", path / "dagster.yaml")
@@ -79,18 +95,11 @@ def sample_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     storage = tmp_path_factory.mktemp("sample_book_storage")
     home = make_dagster_home(tmp_path_factory.mktemp("sample_book_dagster"))
-    saved = {k: os.environ.get(k) for k in ("PIPELINE_STORAGE_ROOT", "DAGSTER_HOME")}
-    os.environ.update(PIPELINE_STORAGE_ROOT=str(storage), DAGSTER_HOME=str(home))
-    instance = DagsterInstance.get()
-    try:
+    with (
+        environment(PIPELINE_STORAGE_ROOT=str(storage), DAGSTER_HOME=str(home)),
+        DagsterInstance.get() as instance,
+    ):
         result = run_index("demo", input_dir=str(REPO_ROOT / "samples" / "demo"), instance=instance)
-    finally:
-        instance.dispose()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     assert result.success, result.failures
     return storage
 

