@@ -26,7 +26,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, build_reco
 from assets.namespace_lock import holder_tags
 from assets.partitions import SHARD_COUNT, namespace_partitions, namespace_shard_partitions
 from assets.runs import PROJECT_ROOT, IndexRunResult, documents_run_config, summarize_run
-from pipeline.core.parent_death import die_with_parent
+from pipeline.ops.extraction.parent_death import die_with_parent
 
 
 def job_by_name(name: str) -> JobDefinition:

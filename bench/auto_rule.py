@@ -32,7 +32,7 @@ def _features(question: str, texts: list[str], answer: str, frequencies: Any) ->
     """The candidate rules' inputs; `best_passage_idf` and `union` are auto's own scores
     (`compare.context_scores`), the others variants of them."""
     from pipeline.query.auto.compare import context_scores
-    from pipeline.query.common.sentence_rank import stems
+    from pipeline.query.retrieval.sentence_rank import stems
 
     terms = stems(question)
     per_text = [terms & stems(t) for t in texts]

@@ -8,13 +8,13 @@ DIR holds a corpus `<name>_corpus.json` and its questions `<name>.json`, in the 
   (`supporting_facts [[title, sentence]]`).
 The corpus is indexed through the Dagster job once per storage folder (`--reindex` runs the job again:
 every cached stage is reused, so this costs only what changed). Then every question is asked of
-- `vector`: plain vector search over text units (`pipeline.query.common.search.vector_search`);
+- `vector`: plain vector search over text units (`pipeline.query.retrieval.nearest.vector_search`);
 - `basic`: basic search (dense + BM25 fused, then the offline answer), ranked by its retrieved units: the
   vector-RAG baseline every GraphRAG mode must beat;
 - `local`: local search (offline engine, whole flow with the answer), ranked by its fused passages;
 - `lazy`: lazy search (offline engine, whole flow with the answer), ranked by its relevant units;
 - each passage signal alone (`only:<signal>`) and the fusion without each (`without:<signal>`), with the
-  seeds local search matched for that question (`pipeline.query.common.passage_rank`);
+  seeds local search matched for that question (`pipeline.query.retrieval.passage_rank`);
 and recall@2/5/10 of the gold passages (matched by document title, as HippoRAG does) is reported,
 with p50/p95 latency per method. Local and lazy latency is the whole query after one warm-up question.
 `context_gold` counts the gold passages inside the answer's context (its Sources rows) of local and lazy
@@ -147,13 +147,13 @@ def main() -> None:
     from pipeline.engine.offline import OfflineEngine
     from pipeline.io.store import NamespaceStore
     from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
-    from pipeline.query.common.local_index import load_local_index
-    from pipeline.query.common.passage_index import load_passage_index
-    from pipeline.query.common.passage_rank import SIGNALS, PassageRankOptions, rank_passages
     from pipeline.query.common.scope import QueryScope
-    from pipeline.query.common.search import vector_search
     from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
     from pipeline.query.local.search import LocalSearchConfig, local_search_async
+    from pipeline.query.retrieval.local_index import load_local_index
+    from pipeline.query.retrieval.nearest import vector_search
+    from pipeline.query.retrieval.passage_index import load_passage_index
+    from pipeline.query.retrieval.passage_rank import SIGNALS, PassageRankOptions, rank_passages
     from pipeline.runtime import cached_embedder
     from pipeline.settings import load_settings
 

@@ -15,7 +15,7 @@ from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import BasicSearchConfig, BasicSearchError, basic_search_async
 from pipeline.query.common.scope import QueryScope
-from pipeline.query.common.search import text_search
+from pipeline.query.retrieval.nearest import text_search
 
 QUESTION = "What did Bob Cratchit earn as Scrooge's clerk?"
 
@@ -96,7 +96,7 @@ def test_min_score_leaves_out_passages_below_it_and_none_left_is_no_results(tiny
 
 @pytest.mark.parametrize("k", [1, 3, 10, 40])
 def test_held_piece_vectors_rank_units_as_lancedb_flat_search_does(tiny, embedder, k):
-    from pipeline.query.common.search import _best_units_held, _best_units_lance
+    from pipeline.query.retrieval.nearest import _best_units_held, _best_units_lance
 
     units = [r["id"] for r in tiny.read_table(schema.TEXT_UNITS, columns=["id"]).to_pylist()]
     questions = [QUESTION, "Who is Marley?", "Christmas dinner at the Cratchits' house", "ghost"]
@@ -113,7 +113,7 @@ def test_held_piece_vectors_rank_units_as_lancedb_flat_search_does(tiny, embedde
 def test_front_matter_is_read_once_per_version_of_the_documents_table(tmp_path):
     from pipeline.core.boilerplate import content_span
     from pipeline.core.tables import to_table
-    from pipeline.query.common.front_matter import document_regions
+    from pipeline.query.answer.front_matter import document_regions
 
     def write(text: str) -> None:
         row = {name: None for name in schema.DOCUMENTS_SCHEMA.names} | {
@@ -139,7 +139,7 @@ def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_docume
     from pipeline.core.boilerplate import Region, content_span
     from pipeline.core.stored_regions import REGIONS_KEY
     from pipeline.core.tables import to_table
-    from pipeline.query.common.front_matter import DocumentRegions, document_regions
+    from pipeline.query.answer.front_matter import DocumentRegions, document_regions
 
     store = NamespaceStore(tmp_path, "docs")
     text = "[Illustration: a door knocker]\n\nMarley was dead: to begin with."
@@ -164,7 +164,7 @@ def test_front_matter_is_read_from_what_chunking_stored_and_else_from_the_docume
 def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_path):
     import pyarrow as pa
 
-    from pipeline.query.common.row_cache import held_rows
+    from pipeline.query.caches.row_cache import held_rows
 
     store = NamespaceStore(tmp_path, "docs")
 
@@ -186,7 +186,7 @@ def test_held_rows_are_lancedb_rows_without_vectors_and_follow_a_rewrite(tmp_pat
 
 
 def test_vector_search_fetches_the_same_units_from_held_rows_as_from_lancedb(tiny, embedder, monkeypatch):
-    import pipeline.query.common.search as search
+    import pipeline.query.retrieval.nearest as search
 
     questions = [QUESTION, "Who is Marley?", "Christmas dinner at the Cratchits' house"]
     held = [search.vector_search(tiny, embedder, q, k=3) for q in questions]

@@ -10,9 +10,9 @@ import pytest
 from pipeline.core import schema, tables
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.prompt_text import skeleton_text
+from pipeline.query.answer.prompt_text import skeleton_text
+from pipeline.query.answer.token_budget import BudgetError
 from pipeline.query.common.scope import QueryScope
-from pipeline.query.common.token_budget import BudgetError
 from pipeline.query.global_.batches import build_batches
 from pipeline.query.global_.context import GlobalContextError, ReportContext, load_report_contexts
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches

@@ -298,7 +298,7 @@ def test_scripted_model_cancelled_while_rating_maps_nothing(city, embedder, tmp_
     ],
 )
 def test_a_broad_question_names_only_the_collection(question, broad):
-    from pipeline.query.common.intent import is_broad
+    from pipeline.query.retrieval.intent import is_broad
 
     assert is_broad(question) is broad
 

@@ -19,7 +19,7 @@ from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.chunking import offset_mismatches
-from pipeline.query.common.search import text_search, vector_search
+from pipeline.query.retrieval.nearest import text_search, vector_search
 from pipeline.runtime import open_embedding_cache
 from pipeline.settings import Settings
 from tests.conftest import shared_data

@@ -66,7 +66,7 @@ def test_an_empty_folder_indexes_nothing_without_failing(tmp_path: Path):
 def test_queries_on_a_namespace_indexed_from_an_empty_folder_find_nothing_without_error(tmp_path: Path):
     """An empty folder indexes nothing; its empty LanceDB tables have no full-text index, and a search of
     them is an empty answer, not LanceDB's 'Cannot perform full text search' error."""
-    from pipeline.query.common.search import text_search
+    from pipeline.query.retrieval.nearest import text_search
     from pipeline.vector_tool import LanceDBStore
 
     store = NamespaceStore(tmp_path / "storage", "empty")

@@ -21,8 +21,9 @@ The layers of `pipeline/` (a module may import its own layer and those listed):
   search takes its store, engine and embedder as arguments.
 - `query` never imports `ops`: what indexing and querying share (boilerplate masks, token windows,
   sentences, section paths) lives in `core`.
-- Each query mode is a package of `query` (`query/<mode>/`, every subpackage but `common`) and never
-  imports another mode's: what several modes share lives in `query/common`, which imports no mode, and
+- Each query mode is a package of `query` (`query/<mode>/`, every subpackage but the shared rooms) and
+  never imports another mode's: what several modes share lives in a room that imports no mode (`common`:
+  the mode contract; `answer`: contexts and citations; `caches`; `retrieval`: the graph retrieval), and
   a mode that hands a question on finds the others in its scope (`QueryScope.modes`). The registry
   (`query/registry.py`) and the other modules at the root of `query` are no mode.
 - No module under `pipeline/` is over 400 lines.
@@ -146,10 +147,15 @@ def test_the_cycle_check_sees_imports_inside_functions():
     assert "pipeline.runtime" in _import_graph()["pipeline.index.context"]
 
 
+# The query side's shared rooms: every other package directly under pipeline/query is a mode.
+SHARED_ROOMS = {"common", "answer", "caches", "retrieval"}
+MAX_COMMON_MODULES = 8
+
+
 def _query_modes() -> set[str]:
-    """The mode packages: every package directly under pipeline/query but `common`."""
+    """The mode packages: every package directly under pipeline/query but the shared rooms."""
     root = REPO / "pipeline" / "query"
-    return {p.parent.name for p in root.glob("*/__init__.py")} - {"common"}
+    return {p.parent.name for p in root.glob("*/__init__.py")} - SHARED_ROOMS
 
 
 def _mode_of(module: str, modes: set[str]) -> str | None:
@@ -178,10 +184,12 @@ def mode_imports_of_sibling_modes(graph: dict[str, set[str]], modes: set[str]) -
 
 
 def common_imports_of_modes(graph: dict[str, set[str]], modes: set[str]) -> list[str]:
+    """Imports of a mode by a shared room (`common`, `answer`, `caches`, `retrieval`)."""
+    rooms = tuple(f"pipeline.query.{room}" for room in SHARED_ROOMS)
     return sorted(
         f"{m} -> {t}"
         for m, targets in graph.items()
-        if m == "pipeline.query.common" or m.startswith("pipeline.query.common.")
+        if m in rooms or m.startswith(tuple(f"{r}." for r in rooms))
         for t in targets
         if _mode_of(t, modes)
     )
@@ -194,13 +202,13 @@ def test_query_code_never_imports_ops():
 
 def test_the_ops_check_sees_a_query_module_importing_ops():
     graph = {
-        "pipeline.query.common.pages": {"pipeline.ops.structure", "pipeline.ops", "pipeline.core.sections"},
+        "pipeline.query.answer.pages": {"pipeline.ops.structure", "pipeline.ops", "pipeline.core.sections"},
         "pipeline.query": set(),
         "pipeline.ops.chunking": {"pipeline.core.token_windows"},
     }
     assert query_imports_of_ops(graph) == [
-        "pipeline.query.common.pages -> pipeline.ops",
-        "pipeline.query.common.pages -> pipeline.ops.structure",
+        "pipeline.query.answer.pages -> pipeline.ops",
+        "pipeline.query.answer.pages -> pipeline.ops.structure",
     ]
 
 
@@ -219,7 +227,7 @@ def test_the_mode_check_sees_a_mode_importing_a_sibling_but_not_common_or_the_re
             "pipeline.query.local",
             "pipeline.query.drift",
         },
-        "pipeline.query.drift.tasks": {"pipeline.query.common.answer_context", "pipeline.query.drift.steps"},
+        "pipeline.query.drift.tasks": {"pipeline.query.answer.answer_context", "pipeline.query.drift.steps"},
         "pipeline.query.registry": {"pipeline.query.basic.mode", "pipeline.query.local.mode"},
         "pipeline.query.estimate": {"pipeline.query.basic.search"},
     }
@@ -229,8 +237,14 @@ def test_the_mode_check_sees_a_mode_importing_a_sibling_but_not_common_or_the_re
     ]
 
 
-def test_query_common_imports_no_mode():
+def test_the_shared_query_rooms_import_no_mode():
     assert common_imports_of_modes(_import_graph(), _query_modes()) == []
+
+
+def test_query_common_holds_only_the_mode_contract():
+    """What is not the mode contract has a named room (answer, caches, retrieval), so `common` stays small."""
+    modules = [p for p in (REPO / "pipeline" / "query" / "common").glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= MAX_COMMON_MODULES, sorted(p.name for p in modules)
 
 
 def test_the_common_check_sees_common_importing_a_mode():
@@ -238,9 +252,11 @@ def test_the_common_check_sees_common_importing_a_mode():
         "pipeline.query.common.batcher": {"pipeline.query.global_.context", "pipeline.query.common.scope"},
         "pipeline.query.common": set(),
         "pipeline.query.global_.map": {"pipeline.query.common.batcher"},
+        "pipeline.query.retrieval.intent": {"pipeline.query.local.tasks"},
     }
     assert common_imports_of_modes(graph, {"global_", "local"}) == [
-        "pipeline.query.common.batcher -> pipeline.query.global_.context"
+        "pipeline.query.common.batcher -> pipeline.query.global_.context",
+        "pipeline.query.retrieval.intent -> pipeline.query.local.tasks",
     ]
 
 

@@ -214,7 +214,7 @@ def test_a_rare_word_outweighs_a_common_one_and_the_whole_context_breaks_a_tie()
     from collections import Counter
 
     from pipeline.query.auto.compare import StemFrequencies, context_scores, keep
-    from pipeline.query.common.sentence_rank import stems
+    from pipeline.query.retrieval.sentence_rank import stems
 
     frequencies = StemFrequencies(
         100, Counter({s: 90 for s in stems("ghost")} | {s: 2 for s in stems("Marley")})

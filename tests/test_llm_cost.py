@@ -40,9 +40,9 @@ from pipeline.llm.errors import LLMBudgetExceededError
 from pipeline.llm.structured import json_schema
 from pipeline.ops.extraction.models import ExtractionOut
 from pipeline.ops.reports.models import CommunityReportResponse
-from pipeline.query.common.community_select import CommunitySelection
-from pipeline.query.common.intent import QueryIntent
 from pipeline.query.global_.tasks import MapAnswer, ReduceAnswer
+from pipeline.query.retrieval.community_select import CommunitySelection
+from pipeline.query.retrieval.intent import QueryIntent
 from pipeline.runtime import make_llm_client
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT

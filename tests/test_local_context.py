@@ -7,9 +7,9 @@ import pytest
 
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.citations import resolve_citations
-from pipeline.query.common.intent import QueryIntent
-from pipeline.query.common.local_context import (
+from pipeline.query.answer.citations import resolve_citations
+from pipeline.query.retrieval.intent import QueryIntent
+from pipeline.query.retrieval.local_context import (
     ContextShares,
     answer_messages,
     build_local_context,
@@ -17,7 +17,7 @@ from pipeline.query.common.local_context import (
     rank_entities,
     rank_relationships,
 )
-from pipeline.query.common.local_index import load_local_index
+from pipeline.query.retrieval.local_index import load_local_index
 from tests.test_local_search import PARAGRAPHS, build_tiny_index, eid
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"

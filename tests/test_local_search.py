@@ -18,8 +18,10 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
 from pipeline.index.text_unit_embeddings import index_text_units
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.community_rank import expand, topology_candidates
-from pipeline.query.common.entity_match import (
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_async
+from pipeline.query.retrieval.community_rank import expand, topology_candidates
+from pipeline.query.retrieval.entity_match import (
     MatchOptions,
     alias_channel,
     exact_channel,
@@ -27,10 +29,8 @@ from pipeline.query.common.entity_match import (
     match_entities,
     semantic_channel,
 )
-from pipeline.query.common.intent import QueryIntent, offline_intent
-from pipeline.query.common.local_index import load_local_index
-from pipeline.query.common.scope import QueryScope
-from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_async
+from pipeline.query.retrieval.intent import QueryIntent, offline_intent
+from pipeline.query.retrieval.local_index import load_local_index
 
 PARAGRAPHS = [
     "Ebenezer Scrooge kept the counting-house with his late partner Jacob Marley. Marley had been dead seven years.",
@@ -308,8 +308,8 @@ def test_tables_too_large_to_hold_are_searched_in_lancedb_with_the_same_rows(
 ):
     # The in-memory search (tiny's store) and LanceDB's (a second store of the same index, with every
     # table over the row limit) must give the same entities, report candidates and report vectors.
-    from pipeline.query.common import vector_cache
-    from pipeline.query.common.community_rank import report_vectors, semantic_candidates
+    from pipeline.query.caches import vector_cache
+    from pipeline.query.retrieval.community_rank import report_vectors, semantic_candidates
 
     held, _ = tiny
     big = NamespaceStore(tmp_path, "tiny")
@@ -420,8 +420,8 @@ class _Unreachable:
 
 
 def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder):
-    from pipeline.query.common.local_retrieval import _select
     from pipeline.query.local.search import LocalSearchResult
+    from pipeline.query.retrieval.local_retrieval import _select
 
     store, _ = tiny
     question = "What was the weather like that Christmas Eve?"
@@ -456,7 +456,7 @@ def test_top_k_and_level_are_validated_with_a_clear_error():
 def test_a_branch_that_stops_above_the_level_adds_no_community():
     from types import SimpleNamespace
 
-    from pipeline.query.common.local_index import LocalIndex
+    from pipeline.query.retrieval.local_index import LocalIndex
 
     communities = {
         0: {"community": 0, "level": 0, "parent": -1, "children": [2]},

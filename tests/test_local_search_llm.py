@@ -24,9 +24,9 @@ from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
-from pipeline.query.common.intent import offline_intent
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
+from pipeline.query.retrieval.intent import offline_intent
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
 from tests.test_local_search import build_tiny_index

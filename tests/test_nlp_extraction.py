@@ -10,7 +10,7 @@ from pipeline.core.ner import entity_spans
 from pipeline.ops.canonical import canonical_keys
 from pipeline.ops.extraction import GENERIC_TYPE
 from pipeline.ops.extraction.offline import NLP_VERSION, extract_unit
-from pipeline.query.common.intent import offline_intent
+from pipeline.query.retrieval.intent import offline_intent
 from pipeline.runtime import make_stage_engines, stage_forms
 from pipeline.settings import load_settings
 

@@ -21,7 +21,7 @@ from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.chunking import chunk_documents_table, chunking_config
 from pipeline.parse.layout import Layout, Page, Section
-from pipeline.query.common.pages import cite_line
+from pipeline.query.answer.pages import cite_line
 from tests.conftest import make_dagster_home
 from tests.support.documents import text_pdf
 

@@ -12,16 +12,16 @@ import pytest
 from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.passage_index import load_passage_index
-from pipeline.query.common.passage_rank import (
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.local.search import LocalSearchConfig, local_search_async
+from pipeline.query.retrieval.passage_index import load_passage_index
+from pipeline.query.retrieval.passage_rank import (
     PassageRankOptions,
     bm25_scores,
     dense_scores,
     ppr_scores,
     rank_passages,
 )
-from pipeline.query.common.scope import QueryScope
-from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from tests.test_local_search import build_tiny_index, eid
 from tests.test_local_search import embedder as embedder  # noqa: F401 - the module-scoped fixture
 
@@ -114,7 +114,7 @@ def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):  # noq
 
 
 def test_cache_keeps_the_most_recently_used_namespaces(tmp_path, monkeypatch):
-    from pipeline.query.common import index_cache
+    from pipeline.query.caches import index_cache
 
     monkeypatch.setattr(index_cache, "MAX_ENTRIES", 2)
     stores = [NamespaceStore(tmp_path, name) for name in ("ns_a", "ns_b", "ns_c")]
@@ -133,7 +133,7 @@ def test_a_serving_process_keeps_built_indexes_out_of_gc_and_frees_a_replaced_on
     import gc
     import weakref
 
-    from pipeline.query.common import index_cache
+    from pipeline.query.caches import index_cache
 
     class Loaded:  # holds a reference cycle, so only the collector can free it
         def __init__(self) -> None:

@@ -10,15 +10,15 @@ from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
 from pipeline.prompts import ROUTE_QUESTION
 from pipeline.query import registry
+from pipeline.query.answer.passage_answer import build_basic_context
 from pipeline.query.basic.search import BasicSearchConfig, retrieve
-from pipeline.query.common.local_index import load_local_index
-from pipeline.query.common.passage_answer import build_basic_context
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.drift.steps import primer_reports, split_folds
 from pipeline.query.drift.tasks import PrimerRequest, primer_messages
 from pipeline.query.estimate import estimate_query
 from pipeline.query.global_.search import GlobalSearchConfig, plan_batches
 from pipeline.query.global_.tasks import map_messages
+from pipeline.query.retrieval.local_index import load_local_index
 from pipeline.settings import Settings
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"

@@ -27,7 +27,7 @@ from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.index.report_embeddings import entity_text, report_text
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.search import text_search, vector_search
+from pipeline.query.retrieval.nearest import text_search, vector_search
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 

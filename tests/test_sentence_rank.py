@@ -1,10 +1,10 @@
-"""The offline answers' sentence ranking (`pipeline.query.common.sentence_rank`): the question's words,
+"""The offline answers' sentence ranking (`pipeline.query.retrieval.sentence_rank`): the question's words,
 stemmed, decide; the given order breaks ties; nothing is embedded."""
 
 from __future__ import annotations
 
-from pipeline.query.common.answer_context import ContextRow, LocalContext, offline_answer, ranked_sentences
-from pipeline.query.common.sentence_rank import rank_by_question, stems
+from pipeline.query.answer.answer_context import ContextRow, LocalContext, offline_answer, ranked_sentences
+from pipeline.query.retrieval.sentence_rank import rank_by_question, stems
 
 
 def test_the_sentence_holding_most_of_the_questions_words_comes_first():

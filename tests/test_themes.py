@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.core.themes import content_words, group_into_themes
 from pipeline.query.global_.tasks import ReducePoint, ReduceRequest, cited_communities, offline_reduce
+from pipeline.query.global_.themes import content_words, group_into_themes
 
 POINTS = [
     ("Scrooge refused every charity collector and kept his money in the counting-house.", 9, [1]),

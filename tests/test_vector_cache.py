@@ -1,4 +1,4 @@
-"""The in-memory vector search (`pipeline.query.common.vector_cache`) against LanceDB's own flat search
+"""The in-memory vector search (`pipeline.query.caches.vector_cache`) against LanceDB's own flat search
 on a real table, its level filter, its fallback for tables too large to hold, absent tables and re-index freshness."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common import vector_cache
-from pipeline.query.common.vector_cache import nearest
+from pipeline.query.caches import vector_cache
+from pipeline.query.caches.vector_cache import nearest
 
 DIM = 16
 

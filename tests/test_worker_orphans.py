@@ -90,7 +90,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
-from pipeline.core.parent_death import die_with_parent
+from pipeline.ops.extraction.parent_death import die_with_parent
 
 
 def busy() -> None:

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.eval.questions import EvalQuestion
-from pipeline.query.common.intent import STOPWORDS
 from pipeline.query.common.shown import Context
+from pipeline.query.retrieval.intent import STOPWORDS
 
 PASSAGE_FOUND = 0.8
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -7,7 +7,7 @@ does a cited passage span.
 - page span: pages a cited passage covers (`page_end - page_start + 1`), for every cited passage with
   pages; the report gives their median.
 
-The places are read from a result's JSON (`pipeline.query.common.pages`): `citations` with pages (a
+The places are read from a result's JSON (`pipeline.query.answer.pages`): `citations` with pages (a
 local answer's cited entities and reports have none) and `quotes`; auto's are its routed mode's.
 """
 

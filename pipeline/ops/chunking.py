@@ -125,7 +125,7 @@ def chunk_documents_table(documents, chunk_size: int, chunk_overlap: int, encodi
     tokenized again (a 1% re-index of the 11 MB scale corpus re-chunked all of it: 10.6 s). The table is
     the one a fresh chunking gives (`human_readable_id` renumbered); it carries its config, the
     per-document boilerplate counts and the front-matter regions in its schema metadata, for the next
-    run and for the queries that blank front matter (`pipeline.query.common.front_matter`)."""
+    run and for the queries that blank front matter (`pipeline.query.answer.front_matter`)."""
     import pyarrow as pa
 
     from pipeline.core.schema import TEXT_UNITS_SCHEMA

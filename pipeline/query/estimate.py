@@ -22,7 +22,7 @@ from pipeline.core.tokens import count_tokens
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.query.common.prompt_text import skeleton_text
+from pipeline.query.answer.prompt_text import skeleton_text
 
 
 @dataclass

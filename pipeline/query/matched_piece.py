@@ -19,7 +19,7 @@ import numpy as np
 
 from pipeline.core.sentences import split_sentences
 from pipeline.embeddings.base import Embedder
-from pipeline.query.common.intent import QUESTION_WORDS, STOPWORDS
+from pipeline.query.retrieval.intent import QUESTION_WORDS, STOPWORDS
 
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 MAX_SENTENCES = 200  # per passage: a unit is at most a few thousand tokens

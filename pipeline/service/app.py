@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query import registry
-from pipeline.query.common.index_cache import freeze_indexes_after_build
+from pipeline.query.caches.index_cache import freeze_indexes_after_build
 from pipeline.query.common.mode import Mode
 from pipeline.service.caller import Caller
 from pipeline.service.clean_errors import CleanErrors

@@ -19,9 +19,9 @@ from pipeline.core.sections import locate
 from pipeline.io.store import NamespaceStore
 from pipeline.ops.graph_view import GREY, PALETTE, placed, vis_options
 from pipeline.parse.layout import Layout
-from pipeline.query.common.entity_match import NameLookup
-from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.pages import document_layouts
+from pipeline.query.answer.pages import document_layouts
+from pipeline.query.caches.index_cache import cached_index, table_versions
+from pipeline.query.retrieval.entity_match import NameLookup
 from pipeline.service.errors import IndexNotReady, InvalidRequest, ServiceError
 
 AROUND = 600  # characters of the document shown before and after a cited span

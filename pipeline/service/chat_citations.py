@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.query.common.answer_context import LABELS
+from pipeline.query.answer.answer_context import LABELS
 
 # `[Data: ...]` or global's `[Community ID: 7]` / `[Communities: 7, 9, +more]`
 _BLOCK = re.compile(

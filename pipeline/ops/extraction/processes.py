@@ -13,7 +13,7 @@ packs of a pool whose worker died (an OOM kill): the pool is dropped, the packs 
 here, and no unit is lost. The pool lives for one extraction run (`run.extract_graph` shuts it down), so
 its memory is back before the next stage.
 
-A worker dies with its parent, however the parent ends (`pipeline.core.parent_death`): a `kill -9` of
+A worker dies with its parent, however the parent ends (`pipeline.ops.extraction.parent_death`): a `kill -9` of
 `pipeline index` left each worker, about 430 MB, running under PID 1. A pool used from a short-lived
 thread would see its workers killed (PDEATHSIG follows the parent *thread*): a broken pool, whose packs
 are then extracted in process, slower but never wrong.
@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
-from pipeline.core.parent_death import die_with_parent
+from pipeline.ops.extraction.parent_death import die_with_parent
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from typing import Any
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 from pipeline.query.common.mode import Mode
-from pipeline.query.common.sentence_rank import stems
+from pipeline.query.retrieval.sentence_rank import stems
 
 TIE_ORDER = ("basic", "local", "lazy")  # rule 4
 

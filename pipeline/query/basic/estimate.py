@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.query.answer.passage_answer import build_basic_context
 from pipeline.query.basic.search import retrieve
-from pipeline.query.common.passage_answer import build_basic_context
 from pipeline.query.estimate import Asked, Phase, QueryEstimate
 
 

@@ -1,6 +1,6 @@
 """Basic search: vector RAG with an answer, the baseline every GraphRAG mode must beat.
 
-The nearest text units by cosine (their best model-sized piece, `pipeline.query.common.search`), optionally fused
+The nearest text units by cosine (their best model-sized piece, `pipeline.query.retrieval.nearest`), optionally fused
 by reciprocal rank with BM25 full-text hits, are packed best first into the answer prompt's token budget
 as a Sources table; the engine answers from it (offline: the passages' sentences closest to the question),
 citing `[Data: Sources (n)]`, which resolve to the units' documents and offsets. Microsoft GraphRAG's
@@ -25,14 +25,14 @@ from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.answer_context import AnswerRequest
-from pipeline.query.common.citations import describe_context, resolve_citations
-from pipeline.query.common.context_events import context_sources, emit_context
-from pipeline.query.common.front_matter import document_regions
-from pipeline.query.common.pages import locate_result
-from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
+from pipeline.query.answer.answer_context import AnswerRequest
+from pipeline.query.answer.citations import describe_context, resolve_citations
+from pipeline.query.answer.context_events import context_sources, emit_context
+from pipeline.query.answer.front_matter import document_regions
+from pipeline.query.answer.pages import locate_result
+from pipeline.query.answer.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.query.common.search import text_search, vector_search
+from pipeline.query.retrieval.nearest import text_search, vector_search
 from pipeline.settings.bound import FromSettings, setting
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."

@@ -1,5 +1,3 @@
-"""What the query modes share, importing none of them: the mode record and the scope; the answer context
-and its citations; local retrieval (the graph index, entity matching, community ranking and selection,
-passage ranking, the mixed context), which local search and DRIFT's follow-ups answer and lazy search
-ranks passages with; the passage answer of basic and lazy search; token budgets; the per-process index
-cache; the question parse; the nearest-text-units search."""
+"""The mode contract, importing no mode: the mode record, the scope a search runs in, the events it
+sends, the checks of its options, how the terminal and `pipeline eval` show a result, and the result of
+the retrieval-only modes (chunks, vector)."""

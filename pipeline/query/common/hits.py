@@ -10,8 +10,8 @@ from typing import Any
 
 from pipeline.core.boilerplate import mask_rows
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.front_matter import document_regions
-from pipeline.query.common.pages import cite_line, document_layouts, pages_label, place
+from pipeline.query.answer.front_matter import document_regions
+from pipeline.query.answer.pages import cite_line, document_layouts, pages_label, place
 from pipeline.query.matched_piece import matching_pieces
 
 

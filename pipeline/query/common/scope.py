@@ -20,8 +20,8 @@ from pipeline.engine.base import Engine
 from pipeline.engine.task import Task
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
+from pipeline.query.caches.index_cache import cached_index, table_versions
 from pipeline.query.common.events import Sink
-from pipeline.query.common.index_cache import cached_index, table_versions
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.query.common.pages import cite_line
+from pipeline.query.answer.pages import cite_line
 
 ANSWERED = ("completed", "partial", "no_results")  # exit 0; anything else (cancelled, failed) exits 1
 
@@ -47,7 +47,7 @@ def generic(result: Any, args: Any, scope: Any) -> int:
 def citations(citations: list[dict[str, Any]], quotes: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
     """Where each cited row comes from: a passage's document, pages, section and offsets, one a line;
     other rows by their names, one line per section; then each quoted sentence's own page (parsed files
-    only, `pipeline.query.common.pages`)."""
+    only, `pipeline.query.answer.pages`)."""
     if citations:
         print("Citations:")
     named: dict[str, list[str]] = {}

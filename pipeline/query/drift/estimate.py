@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.query.common.local_index import load_local_index
 from pipeline.query.drift.steps import primer_reports, split_folds
 from pipeline.query.drift.tasks import PrimerRequest, primer_messages
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
+from pipeline.query.retrieval.local_index import load_local_index
 
 
 def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:

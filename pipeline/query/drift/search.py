@@ -7,7 +7,7 @@ Microsoft GraphRAG's flow, on our pieces:
    that answers, scores its answer 0-100 and proposes follow-up questions. The root node of the tree is
    the primer: its answer the folds' answers, its follow-ups theirs.
 2. **Rounds**: `depth` times, the `breadth` open follow-ups with the best parent score are answered, each
-   by a local search (`pipeline.query.common.local_retrieval.local_search_with`, with the offline question parse
+   by a local search (`pipeline.query.retrieval.local_retrieval.local_search_with`, with the offline question parse
    and the community ranking: no model call) whose context is answered by one call
    (`Engine.drift_follow_up`) with an answer, a score and further follow-ups, which become open children.
 3. **Reduce**: the answered steps, best score first, within `reduce_budget` tokens, are merged into one
@@ -41,13 +41,12 @@ from typing import Any
 
 from pipeline.core.plain import attributes, plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.answer_context import LocalContext
-from pipeline.query.common.citations import resolve_citations
-from pipeline.query.common.local_index import load_local_index
-from pipeline.query.common.pages import locate_result
-from pipeline.query.common.prompt_text import skeleton_text
+from pipeline.query.answer.answer_context import LocalContext
+from pipeline.query.answer.citations import resolve_citations
+from pipeline.query.answer.pages import locate_result
+from pipeline.query.answer.prompt_text import skeleton_text
+from pipeline.query.answer.token_budget import pack
 from pipeline.query.common.scope import QueryScope, start_clock
-from pipeline.query.common.token_budget import pack
 from pipeline.query.drift.steps import (
     Cancelled,
     DriftNode,
@@ -66,6 +65,7 @@ from pipeline.query.drift.tasks import (
     reduce_block,
     reduce_messages,
 )
+from pipeline.query.retrieval.local_index import load_local_index
 
 DEFAULT_CONFIG = DriftSearchConfig()
 

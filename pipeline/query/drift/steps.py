@@ -14,13 +14,10 @@ from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.answer_context import ContextRow, LocalContext
-from pipeline.query.common.citations import resolve_citations
-from pipeline.query.common.local_context import prompt_tokens
-from pipeline.query.common.local_index import LocalIndex
-from pipeline.query.common.local_retrieval import LocalSearchConfig, LocalSearchError, local_search_with
+from pipeline.query.answer.answer_context import ContextRow, LocalContext
+from pipeline.query.answer.citations import resolve_citations
+from pipeline.query.answer.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.options import require_counts, require_level
-from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.tasks import (
     FOLLOW_UP,
@@ -33,6 +30,9 @@ from pipeline.query.drift.tasks import (
     follow_up_for,
     follow_up_messages,
 )
+from pipeline.query.retrieval.local_context import prompt_tokens
+from pipeline.query.retrieval.local_index import LocalIndex
+from pipeline.query.retrieval.local_retrieval import LocalSearchConfig, LocalSearchError, local_search_with
 from pipeline.settings.bound import FromSettings, nested, setting
 
 CENTRAL_ENTITIES = 3  # per primer report: the follow-ups it can lead to

@@ -4,7 +4,7 @@ reduce of the whole tree — in their offline and LLM forms: the `PRIMER`, `FOLL
 A primer or follow-up step answers with a `DriftStep`: an intermediate answer citing its rows as
 `[Data: Reports (12)]` / `[Data: Entities (3); Sources (7)]`, a 0-100 score for how well it answers the
 overall question, and follow-up questions. Offline, the answer is the rows' sentences that hold most of
-the question's words (`pipeline.query.common.sentence_rank`), the score the best one's share of them, and
+the question's words (`pipeline.query.retrieval.sentence_rank`), the score the best one's share of them, and
 the follow-ups name the central entities of what was read.
 """
 
@@ -18,8 +18,8 @@ from pipeline import prompts
 from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.answer_context import LocalContext, citation, ranked_sentences, sentence_key
-from pipeline.query.common.sentence_rank import rank_by_question
+from pipeline.query.answer.answer_context import LocalContext, citation, ranked_sentences, sentence_key
+from pipeline.query.retrieval.sentence_rank import rank_by_question
 
 OFFLINE_STEP_SENTENCES = 3  # per primer fold and per follow-up: the tree's answers stay short
 OFFLINE_REDUCE_LINES = 8

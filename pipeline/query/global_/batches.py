@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pipeline.core.token_windows import token_windows
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
-from pipeline.query.common.token_budget import BudgetError, prompt_budget
+from pipeline.query.answer.token_budget import BudgetError, prompt_budget
 from pipeline.query.global_.context import ReportContext
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits

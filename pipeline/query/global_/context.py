@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from pipeline.core import schema
 from pipeline.core.boilerplate import mask_text_units
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 MAX_CLAIMS_PER_REPORT = 5
 MAX_EXCERPTS_PER_REPORT = 3

@@ -9,13 +9,13 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.prompts.indexing import COMMUNITY_REPORT
-from pipeline.query.common.intent import is_broad
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
 from pipeline.query.global_.first_use import stand_ins
 from pipeline.query.global_.search import plan_batches, selection_mode
 from pipeline.query.global_.selection import community_tree
 from pipeline.query.global_.selection_tasks import RateItem, RateRequest, rate_messages
 from pipeline.query.global_.tasks import map_messages
+from pipeline.query.retrieval.intent import is_broad
 
 
 def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.core.report_stand_ins import deferred
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.batches import Batch
 

@@ -14,10 +14,10 @@ from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
+from pipeline.query.answer.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
+from pipeline.query.answer.token_budget import pack, prompt_budget
 from pipeline.query.common.events import Sink
 from pipeline.query.common.options import require_counts, require_level
-from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE, skeleton_text
-from pipeline.query.common.token_budget import pack, prompt_budget
 from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.selection_tasks import RATE, RateAnswer, RateRequest

@@ -30,10 +30,9 @@ from pipeline.core.plain import plain
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.context_events import emit_context
-from pipeline.query.common.index_cache import table_versions
-from pipeline.query.common.intent import is_broad
-from pipeline.query.common.prompt_text import skeleton_text
+from pipeline.query.answer.context_events import emit_context
+from pipeline.query.answer.prompt_text import skeleton_text
+from pipeline.query.caches.index_cache import table_versions
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, load_report_contexts
@@ -59,6 +58,7 @@ from pipeline.query.global_.selection import (
 )
 from pipeline.query.global_.sources import point_quotes
 from pipeline.query.global_.tasks import ReduceRequest, cited_communities, map_messages, offline_reduce
+from pipeline.query.retrieval.intent import is_broad
 
 NO_RESULTS_ANSWER = "No relevant community summaries were found for this question."
 DEFAULT_CONFIG = GlobalSearchConfig()

@@ -40,13 +40,13 @@ from pipeline.core.tokens import count_tokens
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.llm.batch import CancelSignal, stopped
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.intent import is_broad
-from pipeline.query.common.token_budget import prompt_budget
-from pipeline.query.common.vector_cache import column_matrix
+from pipeline.query.answer.token_budget import prompt_budget
+from pipeline.query.caches.index_cache import cached_index, table_versions
+from pipeline.query.caches.vector_cache import column_matrix
 from pipeline.query.global_.batches import Batch, build_batches
 from pipeline.query.global_.context import LevelNotFoundError, ReportContext, load_report_contexts
 from pipeline.query.global_.selection_tasks import RateItem, RateRequest
+from pipeline.query.retrieval.intent import is_broad
 
 FILL = 0.9  # of a batch's room, when packing is estimated from the reports' own token counts
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.offline_rating import RelevanceScore, similarity_ratings
+from pipeline.query.answer.offline_rating import RelevanceScore, similarity_ratings
 
 SUMMARY_CHARS = 600  # of a report, in the rating prompt: enough to judge, cheap to send
 

@@ -20,8 +20,8 @@ import numpy as np
 from pipeline.core import schema
 from pipeline.core.sentences import split_sentences
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.pages import DocumentLayouts, document_layouts, place
+from pipeline.query.answer.pages import DocumentLayouts, document_layouts, place
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 MIN_WORDS = 4  # a shorter sentence ("Returns:") says too little to tell where it came from
 _SPACE = re.compile(r"\s+")

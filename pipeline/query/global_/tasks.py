@@ -25,12 +25,12 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 from pipeline import prompts
 from pipeline.core.report_template import TEMPLATE_OPENINGS
 from pipeline.core.sentences import split_sentences
-from pipeline.core.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext, cpu_bound
-from pipeline.query.common.intent import is_broad
-from pipeline.query.common.prompt_text import DEFAULT_RESPONSE_TYPE
-from pipeline.query.common.sentence_rank import rank_by_question
+from pipeline.query.answer.prompt_text import DEFAULT_RESPONSE_TYPE
+from pipeline.query.global_.themes import MAX_THEMES, SENTENCES_PER_THEME, group_into_themes, theme_label
+from pipeline.query.retrieval.intent import is_broad
+from pipeline.query.retrieval.sentence_rank import rank_by_question
 
 OFFLINE_MAX_POINTS = 4
 # Sentences of one community the offline map reads: its report's summary and findings come first, then
@@ -227,7 +227,7 @@ def _names_in(sentence: str, name: str) -> bool:
 
 def offline_map(request: MapRequest, embedder: Embedder) -> MapAnswer:
     """One point per sentence of the batch among those holding most of the question's words
-    (`pipeline.query.common.sentence_rank`), cited by its community; its score is that share on the
+    (`pipeline.query.retrieval.sentence_rank`), cited by its community; its score is that share on the
     0-100 scale, so a sentence with none of them scores 0 and is left out (broad: see below). Embedding
     the batch's sentences instead was 84% of an offline global search on 11 MB of text."""
     sentences = _sentences_by_community(request.context)

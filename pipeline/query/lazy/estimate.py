@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline import prompts
-from pipeline.query.common.local_index import load_local_index
-from pipeline.query.common.passage_index import load_passage_index
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
 from pipeline.query.lazy.tasks import ExpandRequest, RateUnitsRequest, UnitItem, rate_messages
 from pipeline.query.lazy.tree import rank_units
+from pipeline.query.retrieval.local_index import load_local_index
+from pipeline.query.retrieval.passage_index import load_passage_index
 
 
 def estimate_phases(estimate: QueryEstimate, asked: Asked, config: Any) -> None:

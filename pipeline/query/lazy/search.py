@@ -31,19 +31,19 @@ from typing import Any
 
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
-from pipeline.query.common.answer_context import AnswerRequest
-from pipeline.query.common.citations import describe_context, resolve_citations
-from pipeline.query.common.context_events import context_sources, emit_context
-from pipeline.query.common.intent import STOPWORDS
-from pipeline.query.common.local_index import load_local_index
+from pipeline.query.answer.answer_context import AnswerRequest
+from pipeline.query.answer.citations import describe_context, resolve_citations
+from pipeline.query.answer.context_events import context_sources, emit_context
+from pipeline.query.answer.pages import locate_result
+from pipeline.query.answer.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.options import require_counts
-from pipeline.query.common.pages import locate_result
-from pipeline.query.common.passage_answer import BASIC_ANSWER, build_basic_context
-from pipeline.query.common.passage_index import load_passage_index
 from pipeline.query.common.scope import QueryScope, start_clock
 from pipeline.query.lazy.relevance import Probe, ProbeOptions, Tests, rate_call_cap, run_tests
 from pipeline.query.lazy.tasks import EXPAND, RATE_UNITS, ExpandRequest, offline_subqueries
 from pipeline.query.lazy.tree import load_tree, nearest_pieces, rank_units
+from pipeline.query.retrieval.intent import STOPWORDS
+from pipeline.query.retrieval.local_index import load_local_index
+from pipeline.query.retrieval.passage_index import load_passage_index
 from pipeline.settings.bound import FromSettings, setting
 
 NOTHING_RELEVANT = "The index holds nothing relevant to this question."

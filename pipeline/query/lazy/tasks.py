@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from pipeline import prompts
 from pipeline.engine.task import Task, TaskContext
-from pipeline.query.common.intent import offline_intent
-from pipeline.query.common.offline_rating import RelevanceScore, similarity_ratings
+from pipeline.query.answer.offline_rating import RelevanceScore, similarity_ratings
+from pipeline.query.retrieval.intent import offline_intent
 
 UNIT_CHARS = 1200  # of a unit, in the rating prompt: a MuSiQue paragraph whole, a long chunk's opening
 

@@ -18,10 +18,10 @@ import numpy as np
 
 from pipeline.embeddings.base import Embedder
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index
-from pipeline.query.common.local_index import LocalIndex
-from pipeline.query.common.passage_index import PassageIndex
-from pipeline.query.common.passage_rank import PassageRankOptions, rank_passages
+from pipeline.query.caches.index_cache import cached_index
+from pipeline.query.retrieval.local_index import LocalIndex
+from pipeline.query.retrieval.passage_index import PassageIndex
+from pipeline.query.retrieval.passage_rank import PassageRankOptions, rank_passages
 
 ORPHANS = -1  # the root of the units no community holds
 # Local search's dense and BM25 signals. Its entity walk (seeded by the nearest passages, lazy search has

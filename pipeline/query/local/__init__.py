@@ -1,3 +1,3 @@
-"""Local search: local retrieval (`pipeline.query.common.local_retrieval`: entities in the question → graph
+"""Local search: local retrieval (`pipeline.query.retrieval.local_retrieval`: entities in the question → graph
 neighbourhood → ranked communities → ranked passages → one mixed context within a token budget) answered
 by local's own answer task, cited to document offsets."""

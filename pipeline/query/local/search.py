@@ -1,4 +1,4 @@
-"""Local search: local retrieval (`pipeline.query.common.local_retrieval`: entities matched in the
+"""Local search: local retrieval (`pipeline.query.retrieval.local_retrieval`: entities matched in the
 question → graph neighbourhood → ranked communities → ranked passages → one mixed context within a token
 budget) answered by the local answer task (`pipeline.query.local.tasks`), citing the rows it used.
 
@@ -7,15 +7,15 @@ Its config, result and error are the retrieval's, named here as the mode's own f
 
 from __future__ import annotations
 
-from pipeline.query.common.answer_context import AnswerRequest, LocalContext
-from pipeline.query.common.local_retrieval import (
+from pipeline.query.answer.answer_context import AnswerRequest, LocalContext
+from pipeline.query.common.scope import QueryScope
+from pipeline.query.local.tasks import ANSWER
+from pipeline.query.retrieval.local_retrieval import (
     LocalSearchConfig,
     LocalSearchError,
     LocalSearchResult,
     local_search_with,
 )
-from pipeline.query.common.scope import QueryScope
-from pipeline.query.local.tasks import ANSWER
 
 __all__ = ["LocalSearchConfig", "LocalSearchError", "LocalSearchResult", "local_search_async"]
 

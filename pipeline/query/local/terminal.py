@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.query.answer.pages import cite_line
 from pipeline.query.common.mode import Terminal
-from pipeline.query.common.pages import cite_line
 from pipeline.query.common.terminal import citations, exit_code, print_json
 
 

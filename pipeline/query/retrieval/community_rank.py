@@ -12,8 +12,8 @@ import numpy as np
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.local_index import LocalIndex
-from pipeline.query.common.vector_cache import held_vectors, nearest
+from pipeline.query.caches.vector_cache import held_vectors, nearest
+from pipeline.query.retrieval.local_index import LocalIndex
 
 
 def expand(index: LocalIndex, seeds: list[str], hops: int) -> list[str]:

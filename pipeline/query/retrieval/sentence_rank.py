@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from pipeline.query.common.intent import QUESTION_WORDS, STOPWORDS
+from pipeline.query.retrieval.intent import QUESTION_WORDS, STOPWORDS
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

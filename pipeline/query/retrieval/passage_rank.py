@@ -25,8 +25,8 @@ from pipeline.chunk_graph.indexing import load_namespace_chunk_graph
 from pipeline.core import schema
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.passage_index import PassageIndex, tokenize
+from pipeline.query.caches.index_cache import cached_index, table_versions
+from pipeline.query.retrieval.passage_index import PassageIndex, tokenize
 
 SIGNALS = ("dense", "bm25", "ppr", "walk")
 

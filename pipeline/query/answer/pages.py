@@ -31,8 +31,8 @@ from pipeline.core.sections import SECTION_SEPARATOR, locate
 from pipeline.core.sentences import split_sentences
 from pipeline.io.store import NamespaceStore
 from pipeline.parse.layout import Layout
-from pipeline.query.common.front_matter import document_regions
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.answer.front_matter import document_regions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 
 class DocumentLayouts:

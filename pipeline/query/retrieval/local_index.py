@@ -13,8 +13,8 @@ from typing import Any
 from pipeline.core import schema
 from pipeline.core.boilerplate import mask_text_units
 from pipeline.io.store import NamespaceStore, TableNotFoundError
-from pipeline.query.common.entity_match import NameLookup
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
+from pipeline.query.retrieval.entity_match import NameLookup
 
 PARQUET_INPUTS = (
     schema.ENTITIES,

@@ -19,8 +19,8 @@ from pipeline.core import schema
 from pipeline.core.names import normalize_name
 from pipeline.core.rrf import reciprocal_rank_fusion
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.intent import STOPWORDS, QueryIntent
-from pipeline.query.common.vector_cache import nearest
+from pipeline.query.caches.vector_cache import nearest
+from pipeline.query.retrieval.intent import STOPWORDS, QueryIntent
 from pipeline.settings.bound import FromSettings, setting
 
 

@@ -1,7 +1,7 @@
 """Local search's retrieval, answered by the caller: entities matched in the question → graph
 neighbourhood → ranked communities → passages ranked by dense, BM25 and graph signals
-(`pipeline.query.common.passage_rank`) → one mixed context within a token budget
-(`pipeline.query.common.local_context`: reports, entities, relationships, claims, sources, as tables
+(`pipeline.query.retrieval.passage_rank`) → one mixed context within a token budget
+(`pipeline.query.retrieval.local_context`: reports, entities, relationships, claims, sources, as tables
 with ids) → the caller's answer, whose citations resolve against the context's rows.
 
 Local search (`pipeline.query.local.search`) answers the context with its own prompt; DRIFT's follow-ups
@@ -27,9 +27,13 @@ from typing import Any
 
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
-from pipeline.query.common.answer_context import LocalContext
-from pipeline.query.common.citations import describe_context, resolve_citations
-from pipeline.query.common.community_rank import (
+from pipeline.query.answer.answer_context import LocalContext
+from pipeline.query.answer.citations import describe_context, resolve_citations
+from pipeline.query.answer.context_events import context_sources, emit_context
+from pipeline.query.answer.pages import locate_result
+from pipeline.query.common.options import require_counts, require_level
+from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.retrieval.community_rank import (
     community_row,
     expand,
     rank_communities,
@@ -37,17 +41,18 @@ from pipeline.query.common.community_rank import (
     semantic_candidates,
     topology_candidates,
 )
-from pipeline.query.common.community_select import SELECT, CommunitySelection, SelectRequest
-from pipeline.query.common.context_events import context_sources, emit_context
-from pipeline.query.common.entity_match import MatchOptions, match_entities
-from pipeline.query.common.intent import INTENT, QueryIntent, offline_intent
-from pipeline.query.common.local_context import ContextShares, build_local_context
-from pipeline.query.common.local_index import LocalIndex, load_local_index
-from pipeline.query.common.options import require_counts, require_level
-from pipeline.query.common.pages import locate_result
-from pipeline.query.common.passage_index import load_passage_index
-from pipeline.query.common.passage_rank import PassageRankOptions, RankedPassage, dense_scores, rank_passages
-from pipeline.query.common.scope import QueryScope, start_clock
+from pipeline.query.retrieval.community_select import SELECT, CommunitySelection, SelectRequest
+from pipeline.query.retrieval.entity_match import MatchOptions, match_entities
+from pipeline.query.retrieval.intent import INTENT, QueryIntent, offline_intent
+from pipeline.query.retrieval.local_context import ContextShares, build_local_context
+from pipeline.query.retrieval.local_index import LocalIndex, load_local_index
+from pipeline.query.retrieval.passage_index import load_passage_index
+from pipeline.query.retrieval.passage_rank import (
+    PassageRankOptions,
+    RankedPassage,
+    dense_scores,
+    rank_passages,
+)
 from pipeline.settings.bound import FromSettings, nested, setting
 
 

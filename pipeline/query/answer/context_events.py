@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pipeline.query.common.answer_context import LocalContext
+from pipeline.query.answer.answer_context import LocalContext
+from pipeline.query.answer.pages import document_layouts, place
 from pipeline.query.common.events import CONTEXT
-from pipeline.query.common.pages import document_layouts, place
 from pipeline.query.common.scope import QueryScope
 
 # A ref key -> {its value: score}: how a mode says which of its context rows scored what.

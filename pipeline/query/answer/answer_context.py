@@ -2,9 +2,9 @@
 sources), each with the short id the model cites as `[Data: Entities (3, 7); Sources (4)]`, and the
 offline answer from it.
 
-Local search builds the whole mixed context (`pipeline.query.common.local_context`), DRIFT's follow-ups
-the same, basic and lazy search one holding only Sources (`pipeline.query.common.passage_answer`); one
-citation parser (`pipeline.query.common.citations`) resolves the answers of all of them.
+Local search builds the whole mixed context (`pipeline.query.retrieval.local_context`), DRIFT's follow-ups
+the same, basic and lazy search one holding only Sources (`pipeline.query.answer.passage_answer`); one
+citation parser (`pipeline.query.answer.citations`) resolves the answers of all of them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from pipeline.core.sentences import split_sentences
 from pipeline.engine.task import Task, TaskContext
 from pipeline.prompts import Prompt
-from pipeline.query.common.sentence_rank import rank_by_question
+from pipeline.query.retrieval.sentence_rank import rank_by_question
 
 OFFLINE_ANSWER_SENTENCES = 5
 OFFLINE_ANSWER_ROWS = 12  # per section: the best-ranked rows carry the answer (see offline_answer)
@@ -69,7 +69,7 @@ def ranked_sentences(
     question: str, context: LocalContext, sections: tuple[Section, ...] = SECTIONS[1:]
 ) -> list[tuple[Section, int, str, float]]:
     """The sentences of the context's best-ranked rows, those that hold most of the question's words
-    first (`pipeline.query.common.sentence_rank`), each statement once: (section, row id, sentence,
+    first (`pipeline.query.retrieval.sentence_rank`), each statement once: (section, row id, sentence,
     score in [0, 1]).
 
     Candidates are the passages of the best-ranked sources and the descriptions of the best-ranked

@@ -10,8 +10,8 @@ from pipeline.core.schema import LANCE_TEXT_UNIT_PIECES, LANCE_TEXT_UNITS
 from pipeline.embeddings.base import Embedder
 from pipeline.embeddings.cached import CachedEmbedder
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.row_cache import held_rows
-from pipeline.query.common.vector_cache import cosines, held_vectors
+from pipeline.query.caches.row_cache import held_rows
+from pipeline.query.caches.vector_cache import cosines, held_vectors
 
 
 def _clean(rows: list[dict[str, Any]], include_vectors: bool) -> list[dict[str, Any]]:

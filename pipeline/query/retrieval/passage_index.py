@@ -20,10 +20,10 @@ import scipy.sparse as sp
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
-from pipeline.query.common.local_index import PARQUET_INPUTS, LocalIndex, load_local_index
-from pipeline.query.common.sentence_rank import stemmer
-from pipeline.query.common.vector_cache import column_matrix
+from pipeline.query.caches.index_cache import cached_index, table_versions
+from pipeline.query.caches.vector_cache import column_matrix
+from pipeline.query.retrieval.local_index import PARQUET_INPUTS, LocalIndex, load_local_index
+from pipeline.query.retrieval.sentence_rank import stemmer
 
 LANCE_INPUTS = (schema.LANCE_TEXT_UNITS, schema.LANCE_TEXT_UNIT_PIECES)
 

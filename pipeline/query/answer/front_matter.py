@@ -25,7 +25,7 @@ from pipeline.core import schema
 from pipeline.core.boilerplate import Region, content_span
 from pipeline.core.stored_regions import stored_regions
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 
 class DocumentRegions:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.query.common.answer_context import LABELS, SECTIONS, LocalContext, Section
+from pipeline.query.answer.answer_context import LABELS, SECTIONS, LocalContext, Section
 
 _DATA = re.compile(r"\[Data:\s*([^\]]*)\]", re.IGNORECASE)
 _PART = re.compile(r"([A-Za-z]+)\s*\(([^)]*)\)")

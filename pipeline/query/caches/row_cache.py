@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 # Counted before reading, so a table too large is never read whole: 100,000 text units of the default
 # 1,200 tokens are about 500 MB of text, a corpus of about 400 MB.

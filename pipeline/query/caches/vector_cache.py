@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.io.store import NamespaceStore
-from pipeline.query.common.index_cache import cached_index, table_versions
+from pipeline.query.caches.index_cache import cached_index, table_versions
 
 # 250,000 vectors of 384 floats are 384 MB, raw and unit rows together: an 11 MB corpus's entities
 # fit, a table past it is searched in LanceDB.

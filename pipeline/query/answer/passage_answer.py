@@ -1,7 +1,7 @@
 """An answer from passages: the passages, best first, as a context holding only its Sources section
 (as many as the prompt's budget holds), and the `BASIC_ANSWER` task in its offline and LLM forms. Basic
 search answers its nearest passages so, lazy search its relevant units' sentences; the answer cites
-`[Data: Sources (7)]`, which `pipeline.query.common.citations` resolves."""
+`[Data: Sources (7)]`, which `pipeline.query.answer.citations` resolves."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from pipeline import prompts
 from pipeline.core.tokens import count_tokens
-from pipeline.query.common.answer_context import ContextRow, LocalContext, answer_task
-from pipeline.query.common.prompt_text import skeleton_text
-from pipeline.query.common.token_budget import pack
+from pipeline.query.answer.answer_context import ContextRow, LocalContext, answer_task
+from pipeline.query.answer.prompt_text import skeleton_text
+from pipeline.query.answer.token_budget import pack
 
 HEADER = "-----Sources-----\nid|text"
 

@@ -35,8 +35,8 @@ from typing import Any
 
 from pipeline import prompts
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
-from pipeline.query.common.answer_context import LABELS, SECTIONS, ContextRow, LocalContext, Section
-from pipeline.query.common.local_index import LocalIndex
+from pipeline.query.answer.answer_context import LABELS, SECTIONS, ContextRow, LocalContext, Section
+from pipeline.query.retrieval.local_index import LocalIndex
 
 HEADERS: dict[Section, str] = {
     "reports": "id|title|summary",

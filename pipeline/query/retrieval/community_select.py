@@ -1,6 +1,6 @@
 """Local search's community selection (`SELECT`), in its offline and LLM forms: which of the ranked
 communities' reports are relevant to the question. Local search asks it; DRIFT's follow-ups keep the
-ranking as it is (`pipeline.query.common.local_retrieval`)."""
+ranking as it is (`pipeline.query.retrieval.local_retrieval`)."""
 
 from __future__ import annotations
 
