@@ -11,8 +11,9 @@ import pyarrow as pa
 
 from pipeline.core import schema
 from pipeline.core.tables import TABLE_SCHEMAS
-from pipeline.ops.graph_layout import GAP, MAX_SIZE, MIN_SIZE, overlaps
+from pipeline.ops.graph_layout import GAP, MAX_SIZE, MIN_SIZE
 from pipeline.ops.graph_view import graph_data, graph_html
+from tests.support.drawing import overlaps
 
 
 def _tables(n: int, edges: list[tuple[int, int]], communities: list[list[int]]) -> tuple[pa.Table, ...]:

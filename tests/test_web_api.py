@@ -12,9 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE, overlaps
+from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE
 from pipeline.service.queries import QueryService
 from pipeline.service.web import WEBAPP
+from tests.support.drawing import overlaps
 from tests.support.web_data import KEY_A, KEY_B, MARKUP, QUESTION, build_web_data
 from tests.test_service import ServiceData, auth, offline_settings, serving
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,17 +77,6 @@ def chunk_text(
             )
         )
     return units
-
-
-def chunk_documents(
-    documents: Iterable[tuple[str, str]],
-    chunk_size: int = default_of("chunk_size"),
-    chunk_overlap: int = default_of("chunk_overlap"),
-    encoding: str = DEFAULT_ENCODING,
-) -> Iterator[TextUnit]:
-    """Chunk (document_id, text) pairs; documents never share a chunk."""
-    for document_id, text in documents:
-        yield from chunk_text(document_id, text, chunk_size, chunk_overlap, encoding)
 
 
 def chunking_config(chunk_size: int, chunk_overlap: int, encoding: str) -> str:

@@ -100,17 +100,3 @@ def _short_pairs(p: np.ndarray, radius: np.ndarray) -> bool:
     short = dist < radius[:, None] + radius[None, :] + GAP - 0.4
     np.fill_diagonal(short, False)
     return bool(short.any())
-
-
-def overlaps(
-    positions: Mapping[str, tuple[float, float]], sizes: Mapping[str, float]
-) -> list[tuple[str, str]]:
-    """The pairs of nodes whose discs are closer than GAP (what a test checks is empty)."""
-    names = list(positions)
-    out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            dx, dy = positions[a][0] - positions[b][0], positions[a][1] - positions[b][1]
-            if math.hypot(dx, dy) < sizes[a] + sizes[b] + GAP - 0.5:  # 0.5: the positions' rounding
-                out.append((a, b))
-    return out

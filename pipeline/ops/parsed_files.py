@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pipeline.core.documents import Document, IngestError, document_id
@@ -120,7 +119,3 @@ def read_parsed(
         )
     )
     return True
-
-
-def is_parsed_suffix(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in FORMATS

@@ -113,12 +113,6 @@ class Layout:
         )
 
 
-def masked_regions(raw_layout: str | None) -> tuple[Region, ...]:
-    """The masked ranges of a stored layout (none when there is no layout)."""
-    layout = Layout.from_json(raw_layout)
-    return tuple(layout.masked) if layout else ()
-
-
 class ParseError(Exception):
     """A file that gives no document: `error_type` is its ingest_errors status."""
 

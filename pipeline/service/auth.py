@@ -116,15 +116,6 @@ class KeyRing:
                 self._by_digest[digest] = Principal(str(tenant), digest[:12], allowed)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> KeyRing:
-        p = Path(path)
-        if not p.is_file():
-            raise KeysFileError(
-                "missing", f"API keys file {str(p)!r} does not exist (setting PIPELINE_API_KEYS_FILE)"
-            )
-        return cls.from_bytes(p.read_bytes(), source=str(p))
-
-    @classmethod
     def from_bytes(cls, raw: bytes, source: str = "<keys>") -> KeyRing:
         try:
             data = yaml.safe_load(raw.decode("utf-8")) or {}  # YAML is a superset of JSON
@@ -166,7 +157,6 @@ class KeyStore:
         self._lock = threading.Lock()
         self._raw: bytes | None = None
         self._ring = KeyRing({})
-        self._failure: KeysFileError | None = None
         self._logged: str | None = None  # the failure last logged: one line per change, not per request
         if self.path is not None:
             with contextlib.suppress(KeysUnavailable):  # logged; requests are refused until it is valid
@@ -196,7 +186,6 @@ class KeyStore:
                 self._raw = None  # read and judged again once it changes
                 self._ring = KeyRing({})
             self._report(failure)
-            self._failure = failure
             if failure is not None:
                 raise KeysUnavailable(failure.reason)
             return self._ring

@@ -5,13 +5,12 @@ error naming the store name and the tenant / schema ids found in the request con
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pipeline.vector_tool.stores.base import VectorStore, is_vector_store
 
 RequestContext = Mapping[str, Any]
-StoreResolver = Callable[[RequestContext], Any]  # returns a VectorStore, or an awaitable of one
 
 # Context keys worth quoting when a resolver misbehaves (Mastra reads schemaId / tenantId).
 _DIAGNOSTIC_KEYS = ("store_name", "schema_id", "tenant_id", "namespace")
