@@ -1,4 +1,9 @@
-"""The query modes' sections of `Settings`: local, global, DRIFT, lazy, the vector tool."""
+"""The query modes' sections of `Settings`: local, global, DRIFT, lazy, the vector tool.
+
+A section is its mode's config declaration: the search's config binds its fields to these settings
+(`pipeline.settings.bound.setting`), and a request option a door accepts is derived from the same setting
+(`pipeline.settings.bound.option`, used by `pipeline.query.requests`), so a bound or a description is
+written here once and `tests/test_option_bounds.py` fails when a request's bound differs."""
 
 from __future__ import annotations
 
@@ -56,6 +61,29 @@ class GlobalSettings(TokenizerSettings, OutputLimitSettings):
         description="Deferred community reports (PIPELINE_REPORTS=on_demand) one global question may have "
         "the model write before mapping them; the rest are read as their extractive stand-ins until a "
         "later question or `pipeline index --reports eager` writes them",
+    )
+    # 8,000 tokens a map prompt (GraphRAG's data_max_tokens for global search is 12,000): a laptop model's
+    # window. 1,000 leaves the map prompt and its 512-token answer a little room; 1,000,000 is the largest
+    # window offered, a smaller model's limit being the operator's to set.
+    global_map_budget: int = Field(
+        default=8000,
+        ge=1000,
+        le=1_000_000,
+        description="Tokens of one map prompt, its answer's reserve (llm_map_max_tokens) included",
+    )
+    global_reduce_budget: int = Field(
+        default=8000,
+        ge=1000,
+        le=1_000_000,
+        description="Tokens of the reduce prompt, its answer's reserve (llm_reduce_max_tokens) included; "
+        "DRIFT's reduce has it too",
+    )
+    global_map_concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Map calls in flight at once (also dynamic selection's rating waves); the LLM "
+        "client's own limit (llm_concurrency) still applies",
     )
 
 

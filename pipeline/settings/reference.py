@@ -30,6 +30,10 @@ be set as an environment variable `PIPELINE_<NAME>` or in a YAML file named by `
 `load_settings(...)` win over both. In Dagster the same values can be overridden on the `pipeline_settings`
 resource. A list can be given as a comma-separated string or a JSON list; a mapping as JSON.
 
+A query mode's section is its configuration: an option a question may set (`pipeline query local --top-k`,
+the HTTP body's `top_k`, the MCP tool's) overrides the setting of that mode (`PIPELINE_LOCAL_TOP_K`) for one
+question, within the same bounds, and is left unset to take the configured value.
+
 `DAGSTER_HOME` defaults to `./.dagster_home` (the Makefile and CLI create it with a copy of `dagster.yaml`:
 SQLite storage, queued run coordinator, the `llm` concurrency pool, telemetry off; an existing copy is kept,
 so copy `dagster.yaml` there again after it changes). For several machines use `deploy/dagster.cluster.yaml`

@@ -53,7 +53,8 @@ class DriftSearchConfig(FromSettings):
     follow_ups_per_step: int = 3  # follow-ups a step may propose
     concurrency: int = setting("drift_concurrency")  # calls in flight at once (concurrency = 32)
     community_level: int | None = None  # the primer's reports: None = every level
-    reduce_budget: int = 8000  # tokens of the reduce prompt, as global search's
+    # tokens of the reduce prompt: global search's setting, so the two reduces are sized alike
+    reduce_budget: int = setting("global_reduce_budget")
     response_type: str = DEFAULT_RESPONSE_TYPE
     local: LocalSearchConfig = nested(LocalSearchConfig)  # the follow-ups' local search
 

@@ -15,6 +15,7 @@ from pipeline.core.token_windows import token_windows
 from pipeline.core.tokens import DEFAULT_ENCODING, count_tokens
 from pipeline.query.answer.token_budget import BudgetError, prompt_budget
 from pipeline.query.global_.context import ReportContext
+from pipeline.settings import default_of
 
 WORST_CASE_PART = 9_999_999  # the header is measured with the widest part number so every part fits
 
@@ -53,8 +54,8 @@ def split_report(
 def build_batches(
     reports: Sequence[ReportContext],
     skeleton: str,
-    budget: int = 8000,
-    reserve: int = 512,
+    budget: int = default_of("global_map_budget"),
+    reserve: int = default_of("llm_map_max_tokens"),
     seed: int | None = 0,
     encoding: str = DEFAULT_ENCODING,
 ) -> list[Batch]:

@@ -47,13 +47,13 @@ class GlobalSearchConfig(FromSettings):
     level: int | str | None = (
         None  # None: leaf communities; "auto": the deepest level that fits max_map_batches
     )
-    map_budget: int = 8000
+    map_budget: int = setting("global_map_budget")
     # the map and reduce answers' output limits (sent as max_tokens): a batch leaves exactly the room its
     # answer may take
     map_reserve: int = setting("llm_map_max_tokens")
-    reduce_budget: int = 8000
+    reduce_budget: int = setting("global_reduce_budget")
     reduce_reserve: int = setting("llm_reduce_max_tokens")
-    map_concurrency: int = 4
+    map_concurrency: int = setting("global_map_concurrency")
     map_attempts: int = 2  # a failed batch is retried once
     seed: int | None = 0  # shuffle seed: fixed by default so a run is reproducible
     encoding: str = setting("encoding")
