@@ -33,6 +33,9 @@ CONFIGS = configs()
 SAMPLES: dict[str, Any] = {
     "level": 1,
     "selection": "dynamic",
+    "map_budget": 6000,
+    "reduce_budget": 7000,
+    "map_concurrency": 2,
     "seed": 7,
     "response_type": "a single paragraph",
     "top_k": 3,

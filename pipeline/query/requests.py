@@ -1,4 +1,9 @@
-"""One request model per query mode: its options, with their bounds and descriptions, written once.
+"""One request model per query mode: its options, each declared once.
+
+An option that overrides a setting is derived from it (`option("local_top_k")`: the setting's bounds and
+description, default None), so its bounds live in `pipeline.settings.query` only and
+`tests/test_option_bounds.py` fails when a request's differ; an option with no setting (a level, a filter,
+a seed, a route) is declared here.
 
 Every door derives from these: the CLI's flags (`assets/cli/query.py`), the HTTP bodies and so the
 OpenAPI schema (`pipeline/service/models.py`), the MCP tools' schemas (`pipeline/service/mcp_server.py`)
@@ -17,7 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipeline.chunk_graph.graph import RANDOM_WALK_STEPS, RESTART_PROB, TOP_K
-from pipeline.settings import default_of
+from pipeline.settings.bound import option
+from pipeline.settings.query import GlobalSelection
 from pipeline.vector_tool.options import DEFAULT_TOP_K
 
 Scalar = str | int | float | bool | None  # filter values: JSON scalars, so they cannot smuggle expressions
@@ -69,11 +75,10 @@ class GlobalOptions(QueryOptions):
         description="Community level, or 'auto': the deepest whose reports fit the map calls; default: leaf "
         "communities, or dynamic selection on a large namespace",
     )
-    selection: Literal["auto", "dynamic", "static"] | None = Field(
-        default=None,
-        description="dynamic: rate reports top-down and map the relevant ones; auto: dynamic on large "
-        "namespaces (PIPELINE_GLOBAL_SELECTION)",
-    )
+    selection: GlobalSelection | None = option("global_selection")
+    map_budget: int | None = option("global_map_budget")
+    reduce_budget: int | None = option("global_reduce_budget")
+    map_concurrency: int | None = option("global_map_concurrency")
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1, description="Shuffle seed of the batches")
     response_type: str | None = ResponseType
 
@@ -88,30 +93,20 @@ class GlobalOptions(QueryOptions):
 class LocalOptions(QueryOptions):
     """Entities → graph neighbourhood → communities → evidence cited to document offsets."""
 
-    top_k: int | None = Field(
-        default=None, ge=1, le=50, description=f"Communities to keep; default {default_of('local_top_k')}"
-    )
+    top_k: int | None = option("local_top_k")
     community_level: int | None = CommunityLevel
 
 
 class DriftOptions(QueryOptions):
     """DRIFT: a primer over the nearest community reports, follow-up local searches, a reduce."""
 
-    primer_k: int | None = Field(
-        default=None,
-        ge=1,
-        le=50,
-        description=f"Reports the primer reads; default {default_of('drift_primer_k')}",
-    )
-    primer_folds: int | None = Field(
-        default=None, ge=1, le=10, description=f"Primer calls; default {default_of('drift_primer_folds')}"
-    )
-    depth: int | None = Field(
-        default=None, ge=0, le=5, description=f"Rounds of follow-ups; default {default_of('drift_depth')}"
-    )
-    breadth: int | None = Field(
-        default=None, ge=1, le=10, description=f"Follow-ups per round; default {default_of('drift_breadth')}"
-    )
+    # The settings' bounds (pipeline.settings.query.DriftSettings), not the narrower 50/10/5/10 requests
+    # once had: a question may ask for what the operator may configure, the search takes any of them, and
+    # the worst case (20 + 10 x 50 + 1 calls) is held by the request's deadline like any other.
+    primer_k: int | None = option("drift_primer_k")
+    primer_folds: int | None = option("drift_primer_folds")
+    depth: int | None = option("drift_depth")
+    breadth: int | None = option("drift_breadth")
     community_level: int | None = Field(
         default=None,
         ge=0,
@@ -125,9 +120,7 @@ class DriftOptions(QueryOptions):
 class BasicOptions(QueryOptions):
     """Vector RAG: the nearest passages answered with citations to their offsets."""
 
-    top_k: int | None = Field(
-        default=None, ge=1, le=50, description=f"Passages in the context; default {default_of('basic_top_k')}"
-    )
+    top_k: int | None = option("basic_top_k")
     full_text: bool | None = Field(
         default=None, description="Fuse BM25 full-text hits with the dense ones (off by default)"
     )
@@ -143,24 +136,9 @@ class LazyOptions(QueryOptions):
     """LazyGraphRAG: subqueries, relevance tests of text units in community order within a budget, an
     answer from the relevant units' sentences; no community reports needed."""
 
-    budget: int | None = Field(
-        default=None,
-        ge=1,
-        le=10_000,
-        description=f"Units rated for relevance per question; default {default_of('lazy_budget')}",
-    )
-    subqueries: int | None = Field(
-        default=None,
-        ge=1,
-        le=8,
-        description=f"Subqueries the question is expanded into; default {default_of('lazy_subqueries')}",
-    )
-    max_irrelevant: int | None = Field(
-        default=None,
-        ge=1,
-        le=100,
-        description=f"Irrelevant communities in a row that end a branch; default {default_of('lazy_max_irrelevant')}",
-    )
+    budget: int | None = option("lazy_budget")
+    subqueries: int | None = option("lazy_subqueries")
+    max_irrelevant: int | None = option("lazy_max_irrelevant")
 
 
 def _routes(schema: dict[str, Any]) -> None:

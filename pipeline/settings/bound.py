@@ -11,20 +11,40 @@ declared, so no mapper copies settings into options field by field and no defaul
 
 A field may convert the setting's value (`setting("entity_types", tuple)`), and an options object may
 hold another one (`nested(DescriptionOptions)`), which is built from the same settings.
+
+A request option (`pipeline.query.requests`) that overrides a setting is derived from it the same way, so
+its bounds and description are the setting's and never written twice:
+
+    class LocalOptions(QueryOptions):
+        top_k: int | None = option("local_top_k")   # ge=1, le=50, "Communities ...; default 8"
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pipeline.settings import default_of
+import annotated_types
+from pydantic import Field
+
+from pipeline.settings import Settings, default_of
 
 C = TypeVar("C")
 _SETTING = "setting"
 _CONVERT = "convert"
 _NESTED = "nested"
+# The constraints a request option takes from its setting, by the keyword `Field` spells each with.
+_BOUNDS: dict[type, str] = {
+    annotated_types.Ge: "ge",
+    annotated_types.Gt: "gt",
+    annotated_types.Le: "le",
+    annotated_types.Lt: "lt",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
+    annotated_types.MultipleOf: "multiple_of",
+}
 
 
 def setting(name: str, convert: Callable[[Any], Any] | None = None) -> Any:
@@ -61,3 +81,38 @@ class FromSettings:
     @classmethod
     def from_settings(cls: type[C], settings: Any, **overrides: Any) -> C:
         return configured(cls, settings, **overrides)
+
+
+@dataclass(frozen=True)
+class FromSetting:
+    """Marks a request option derived from setting `name` (pydantic keeps it in the field's metadata and
+    ignores it when validating), so a test can compare the option with its setting."""
+
+    name: str
+
+
+def bounds_of(name: str) -> dict[str, Any]:
+    """Setting `name`'s constraints as `Field` keywords (`{"ge": 1, "le": 50}`)."""
+    out: dict[str, Any] = {}
+    for item in Settings.model_fields[name].metadata:
+        if type(item) not in _BOUNDS:
+            # A constraint this cannot carry would leave the request looser than the setting unnoticed.
+            raise TypeError(f"setting {name!r}: cannot derive a request option from {item!r}")
+        key = _BOUNDS[type(item)]
+        out[key] = getattr(item, key)
+    return out
+
+
+def option(name: str, **extra: Any) -> Any:
+    """A request option that overrides setting `name`: default None (the setting's value is then taken),
+    the setting's bounds, and its description with its default. `extra` is the field's JSON schema extra
+    (`cli` flags)."""
+    field = Settings.model_fields[name]
+    info = Field(
+        default=None,
+        description=f"{field.description}; default {default_of(name)}",
+        json_schema_extra=extra or None,
+        **bounds_of(name),
+    )
+    info.metadata.append(FromSetting(name))
+    return info
