@@ -82,15 +82,7 @@ class TaskContext:
     ) -> M:
         """The model's validated JSON reply to `messages` (built from `prompt`), cached by the prompt's
         name and version; `max_tokens` overrides the task's output limit."""
-        return await self.llm.complete_json(
-            messages,
-            schema,
-            task=prompt.name,
-            prompt_version=prompt.version,
-            deadline=self.deadline,
-            cancel=self.cancel,
-            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
-        )
+        return await self.llm.complete_json(messages, schema, **self._call(prompt, max_tokens))
 
     async def ask_text(
         self,
@@ -105,14 +97,21 @@ class TaskContext:
         model streams it, whole when it came from the cache."""
         return await self.llm.complete_text(
             messages,
-            task=prompt.name,
-            prompt_version=prompt.version,
-            deadline=self.deadline,
-            cancel=self.cancel,
-            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            **self._call(prompt, max_tokens),
             on_text=self.written if answer and self.events is not None else None,
             on_withdraw=self.withdrawn,
         )
+
+    def _call(self, prompt: Prompt, max_tokens: int | None) -> dict[str, Any]:
+        """What every model call of this task carries: the prompt's cache key (name, version), the
+        deadline and cancel signal, and the output limit (`max_tokens`, else the task's)."""
+        return {
+            "task": prompt.name,
+            "prompt_version": prompt.version,
+            "deadline": self.deadline,
+            "cancel": self.cancel,
+            "max_tokens": max_tokens if max_tokens is not None else self.max_tokens,
+        }
 
     def need_embedder(self, task: str) -> Embedder:
         if self.embedder is None:
