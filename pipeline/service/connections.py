@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pipeline.service.errors import RequestTimeout, ServiceError
+from pipeline.service.errors import RequestTimeout, ServiceError, send_error
 from pipeline.service.limits import KeyLimiter
 
 PRINCIPAL = "graphrag.principal"  # set by app.AuthMiddleware
@@ -53,7 +52,7 @@ class ConnectionGuard:
         try:
             await self._acquire(key_id)
         except ServiceError as exc:
-            await _answer(send, exc)
+            await send_error(send, exc)
             return
         held = True
 
@@ -116,7 +115,7 @@ class ConnectionGuard:
             await self._timeout(send)
 
     async def _timeout(self, send: Send) -> None:
-        await _answer(
+        await send_error(
             send,
             RequestTimeout(f"the request's body did not arrive within {self.body_timeout_s:g} s"),
             close=True,
@@ -178,7 +177,7 @@ class ConnectionGuard:
                 if started and not completed:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 elif not started:
-                    await _answer(send, RequestTimeout("the stream was idle too long"), close=True)
+                    await send_error(send, RequestTimeout("the stream was idle too long"), close=True)
                 break
             if handler.done():
                 handler.result()
@@ -204,13 +203,3 @@ def is_stream(scope: Scope) -> bool:
         return True
     accept = next((v for k, v in scope["headers"] if k == b"accept"), b"")
     return b"text/event-stream" in accept.lower()
-
-
-async def _answer(send: Send, error: ServiceError, *, close: bool = False) -> None:
-    payload = json.dumps(error.body()).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
-    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()]
-    if close:  # uvicorn closes the connection after this response: its unread body is never awaited
-        headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})

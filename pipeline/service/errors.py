@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from starlette.types import Send
 
 
 class ServiceError(Exception):
@@ -22,6 +25,19 @@ class ServiceError(Exception):
         if self.detail is not None:
             error["detail"] = self.detail
         return {"error": error}
+
+
+async def send_error(send: Send, error: ServiceError, *, close: bool = False) -> None:
+    """Answer `error` as its JSON body straight on the ASGI channel, for a middleware that refuses a
+    request before any handler (or the framework's error handling) sees it. `close`: uvicorn closes the
+    connection after this response, so a request body never read is never awaited."""
+    payload = json.dumps(error.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 class Unauthorized(ServiceError):

@@ -21,7 +21,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pipeline.service.errors import ServiceError
+from pipeline.service.errors import ServiceError, send_error
 
 log = logging.getLogger("pipeline.service")
 
@@ -69,15 +69,7 @@ class HeaderLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and head_size(scope) > self.max_bytes:
-            error = refusal(self.max_bytes)
-            payload = json.dumps(error.body()).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(payload)),
-                (b"connection", b"close"),
-            ]
-            await send({"type": "http.response.start", "status": error.status, "headers": headers})
-            await send({"type": "http.response.body", "body": payload})
+            await send_error(send, refusal(self.max_bytes), close=True)
             return
         await self.app(scope, receive, send)
 

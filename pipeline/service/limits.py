@@ -3,7 +3,6 @@ query returns."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -16,7 +15,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pipeline.service.errors import BodyTooLarge, TooManyRequests
+from pipeline.service.errors import BodyTooLarge, TooManyRequests, send_error
 
 
 def rate_refusal(limit: int, window_s: float, retry_after_s: float) -> TooManyRequests:
@@ -144,19 +143,7 @@ class BodyLimitMiddleware:
                 await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
-        error = BodyTooLarge(f"request body is larger than {self.max_bytes} bytes")
-        payload = json.dumps(error.body()).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": error.status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", b"%d" % len(payload)),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await send_error(send, BodyTooLarge(f"request body is larger than {self.max_bytes} bytes"))
 
 
 class _TooLarge(Exception):
