@@ -312,36 +312,42 @@ FAILED_REPORTS_SCHEMA = pa.schema(
 )
 
 
-def lance_community_reports_schema(dim: int, model_id: str, vector_text: str = "") -> pa.Schema:
-    # The embedding model and the rule that made the embedded text ride in the schema metadata:
-    # vectors are only carried over from a table written by the same model under the same rule.
+def _reused_vectors_schema(
+    columns: list[tuple[str, pa.DataType]], dim: int, model_id: str, vector_text: str
+) -> pa.Schema:
+    """`columns` then the vector. The embedding model and the rule that made the embedded text ride in the
+    schema metadata: vectors are only carried over from a table written by the same model under the same
+    rule (`pipeline.index.report_embeddings`)."""
     return pa.schema(
-        [
-            ("id", pa.string()),
-            ("community", pa.int64()),
-            ("level", pa.int64()),
-            ("title", pa.string()),
-            ("summary", pa.string()),
-            ("full_content", pa.string()),
-            ("rank", pa.float64()),
-            ("vector", pa.list_(pa.float32(), dim)),  # of title + summary (report_embeddings.report_text)
-        ],
+        [*columns, ("vector", pa.list_(pa.float32(), dim))],
         metadata={"embedding_model": model_id, "vector_text": vector_text},
     )
+
+
+def lance_community_reports_schema(dim: int, model_id: str, vector_text: str = "") -> pa.Schema:
+    """The vector is of title + summary (report_embeddings.report_text)."""
+    columns = [
+        ("id", pa.string()),
+        ("community", pa.int64()),
+        ("level", pa.int64()),
+        ("title", pa.string()),
+        ("summary", pa.string()),
+        ("full_content", pa.string()),
+        ("rank", pa.float64()),
+    ]
+    return _reused_vectors_schema(columns, dim, model_id, vector_text)
 
 
 def lance_entities_schema(dim: int, model_id: str, vector_text: str = "") -> pa.Schema:
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("title", pa.string()),
-            ("type", pa.string()),
-            ("description", pa.string()),
-            ("aliases", pa.list_(pa.string())),
-            ("vector", pa.list_(pa.float32(), dim)),  # of the title (report_embeddings.entity_text)
-        ],
-        metadata={"embedding_model": model_id, "vector_text": vector_text},
-    )
+    """The vector is of the title (report_embeddings.entity_text)."""
+    columns = [
+        ("id", pa.string()),
+        ("title", pa.string()),
+        ("type", pa.string()),
+        ("description", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+    ]
+    return _reused_vectors_schema(columns, dim, model_id, vector_text)
 
 
 # Microsoft GraphRAG's default LanceDB table names: its query engine reads these (pipeline.interop)
