@@ -28,10 +28,11 @@ from pipeline.core.namespace import NAMESPACE_PATTERN
 from pipeline.query import registry
 from pipeline.query.caches.index_cache import freeze_indexes_after_build
 from pipeline.query.common.mode import Mode
+from pipeline.service.asgi import HttpMiddleware
 from pipeline.service.caller import Caller
 from pipeline.service.clean_errors import CleanErrors
 from pipeline.service.connections import ConnectionGuard
-from pipeline.service.errors import InvalidRequest, ServiceError
+from pipeline.service.errors import InvalidRequest, ServiceError, send_error
 from pipeline.service.headers import HeaderLimitMiddleware, capped_protocol
 from pipeline.service.limits import MAX_JSON_DEPTH, BodyLimitMiddleware, json_depth
 from pipeline.service.logs import redact_logs
@@ -63,21 +64,23 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-class AuthMiddleware:
+class AuthMiddleware(HttpMiddleware):
     """Authenticates `/v1/` and `/mcp` requests from their headers before any body is read."""
 
     def __init__(self, app: ASGIApp, service: QueryService) -> None:
-        self.app = app
+        super().__init__(app)
         self.service = service
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(("/v1/", "/mcp")):
-            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            try:
-                scope["graphrag.principal"] = self.service.authenticate(headers)
-            except ServiceError as exc:
-                await _error_response(exc)(scope, receive, send)
-                return
+    def handles(self, scope: Scope) -> bool:
+        return scope["path"].startswith(("/v1/", "/mcp"))
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            scope["graphrag.principal"] = self.service.authenticate(headers)
+        except ServiceError as exc:
+            await send_error(send, exc)
+            return
         await self.app(scope, receive, send)
 
 

@@ -16,18 +16,17 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pipeline.service.asgi import HttpMiddleware
 
-class CleanErrors:
+
+class CleanErrors(HttpMiddleware):
     """`respond(exc)` is the 500 an unhandled error gets (it logs the error)."""
 
     def __init__(self, app: ASGIApp, respond: Callable[[Exception], Response]) -> None:
-        self.app = app
+        super().__init__(app)
         self.respond = respond
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def sending(message: Message) -> None:

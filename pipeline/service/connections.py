@@ -23,6 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pipeline.service.asgi import HttpMiddleware
 from pipeline.service.errors import RequestTimeout, ServiceError, send_error
 from pipeline.service.limits import KeyLimiter
 
@@ -34,21 +35,20 @@ class _BodyTimeout(Exception):
     pass
 
 
-class ConnectionGuard:
+class ConnectionGuard(HttpMiddleware):
     """ASGI middleware inside the authentication (it needs the request's key); see the module docstring."""
 
     def __init__(self, app: ASGIApp, limiter: Any, body_timeout_s: float, stream_idle_s: float) -> None:
-        self.app = app
+        super().__init__(app)
         self.limiter = limiter
         self.body_timeout_s = body_timeout_s
         self.stream_idle_s = stream_idle_s
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        principal = scope.get(PRINCIPAL) if scope["type"] == "http" else None
-        if principal is None:
-            await self.app(scope, receive, send)
-            return
-        key_id = principal.key_id
+    def handles(self, scope: Scope) -> bool:
+        return scope.get(PRINCIPAL) is not None  # an authenticated request: it has a key to count
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key_id = scope[PRINCIPAL].key_id
         try:
             await self._acquire(key_id)
         except ServiceError as exc:

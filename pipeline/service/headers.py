@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from pipeline.service.asgi import HttpMiddleware
 from pipeline.service.errors import ServiceError, send_error
 
 log = logging.getLogger("pipeline.service")
@@ -59,19 +60,19 @@ def _refusal_bytes(max_bytes: int) -> bytes:
     return head + payload
 
 
-class HeaderLimitMiddleware:
+class HeaderLimitMiddleware(HttpMiddleware):
     """431 for a request whose head is larger than `max_bytes` (`head_size`), before any other middleware
     (authentication included) reads it."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and head_size(scope) > self.max_bytes:
-            await send_error(send, refusal(self.max_bytes), close=True)
-            return
-        await self.app(scope, receive, send)
+    def handles(self, scope: Scope) -> bool:
+        return head_size(scope) > self.max_bytes
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_error(send, refusal(self.max_bytes), close=True)
 
 
 class _HeadCap:

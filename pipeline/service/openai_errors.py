@@ -12,9 +12,10 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
+from starlette.types import Receive, Scope, Send
 
+from pipeline.service.asgi import HttpMiddleware
 from pipeline.service.errors import ServiceError
 
 _TYPES = {
@@ -85,19 +86,16 @@ def reshaped(status: int, body: bytes) -> tuple[int, bytes]:
     return status, json.dumps({"error": shaped}).encode()
 
 
-class OpenAIErrors:
+class OpenAIErrors(HttpMiddleware):
     """Every error answered on the OpenAI door's paths (`is_openai_path`) in OpenAI's shape, whichever
     layer answers it: the key check (401), the per-key limits (429, its Retry-After kept), the body and
     header caps (413, 431), a body that does not parse (400), a path that is not there (404) or a
     failure (5xx). The chat handler's own errors are already in that shape and pass as they are."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def handles(self, scope: Scope) -> bool:
+        return is_openai_path(scope["path"])
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_openai_path(scope["path"]):
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         start: ASGIMessage | None = None
         pieces: list[bytes] = []
 
