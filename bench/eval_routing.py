@@ -31,7 +31,8 @@ def split_a(questions: list[dict]) -> list[dict]:
 
 
 def evaluate(path: Path = DEFAULT_QUESTIONS, limit: int | None = None) -> dict:
-    from pipeline.query.auto.route import offline_route
+    from pipeline.query import registry
+    from pipeline.query.auto.route import offline_route, route_hints
     from pipeline.runtime import cached_embedder
     from pipeline.settings import load_settings
 
@@ -41,7 +42,7 @@ def evaluate(path: Path = DEFAULT_QUESTIONS, limit: int | None = None) -> dict:
     started = time.perf_counter()
     embedder.embed([q["question"] for q in questions])  # one batch: each route then reads the cache
     for q in questions:
-        route = offline_route(q["question"], embedder).route
+        route = offline_route(q["question"], embedder, route_hints(registry.MODES)).route
         table.setdefault(q["question_type"], Counter())[route] += 1
     elapsed = time.perf_counter() - started
     confusion = {t: {r: c.get(r, 0) for r in ROUTES} for t, c in sorted(table.items())}

@@ -2,7 +2,7 @@
 
 `answer` serves every mode in the registry (`pipeline.query.registry`): it builds the namespace's
 store, engine and embedder from the settings (`pipeline.runtime`, the composition root) unless they are
-given, builds the mode's config and runs its search. The named functions below are the same call for
+given, and runs the question through `registry.run`, as every door does. The named functions below are the same call for
 one mode each, kept as the public API. The CLI, the service and the Dagster assets pass their own parts.
 
 Inside a running event loop (a Jupyter cell, an async web handler) await `answer_async` (or the
@@ -11,7 +11,6 @@ Inside a running event loop (a Jupyter cell, an async web handler) await `answer
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pipeline.embeddings.base import Embedder
@@ -108,14 +107,20 @@ def _search(
     options: dict[str, Any],
 ) -> tuple[Any, Any]:
     rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
-    given = {k: v for k, v in options.items() if v is not None}
-    if given:  # the mode's own request model, as the HTTP body is: top_k=500 is refused here too
-        given = registry.mode(mode).options.model_validate(given).given()
-    cfg = replace(config, **given) if config is not None else registry.configure(mode, rt.settings, given)
-    scope = registry.scope(
-        rt.store, rt.engine, rt.embedder, deadline, cancel, write_reports=report_writer(rt.settings)
+    search = registry.run(
+        mode,
+        question,
+        options,  # validated by the mode's own request model, as the HTTP body: top_k=500 is refused
+        settings=rt.settings,
+        store=rt.store,
+        engine=rt.engine,
+        embedder=rt.embedder,
+        deadline=deadline,
+        cancel=cancel,
+        write_reports=report_writer(rt.settings),
+        config=config,
     )
-    return rt, registry.mode(mode).search(scope, question, cfg)
+    return rt, search
 
 
 def _damage_behind(rt: Any, exc: Exception) -> IndexDamaged | None:

@@ -56,11 +56,13 @@ def test_full_text_fusion_is_an_option_and_top_k_is_validated(tiny, embedder):
 
 
 def test_saved_basic_answers_are_one_row_per_question(tiny, embedder):
-    from pipeline.query.saved_questions import write_basic_answers
+    from pipeline.query.saved_questions import write_answers
+    from pipeline.settings import Settings
 
     questions = [QUESTION, "What did Scrooge say about Christmas?"]
-    write_basic_answers(tiny, questions, OfflineEngine(), embedder, BasicSearchConfig(top_k=2))
-    rows = tiny.read_table(schema.QUERY_BASIC_ANSWERS).to_pylist()
+    parts = {"settings": Settings(), "engine": OfflineEngine(), "embedder": embedder}
+    write_answers("basic", tiny, questions, given={"top_k": 2}, **parts)
+    rows = tiny.read_table("query_basic_answers").to_pylist()
     assert [r["question"] for r in rows] == questions
     for row in rows:
         assert row["status"] == "completed" and len(json.loads(row["sources_json"])) == 2

@@ -169,7 +169,7 @@ def test_the_saved_answer_assets_answer_with_the_768d_embedder(
     from assets.launch import add_namespace
     from assets.query import assets as query_assets
     from assets.resources import default_resources
-    from pipeline.core import answer_schema as schema
+    from pipeline.core import schema
     from pipeline.io.store import NamespaceStore
     from tests.conftest import make_dagster_home
 
@@ -177,8 +177,7 @@ def test_the_saved_answer_assets_answer_with_the_768d_embedder(
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("DAGSTER_HOME", str(make_dagster_home(tmp_path / "home")))
     chain = [query_assets.global_map_batches, query_assets.global_map_answers, query_assets.global_answers]
-    single = [query_assets.local_answers, query_assets.drift_answers, query_assets.basic_answers]
-    single += [query_assets.lazy_answers, query_assets.auto_answers]
+    single = query_assets.saved_answer_assets()  # every other mode's, from the registry
     questions = [QUESTION["local"]]
     config = {a.op.name: {"config": {"questions": questions}} for a in single}
     # a question the map phase answers offline: the saved chain has no broad-question path (the CLI's
@@ -196,14 +195,7 @@ def test_the_saved_answer_assets_answer_with_the_768d_embedder(
         )
     assert result.success
     store = NamespaceStore(book_768, "demo")
-    for table in (
-        schema.QUERY_LOCAL_ANSWERS,
-        schema.QUERY_DRIFT_ANSWERS,
-        schema.QUERY_BASIC_ANSWERS,
-        schema.QUERY_LAZY_ANSWERS,
-        schema.QUERY_AUTO_ANSWERS,
-        schema.QUERY_GLOBAL_ANSWERS,
-    ):
+    for table in [f"query_{a.op.name}" for a in single] + [schema.QUERY_GLOBAL_ANSWERS]:
         statuses = store.read_table(table, columns=["status"]).column(0).to_pylist()
         assert statuses == ["completed"], (table, statuses)
 

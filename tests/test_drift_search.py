@@ -9,31 +9,14 @@ import json
 import pytest
 
 from pipeline.api import drift_search
-from pipeline.core import schema, tables
+from pipeline.core import schema
 from pipeline.engine.offline import OfflineEngine
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, DriftSearchError, drift_search_async
+from tests.support.empty_index import build_empty_index
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
-
-
-def build_empty_index(store: NamespaceStore, dimension: int) -> None:
-    """A namespace whose stages all ran on documents that yielded nothing: every table, no rows."""
-    for name, table_schema in (
-        (schema.ENTITIES, schema.ENTITIES_SCHEMA),
-        (schema.RELATIONSHIPS, schema.RELATIONSHIPS_SCHEMA),
-        (schema.COMMUNITIES, schema.COMMUNITIES_SCHEMA),
-        (schema.COMMUNITY_REPORTS, schema.COMMUNITY_REPORTS_SCHEMA),
-        (schema.TEXT_UNITS, schema.TEXT_UNITS_SCHEMA),
-    ):
-        store.write_table(name, tables.to_table([], table_schema))
-    store.replace_lance_table(
-        schema.LANCE_COMMUNITY_REPORTS, schema.lance_community_reports_schema(dimension, "").empty_table()
-    )
-    store.replace_lance_table(
-        schema.LANCE_TEXT_UNITS, schema.lance_text_units_schema(dimension).empty_table()
-    )
 
 
 def run(store, embedder, cfg=None, question=QUESTION):
@@ -134,10 +117,12 @@ def test_on_the_sample_book_drift_answers_with_citations_to_the_book(sample_book
 
 
 def test_saved_drift_answers_keep_the_tree(tiny, embedder, tmp_path):
-    from pipeline.query.saved_questions import write_drift_answers
+    from pipeline.query.saved_questions import write_answers
+    from pipeline.settings import Settings
 
-    answers = write_drift_answers(tiny, [QUESTION], OfflineEngine(), embedder, DriftSearchConfig(depth=1))
-    (row,) = tiny.read_table(schema.QUERY_DRIFT_ANSWERS).to_pylist()
+    parts = {"settings": Settings(), "engine": OfflineEngine(), "embedder": embedder}
+    answers = write_answers("drift", tiny, [QUESTION], given={"depth": 1}, **parts)
+    (row,) = tiny.read_table("query_drift_answers").to_pylist()
     assert row["status"] == "completed" and row["max_calls"] == 2 + 3 + 1
     assert row["model_calls"] <= row["max_calls"] and row["nodes"] >= row["answered"] > 1
     assert QUESTION in answers.markdown

@@ -480,3 +480,69 @@ def test_the_writer_check_sees_a_second_writer():
     assert _shared_tables(_table_writes(sources)) == {
         "text_units": ["pipeline.index.entities_and_relationships", "pipeline.index.text_units"]
     }
+
+
+# Where a question comes in: every module of pipeline/ and assets/ but the query side's own packages;
+# the modules at the root of pipeline/query (saved questions, estimates) too, all but the registry.
+def _is_door(module: str) -> bool:
+    parts = module.split(".")
+    if parts[:2] != ["pipeline", "query"]:
+        return True
+    return (
+        len(parts) == 3 and parts[2] != "registry" and not (REPO / "pipeline" / "query" / parts[2]).is_dir()
+    )
+
+
+def searches_built_by_hand(sources: dict[str, str]) -> list[str]:
+    """`module: call` for each call in a door that builds a scope (`QueryScope(...)`, `leveled(...)`,
+    `registry.scope(...)`) or runs a mode's search itself (`<mode>_search_async(...)`, or
+    `<record>.search(scope, question, config)`) instead of `registry.run`/`prepare`."""
+    found = []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
+            owner = (
+                func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+            )
+            if (
+                name in {"QueryScope", "leveled"}
+                or (owner == "registry" and name == "scope")
+                or name.endswith("_search_async")
+                or (name == "search" and owner != "re" and len(node.args) == 3)
+            ):
+                found.append(f"{module}: {ast.unparse(node)[:80]}")
+    return sorted(found)
+
+
+def test_no_door_builds_a_scope_or_runs_a_search_itself():
+    """Every door runs a question through the registry (`registry.run`/`prepare`), which validates the
+    options with the mode's model, builds the config and the scope, and starts the search."""
+    sources = {m: p.read_text(encoding="utf-8") for m, p in _modules().items() if _is_door(m)}
+    assert "pipeline.api" in sources and "pipeline.query.saved_questions" in sources
+    assert "assets.cli.query" in sources and "pipeline.service.modes" in sources
+    assert searches_built_by_hand(sources) == []
+
+
+def test_the_door_check_sees_a_scope_and_a_search_built_by_hand():
+    sources = {
+        "pipeline.eval.run": "s = QueryScope(store, engine, leveled(store, embedder))\n"
+        "r = registry.mode(m).search(s, q, config)\n",
+        "assets.cli.query": "scope = registry.scope(store, None, e)\nx = local_search_async(scope, q, c)\n"
+        "ok = registry.run('local', q, {}, store=store)\nm = re.search(a, b, c)\n",
+    }
+    assert searches_built_by_hand(sources) == [
+        "assets.cli.query: local_search_async(scope, q, c)",
+        "assets.cli.query: registry.scope(store, None, e)",
+        "pipeline.eval.run: QueryScope(store, engine, leveled(store, embedder))",
+        "pipeline.eval.run: leveled(store, embedder)",
+        "pipeline.eval.run: registry.mode(m).search(s, q, config)",
+    ]

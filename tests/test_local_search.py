@@ -6,17 +6,11 @@ import asyncio
 import dataclasses
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
-from pipeline.caches.sqlite_embedding import EmbeddingCache
 from pipeline.core import schema
-from pipeline.core.names import normalize_name
 from pipeline.core.rrf import reciprocal_rank_fusion
-from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.engine.offline import OfflineEngine
-from pipeline.index.text_unit_embeddings import index_text_units
 from pipeline.io.store import NamespaceStore
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.search import LocalSearchConfig, LocalSearchError, local_search_async
@@ -31,236 +25,13 @@ from pipeline.query.retrieval.entity_match import (
 )
 from pipeline.query.retrieval.intent import QueryIntent, offline_intent
 from pipeline.query.retrieval.local_index import load_local_index
-
-PARAGRAPHS = [
-    "Ebenezer Scrooge kept the counting-house with his late partner Jacob Marley. Marley had been dead seven years.",
-    "Bob Cratchit worked as Scrooge's clerk for fifteen shillings a week. His son Tiny Tim walked with a crutch.",
-    "London was foggy and cold that Christmas Eve, and the gas lamps were lit by three o'clock.",
-    "Old Fezziwig threw a ball for his apprentices, and young Scrooge danced until midnight in the warehouse.",
-]
-ENTITIES = {
-    "scrooge": (
-        "Ebenezer Scrooge",
-        "person",
-        ["Scrooge"],
-        "A cold-hearted, miserly old businessman.",
-        [0, 1, 3],
-    ),
-    "marley": (
-        "Jacob Marley",
-        "person",
-        ["Marley"],
-        "Scrooge's late business partner, dead seven years.",
-        [0],
-    ),
-    "cratchit": ("Bob Cratchit", "person", [], "Scrooge's underpaid clerk, a kind father.", [1]),
-    "tim": ("Tiny Tim", "person", [], "Bob Cratchit's sick young son who walks with a crutch.", [1]),
-    "london": ("London", "geo", [], "The foggy city where the story takes place.", [2]),
-    "fezziwig": (
-        "Fezziwig",
-        "person",
-        [],
-        "A jolly merchant who threw a Christmas ball for his apprentices.",
-        [3],
-    ),
-}
-EDGES = [
-    ("scrooge", "marley", 5.0),
-    ("scrooge", "cratchit", 3.0),
-    ("cratchit", "tim", 4.0),
-    ("scrooge", "fezziwig", 2.0),
-    ("london", "fezziwig", 1.0),
-]
-RELATIONSHIP_DESCRIPTIONS = {
-    ("scrooge", "marley"): "Scrooge and Marley were partners in the counting-house.",
-    ("scrooge", "cratchit"): "Bob Cratchit is the clerk Scrooge pays fifteen shillings a week.",
-    ("cratchit", "tim"): "Tiny Tim is Bob Cratchit's youngest son.",
-    ("scrooge", "fezziwig"): "Young Scrooge was apprenticed to Fezziwig and danced at his ball.",
-    ("london", "fezziwig"): "Fezziwig's warehouse stood in London.",
-}
-COMMUNITIES = [  # (community, level, parent, children, members)
-    (0, 0, -1, [2, 3], ["scrooge", "marley", "fezziwig", "london"]),
-    (1, 0, -1, [4], ["cratchit", "tim"]),
-    (2, 1, 0, [], ["scrooge", "marley"]),
-    (3, 1, 0, [], ["fezziwig", "london"]),
-    (4, 1, 1, [], ["cratchit", "tim"]),
-]
-REPORTS = {
-    0: ("Scrooge's business world", "Scrooge, his partner Marley and his old master Fezziwig in London."),
-    1: ("The Cratchit family", "Bob Cratchit, Scrooge's clerk, and his son Tiny Tim."),
-    2: (
-        "Scrooge and Marley",
-        "The counting-house partnership of Ebenezer Scrooge and the late Jacob Marley.",
-    ),
-    3: ("Fezziwig's ball in London", "Fezziwig, a jolly merchant, threw a ball for apprentices in London."),
-    4: ("Bob Cratchit and Tiny Tim", "The clerk Bob Cratchit and his sick son Tiny Tim."),
-}
-
-
-def eid(key: str) -> str:
-    return f"ent-{key}"
+from tests.support.tiny_index import PARAGRAPHS, build_tiny_index, eid
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    return CachedEmbedder(
-        LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("cache") / "e.sqlite")
-    )
-
-
-def _vectors(table_rows: list[dict], texts: list[str], embedder, lance_schema) -> pa.Table:
-    """A LanceDB table of `lance_schema(dim, model)`: the given columns, the others null, the vectors of `texts`."""
-    vecs = embedder.embed(texts)
-    full = lance_schema(vecs.shape[1], embedder.model_id).remove_metadata()
-    arr = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1).astype(np.float32)), vecs.shape[1])
-    rows = pa.Table.from_pylist(table_rows, schema=full.remove(full.get_field_index("vector")))
-    return rows.append_column(full.field("vector"), arr)
-
-
-def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -> str:
-    text = "\n\n".join(PARAGRAPHS)
-    doc_id = f"doc-{store.namespace}"
-    spans, pos = [], 0
-    for p in PARAGRAPHS:
-        start = text.index(p, pos)
-        spans.append((start, start + len(p)))
-        pos = start + len(p)
-    units = [f"{store.namespace}-u{i}" for i in range(len(PARAGRAPHS))]
-    store.write_table(
-        schema.DOCUMENTS,
-        pa.Table.from_pylist(
-            [{"id": doc_id, "title": "carol.txt", "text": text}], schema=schema.DOCUMENTS_SCHEMA
-        ),
-    )
-    tu = pa.Table.from_pylist(
-        [
-            {
-                "id": u,
-                "human_readable_id": i,
-                "text": text[s:e],
-                "document_id": doc_id,
-                "start_char": s,
-                "end_char": e,
-                "n_tokens": 20,
-            }
-            for i, (u, (s, e)) in enumerate(zip(units, spans, strict=True))
-        ],
-        schema=schema.TEXT_UNITS_SCHEMA,
-    )
-    store.write_table(schema.TEXT_UNITS, tu)
-    index_text_units(store, tu, store.read_table(schema.DOCUMENTS), embedder)
-    ents = [
-        {
-            "id": eid(k),
-            "human_readable_id": n,
-            "title": t,
-            "type": ty,
-            "aliases": al,
-            "description": d,
-            "name_key": normalize_name(t),
-            "text_unit_ids": [units[i] for i in us],
-            "degree": sum(k in (a, b) for a, b, _ in EDGES),
-        }
-        for n, (k, (t, ty, al, d, us)) in enumerate(ENTITIES.items())
-    ]
-    store.write_table(schema.ENTITIES, pa.Table.from_pylist(ents, schema=schema.ENTITIES_SCHEMA))
-    store.write_table(
-        schema.RELATIONSHIPS,
-        pa.Table.from_pylist(
-            [
-                {
-                    "id": f"rel-{a}-{b}",
-                    "human_readable_id": n,
-                    "source": ENTITIES[a][0],
-                    "target": ENTITIES[b][0],
-                    "description": RELATIONSHIP_DESCRIPTIONS[(a, b)],
-                    "source_id": eid(a),
-                    "target_id": eid(b),
-                    "weight": w,
-                }
-                for n, (a, b, w) in enumerate(EDGES)
-            ],
-            schema=schema.RELATIONSHIPS_SCHEMA,
-        ),
-    )
-    store.write_table(
-        schema.COMMUNITIES,
-        pa.Table.from_pylist(
-            [
-                {
-                    "community": c,
-                    "level": lv,
-                    "parent": p,
-                    "children": ch,
-                    "entity_ids": [eid(m) for m in mem],
-                    "title": f"Community {c}",
-                }
-                for c, lv, p, ch, mem in COMMUNITIES
-            ],
-            schema=schema.COMMUNITIES_SCHEMA,
-        ),
-    )
-    store.write_table(
-        schema.COMMUNITY_REPORTS,
-        pa.Table.from_pylist(
-            [{"community": c, "title": t, "summary": s} for c, (t, s) in REPORTS.items()],
-            schema=schema.COMMUNITY_REPORTS_SCHEMA,
-        ),
-    )
-    store.replace_lance_table(
-        schema.LANCE_ENTITIES,
-        _vectors(
-            [{"id": e["id"]} for e in ents],
-            [f"{e['title']}: {e['description']}" for e in ents],
-            embedder,
-            schema.lance_entities_schema,
-        ),
-    )
-    levels = {c: lv for c, lv, *_ in COMMUNITIES}
-    store.replace_lance_table(
-        schema.LANCE_COMMUNITY_REPORTS,
-        _vectors(
-            # as report_embeddings writes it: the report's text beside its vector
-            [{"community": c, "level": levels[c], "title": t, "summary": s} for c, (t, s) in REPORTS.items()],
-            [s for _, s in REPORTS.values()],
-            embedder,
-            schema.lance_community_reports_schema,
-        ),
-    )
-    if with_claim:
-        quote = "Marley had been dead seven years."
-        start = text.index(quote)
-        store.write_table(
-            schema.COVARIATES,
-            pa.Table.from_pylist(
-                [
-                    {
-                        "id": f"claim-{store.namespace}",
-                        "human_readable_id": 0,
-                        "subject_id": "Jacob Marley",
-                        "type": "DEATH",
-                        "description": "Jacob Marley died seven years before.",
-                        "status": "TRUE",
-                        "subject_entity_id": eid("marley"),
-                        "object_entity_id": None,
-                        "source_text": quote,
-                        "text_unit_id": units[0],
-                        "document_id": doc_id,
-                        "start_char": start,
-                        "end_char": start + len(quote),
-                    }
-                ],
-                schema=schema.COVARIATES_SCHEMA,
-            ),
-        )
-    return text
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    text = build_tiny_index(store, embedder)
-    return store, text
+def tiny_and_text(tiny: NamespaceStore) -> tuple[NamespaceStore, str]:
+    """The shared tiny namespace (conftest's `tiny`) and its one document's text."""
+    return tiny, "\n\n".join(PARAGRAPHS)
 
 
 def entities_of(store):
@@ -275,27 +46,27 @@ def test_rrf_arithmetic():
     assert [x for x, _ in reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)] == ["b", "a", "c"]
 
 
-def test_exact_channel_matches_names_on_word_boundaries(tiny):
-    store, _ = tiny
+def test_exact_channel_matches_names_on_word_boundaries(tiny_and_text):
+    store, _ = tiny_and_text
     hits = [h for h, _ in exact_channel("How is Jacob Marley related to London?", entities_of(store))]
     assert hits == [eid("marley"), eid("london")]  # longer name first
     assert exact_channel("Is Londoner a word?", entities_of(store)) == []
 
 
-def test_alias_channel_uses_resolution_aliases(tiny):
-    store, _ = tiny
+def test_alias_channel_uses_resolution_aliases(tiny_and_text):
+    store, _ = tiny_and_text
     assert [h for h, _ in alias_channel("What did Scrooge want?", entities_of(store))] == [eid("scrooge")]
 
 
-def test_fuzzy_channel_tolerates_a_misspelling(tiny):
-    store, _ = tiny
+def test_fuzzy_channel_tolerates_a_misspelling(tiny_and_text):
+    store, _ = tiny_and_text
     q = "Where did Bob Cratchet work?"
     hits = [h for h, _ in fuzzy_channel(q, offline_intent(q), entities_of(store), 85)]
     assert hits[0] == eid("cratchit")
 
 
-def test_semantic_channel_uses_precomputed_entity_vectors(tiny, embedder):
-    store, _ = tiny
+def test_semantic_channel_uses_precomputed_entity_vectors(tiny_and_text, embedder):
+    store, _ = tiny_and_text
     before = embedder.computed + embedder.cache_hits
     vector = embedder.embed(["a miserly, cold-hearted old man"])[0]
     hits = semantic_channel(store, vector, threshold=0.1, top_k=3)
@@ -304,14 +75,14 @@ def test_semantic_channel_uses_precomputed_entity_vectors(tiny, embedder):
 
 
 def test_tables_too_large_to_hold_are_searched_in_lancedb_with_the_same_rows(
-    tiny, embedder, tmp_path, monkeypatch
+    tiny_and_text, embedder, tmp_path, monkeypatch
 ):
     # The in-memory search (tiny's store) and LanceDB's (a second store of the same index, with every
     # table over the row limit) must give the same entities, report candidates and report vectors.
     from pipeline.query.caches import vector_cache
     from pipeline.query.retrieval.community_rank import report_vectors, semantic_candidates
 
-    held, _ = tiny
+    held, _ = tiny_and_text
     big = NamespaceStore(tmp_path, "tiny")
     build_tiny_index(big, embedder)
     vector = embedder.embed(["a miserly, cold-hearted old man and his clerk"])[0]
@@ -335,8 +106,8 @@ def test_tables_too_large_to_hold_are_searched_in_lancedb_with_the_same_rows(
     assert all(np.allclose(in_memory[2][c], in_lance[2][c]) for c in communities if c in in_memory[2])
 
 
-def test_seed_cap_and_intent_merge(tiny):
-    store, _ = tiny
+def test_seed_cap_and_intent_merge(tiny_and_text):
+    store, _ = tiny_and_text
     q = "Scrooge, Marley, Cratchit and Tiny Tim in London"
     intent = QueryIntent(entities=["Fezziwig"], keywords=[], themes=[])
     seeds = match_entities(q, intent, entities_of(store), store, None, MatchOptions(max_seeds=2))
@@ -344,8 +115,8 @@ def test_seed_cap_and_intent_merge(tiny):
     assert seeds[-1].id == eid("fezziwig") and seeds[-1].channels == {"intent": 1.0}
 
 
-def test_two_hop_expansion_and_level_lifting(tiny):
-    store, _ = tiny
+def test_two_hop_expansion_and_level_lifting(tiny_and_text):
+    store, _ = tiny_and_text
     index = load_local_index(store)
     assert set(expand(index, [eid("tim")], 1)) == {eid("tim"), eid("cratchit")}
     assert set(expand(index, [eid("tim")], 2)) == {eid("tim"), eid("cratchit"), eid("scrooge")}
@@ -361,8 +132,8 @@ def run_local(store, question, embedder, **cfg):
     )
 
 
-def test_a_result_as_a_dict_equals_asdict_and_editing_it_leaves_the_result_alone(tiny, embedder):
-    store, _ = tiny
+def test_a_result_as_a_dict_equals_asdict_and_editing_it_leaves_the_result_alone(tiny_and_text, embedder):
+    store, _ = tiny_and_text
     result = run_local(store, "How is Scrooge related to Jacob Marley?", embedder)
     out = result.to_dict()
     assert out == dataclasses.asdict(result)
@@ -371,8 +142,8 @@ def test_a_result_as_a_dict_equals_asdict_and_editing_it_leaves_the_result_alone
     assert "edited" not in result.passages[0]["signals"] and result.seeds
 
 
-def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, embedder):
-    store, text = tiny
+def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny_and_text, embedder):
+    store, text = tiny_and_text
     result = run_local(store, "How is Scrooge related to Jacob Marley?", embedder)
     assert result.status == "completed"
     assert {s["title"] for s in result.seeds} >= {"Ebenezer Scrooge", "Jacob Marley"}
@@ -398,8 +169,8 @@ def test_offline_local_search_cites_evidence_that_maps_back_to_the_source(tiny, 
             assert c["document_title"] == "carol.txt" and c["end_char"] > c["start_char"]
 
 
-def test_requested_level_is_validated_and_used(tiny, embedder):
-    store, _ = tiny
+def test_requested_level_is_validated_and_used(tiny_and_text, embedder):
+    store, _ = tiny_and_text
     result = run_local(store, "Tell me about Tiny Tim", embedder, community_level=0)
     assert {c["level"] for c in result.communities} == {0}
     with pytest.raises(LocalSearchError, match="does not exist"):
@@ -419,11 +190,11 @@ class _Unreachable:
         return getattr(self.inner, name)
 
 
-def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, embedder):
+def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny_and_text, embedder):
     from pipeline.query.local.search import LocalSearchResult
     from pipeline.query.retrieval.local_retrieval import _select
 
-    store, _ = tiny
+    store, _ = tiny_and_text
     question = "What was the weather like that Christmas Eve?"
     candidates = [{**c, "matched_entities": []} for c in run_local(store, question, embedder).communities]
     result = LocalSearchResult(question, "completed")
@@ -437,8 +208,8 @@ def test_offline_selector_falls_back_to_the_ranking_when_nothing_passes(tiny, em
     )
 
 
-def test_an_unrelated_question_is_no_results_with_the_reason(tiny, embedder):
-    store, _ = tiny
+def test_an_unrelated_question_is_no_results_with_the_reason(tiny_and_text, embedder):
+    store, _ = tiny_and_text
     result = run_local(store, "What is the airspeed velocity of an unladen swallow?", embedder)
     assert result.status == "no_results" and not result.seeds
     assert "relevance floor 0.25" in result.reason and result.communities == []
@@ -470,11 +241,11 @@ def test_a_branch_that_stops_above_the_level_adds_no_community():
     assert topology_candidates(index, ["a", "b"], None) == [1, 2]
 
 
-def test_the_wrappers_arguments_override_the_config_which_overrides_the_defaults(tiny, embedder):
+def test_the_wrappers_arguments_override_the_config_which_overrides_the_defaults(tiny_and_text, embedder):
     from pipeline.api import local_search
     from pipeline.settings import Settings
 
-    store, _ = tiny
+    store, _ = tiny_and_text
     settings = Settings(storage_root=store.storage_root)
     config = LocalSearchConfig(top_k=1, community_level=0)
     result = local_search(
@@ -498,17 +269,17 @@ def test_the_wrappers_arguments_override_the_config_which_overrides_the_defaults
     assert len(result.communities) <= 1 and {c["level"] for c in result.communities} == {1}
 
 
-def test_offline_selection_floor_is_the_embedders_relevant_level(tiny, embedder):
-    store, _ = tiny
+def test_offline_selection_floor_is_the_embedders_relevant_level(tiny_and_text, embedder):
+    store, _ = tiny_and_text
     question = "What was the weather like that Christmas Eve?"
     assert embedder.calibration.relevant == 0.25  # MiniLM's
     assert run_local(store, question, embedder).selection == "offline"
 
 
-def test_cancellation_between_stages(tiny, embedder):
+def test_cancellation_between_stages(tiny_and_text, embedder):
     import threading
 
-    store, _ = tiny
+    store, _ = tiny_and_text
     cancel = threading.Event()
     cancel.set()
     result = asyncio.run(
@@ -519,8 +290,8 @@ def test_cancellation_between_stages(tiny, embedder):
     assert result.status == "cancelled" and "query parsing" in result.reason
 
 
-def test_namespace_scoping_holds(tiny, embedder):
-    store_a, _ = tiny
+def test_namespace_scoping_holds(tiny_and_text, embedder):
+    store_a, _ = tiny_and_text
     # Beside "tiny" under the same storage root: scoping must come from the namespace, not the root
     other = NamespaceStore(store_a.storage, "other-ns")
     assert other.storage_root == store_a.storage_root
@@ -536,28 +307,28 @@ def test_namespace_scoping_holds(tiny, embedder):
 
 
 @pytest.mark.matrix(doors=("Dagster query assets",), modes=("local",))
-def test_local_answers_asset_materializes_saved_questions(tiny, dagster_instance, monkeypatch):
+def test_local_answers_asset_materializes_saved_questions(tiny_and_text, dagster_instance, monkeypatch):
     import json
 
     from dagster import materialize
 
     from assets.launch import add_namespace
-    from assets.query.assets import local_answers
+    from assets.query.assets import query_asset
     from assets.resources import default_resources
 
-    store, text = tiny
+    store, text = tiny_and_text
     monkeypatch.setenv("PIPELINE_STORAGE_ROOT", str(store.storage_root))
     add_namespace(dagster_instance, "tiny")
     questions = ["How is Scrooge related to Jacob Marley?", "Who is Tiny Tim's father?"]
     result = materialize(
-        [local_answers],
+        [query_asset("local_answers")],
         partition_key="tiny",
         instance=dagster_instance,
         resources=default_resources(),
         run_config={"ops": {"local_answers": {"config": {"questions": questions}}}},
     )
     assert result.success
-    rows = store.read_table(schema.QUERY_LOCAL_ANSWERS).to_pylist()
+    rows = store.read_table("query_local_answers").to_pylist()
     assert [r["question"] for r in rows] == questions
     assert all(r["status"] == "completed" and r["n_evidence"] > 0 for r in rows)
     for ev in json.loads(rows[1]["evidence_json"]):

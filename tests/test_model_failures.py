@@ -44,7 +44,14 @@ from pipeline.query import registry
 from pipeline.service.queries import QueryService
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
-from tests.test_service import BODIES, KEY_A, ServiceData, auth, build_service_data, offline_settings, serving
+from tests.support.service_data import (
+    BODIES,
+    KEY_A,
+    ServiceData,
+    auth,
+    offline_settings,
+    serving,
+)
 
 MODES = ["basic", "local", "drift", "global", "lazy", "auto"]
 FAULTS = ["down", "hang", "500", "garble"]
@@ -57,11 +64,6 @@ RAISED: dict[str, type[LLMError]] = {
 }
 HTTP = {"down": (502, "llm_unreachable"), "hang": (504, "llm_timeout"), "500": (502, "llm_failed"),
         "garble": (502, "llm_failed")}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("model-failures"))
 
 
 @contextlib.contextmanager
@@ -94,9 +96,15 @@ def ask(data: ServiceData, mode: str, engine: LLMEngine) -> Any:
     body = BODIES[mode]
     store = NamespaceStore(data.storage_root, "acme").pinned()
     given = {k: v for k, v in body.items() if k not in ("namespace", "question")}
-    config = registry.configure(mode, offline_settings(data), given)
-    scope = registry.scope(store, engine, data.embedder)
-    return engine.run_sync(registry.search(mode, scope, body["question"], config))
+    return registry.run_sync(
+        mode,
+        body["question"],
+        given,
+        settings=offline_settings(data),
+        store=store,
+        engine=engine,
+        embedder=data.embedder,
+    )
 
 
 # ---- the LLM layer --------------------------------------------------------------------------------------
@@ -140,11 +148,13 @@ def test_a_hung_server_is_named_after_one_retry_of_its_first_token_timeout() -> 
 # ---- every mode ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("mode", MODES)
-def test_a_failing_model_fails_the_question_in_every_mode(data: ServiceData, mode: str, fault: str) -> None:
+def test_a_failing_model_fails_the_question_in_every_mode(
+    service_data: ServiceData, mode: str, fault: str
+) -> None:
     with model_server(fault) as (url, proxy):
         engine = engine_for(url)
         with pytest.raises(RAISED[fault]) as failed:
-            ask(data, mode, engine)
+            ask(service_data, mode, engine)
         if fault == "500":
             assert failed.value.status == 500  # type: ignore[attr-defined]
         if fault == "hang":
@@ -152,21 +162,21 @@ def test_a_failing_model_fails_the_question_in_every_mode(data: ServiceData, mod
             received = proxy.received
             # a second question of the same engine sends nothing: the server was found hung
             with pytest.raises(LLMTimeoutError):
-                ask(data, mode, engine)
+                ask(service_data, mode, engine)
             assert proxy.received == received
     assert not isinstance(failed.value, LLMUnreachableError) or fault == "down"
 
 
 @pytest.mark.parametrize("mode", ["lazy", "local", "basic", "auto"])
 def test_a_mode_of_many_calls_stops_at_the_first_call_that_finds_the_server_hung(
-    data: ServiceData, mode: str, caplog: pytest.LogCaptureFixture
+    service_data: ServiceData, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Lazy's first call (its expansion) meets the hang alone: its two attempts are all the server gets,
     however many ratings the question would have made, and the log says it once."""
     with model_server("hang") as (url, proxy), caplog.at_level(logging.WARNING, logger="pipeline.llm"):
         assert proxy is not None
         with pytest.raises(LLMUnresponsiveError):
-            ask(data, mode, engine_for(url))
+            ask(service_data, mode, engine_for(url))
         assert proxy.received == 2
     assert len([r for r in caplog.records if r.name == "pipeline.llm.client"]) == 1
 
@@ -195,9 +205,9 @@ def cli(data: ServiceData, url: str, *args: str, **env: str) -> subprocess.Compl
 @pytest.mark.parametrize(
     ("mode", "fault"), [("global", "down"), ("drift", "500"), ("lazy", "hang"), ("basic", "garble")]
 )
-def test_the_cli_exits_1_with_one_line_naming_the_failure(data: ServiceData, mode: str, fault: str) -> None:  # fmt: skip
+def test_the_cli_exits_1_with_one_line_naming_the_failure(service_data: ServiceData, mode: str, fault: str) -> None:  # fmt: skip
     with model_server(fault) as (url, _):
-        done = cli(data, url, mode, "--namespace", "acme", BODIES[mode]["question"])
+        done = cli(service_data, url, mode, "--namespace", "acme", BODIES[mode]["question"])
     assert done.returncode == 1, done.stdout
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: the model failed: "), done.stderr
     assert "Traceback" not in done.stderr and "No relevant" not in done.stdout
@@ -210,10 +220,17 @@ def test_the_cli_exits_1_with_one_line_naming_the_failure(data: ServiceData, mod
     assert said[fault] in done.stderr
 
 
-def test_the_cli_streaming_json_ends_with_the_error_event(data: ServiceData) -> None:
+def test_the_cli_streaming_json_ends_with_the_error_event(service_data: ServiceData) -> None:
     with model_server("down") as (url, _):
         done = cli(
-            data, url, "drift", "--namespace", "acme", "--stream", "--json", BODIES["drift"]["question"]
+            service_data,
+            url,
+            "drift",
+            "--namespace",
+            "acme",
+            "--stream",
+            "--json",
+            BODIES["drift"]["question"],
         )
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     last = json.loads(done.stdout.splitlines()[-1])
@@ -227,10 +244,10 @@ def service_with(data: ServiceData, url: str) -> QueryService:
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_http_answers_502_or_504_with_a_named_code_in_global_drift_and_lazy(data: ServiceData, fault: str) -> None:  # fmt: skip
+def test_http_answers_502_or_504_with_a_named_code_in_global_drift_and_lazy(service_data: ServiceData, fault: str) -> None:  # fmt: skip
     with (
         model_server(fault) as (url, _),
-        serving(service_with(data, url)) as base,
+        serving(service_with(service_data, url)) as base,
         httpx.Client(base_url=base, timeout=120) as http,
     ):
         for mode in ("global", "drift", "lazy", "basic"):
@@ -246,8 +263,8 @@ def test_http_answers_502_or_504_with_a_named_code_in_global_drift_and_lazy(data
     assert (last["status"], last["code"]) == HTTP[fault]
 
 
-def test_the_chat_door_and_mcp_answer_the_failure_as_an_error(data: ServiceData) -> None:
-    with model_server("500") as (url, _), serving(service_with(data, url)) as base:
+def test_the_chat_door_and_mcp_answer_the_failure_as_an_error(service_data: ServiceData) -> None:
+    with model_server("500") as (url, _), serving(service_with(service_data, url)) as base:
         chat = openai.OpenAI(base_url=f"{base}/v1", api_key=KEY_A, max_retries=0, timeout=120)
         question = [{"role": "user", "content": BODIES["drift"]["question"]}]
         with pytest.raises(openai.APIStatusError) as refused:
@@ -267,14 +284,16 @@ def test_the_chat_door_and_mcp_answer_the_failure_as_an_error(data: ServiceData)
     assert result.is_error and json.loads(result.content[0].text)["error"]["code"] == "llm_failed"
 
 
-def test_eval_counts_a_failed_model_as_failed_questions(data: ServiceData) -> None:
+def test_eval_counts_a_failed_model_as_failed_questions(service_data: ServiceData) -> None:
     questions = [EvalQuestion(id="q1", question=BODIES["local"]["question"], answers=("clerk",))]
-    store = NamespaceStore(data.storage_root, "acme")
+    store = NamespaceStore(service_data.storage_root, "acme")
     modes = ["global", "drift", "lazy"]
     with model_server("down") as (url, _):
         engine = engine_for(url)
         run = engine.run_sync(
-            evaluate_async(store, engine, data.embedder, offline_settings(data), questions, modes)
+            evaluate_async(
+                store, engine, service_data.embedder, offline_settings(service_data), questions, modes
+            )
         )
     assert [r.status for r in run.rows] == ["failed"] * 3
     assert all("LLMUnreachableError" in (r.error or "") for r in run.rows)

@@ -8,9 +8,9 @@ import math
 
 from pipeline.core.tokens import count_tokens
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.prompts import ROUTE_QUESTION
 from pipeline.query import registry
 from pipeline.query.answer.passage_answer import build_basic_context
+from pipeline.query.auto.route import route_hints, route_messages
 from pipeline.query.basic.search import BasicSearchConfig, retrieve
 from pipeline.query.drift.search import DriftSearchConfig
 from pipeline.query.drift.steps import primer_reports, split_folds
@@ -102,7 +102,7 @@ def test_auto_estimate_is_its_routing_call_and_the_dearest_routable_modes_phases
     dearest = max(routed, key=lambda e: (e.cost_usd, e.calls))
     route, *phases = auto.phases
     assert auto.mode == "auto" and phases == dearest.phases and auto.routed == dearest.mode
-    prompt = _tokens(ROUTE_QUESTION.messages(question=QUESTION))
+    prompt = _tokens(route_messages(QUESTION, route_hints()))
     assert (route.phase, route.calls, route.prompt_tokens) == ("route", 1, prompt)
     assert route.completion_tokens == SETTINGS.llm_map_max_tokens
     assert auto.cost_usd > dearest.cost_usd

@@ -13,13 +13,11 @@ one question can cost without sending anything (`pipeline.query.estimate`)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from assets.cli.exits import unavailable
@@ -67,24 +65,24 @@ def cmd_query(args: argparse.Namespace) -> int:
     if options is None:
         return 2
     settings = load_settings()
+    own = {name: getattr(args, name) for name in mode.terminal.config_flags}
+    printer = Printer(args.json) if getattr(args, "stream", False) else None
     try:
-        config = registry.configure(mode.name, settings, options.given())
-        own = {name: getattr(args, name) for name in mode.terminal.config_flags}
-        config = replace(config, **own) if own else config
         if getattr(args, "estimate", False):
-            return _estimate(mode, args, settings, config)
-        printer = Printer(args.json) if getattr(args, "stream", False) else None
+            return _estimate(mode, args, settings, options, own)
         if mode.uses_model:
             rt = query_runtime(args.namespace, settings=settings)
-            scope = registry.scope(
-                rt.store, rt.engine, rt.embedder, events=printer, write_reports=report_writer(settings)
-            )
+            parts = dict(store=rt.store, engine=rt.engine, embedder=rt.embedder)
+            parts["write_reports"] = report_writer(settings)
         else:  # no engine to build: it answers with no LLM configured
             store = NamespaceStore.from_settings(settings, args.namespace).pinned()
-            scope = registry.scope(store, None, cached_embedder(settings), events=printer)  # type: ignore[arg-type]
-        search = registry.search(mode.name, scope, args.query, config)
+            parts = dict(store=store, engine=None, embedder=cached_embedder(settings))
+        prepared = registry.prepare(
+            mode.name, args.query, options, settings=settings, events=printer, own=own, **parts
+        )
+        scope = prepared.scope
         with quiet((*mode.terminal.quiet, *LLM_LOGS), getattr(args, "verbose", False)):
-            result = scope.engine.run_sync(search) if scope.engine is not None else asyncio.run(search)
+            result = prepared.run_sync()
     except mode.errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -108,12 +106,19 @@ def model_failed(exc: LLMError, printer: Printer | None) -> int:
     return 1
 
 
-def _estimate(mode: Mode, args: argparse.Namespace, settings: Any, config: Any) -> int:
-    from pipeline.query.estimate import estimate_query
+def _estimate(mode: Mode, args: argparse.Namespace, settings: Any, options: Any, own: dict[str, Any]) -> int:
     from pipeline.runtime import cached_embedder
 
     store = NamespaceStore.from_settings(settings, args.namespace)
-    estimate = estimate_query(mode, store, args.query, settings, cached_embedder(settings), config)
+    estimate = registry.estimate(
+        mode.name,
+        args.query,
+        options,
+        settings=settings,
+        store=store,
+        embedder=cached_embedder(settings),
+        own=own,
+    )
     print(json.dumps(estimate.to_dict(), indent=2) if args.json else estimate.render())
     return 0
 

@@ -1,11 +1,11 @@
-"""Query-time assets: saved global and local questions answered after every re-index.
+"""Query-time assets: each mode's saved questions answered after every re-index.
 
-Each stage is its own asset so its rows can be inspected in the UI: the token-budgeted batches, the
-map answers (one row per batch and question: its scored points and status), the reduced answers, and the
-local answers with their evidence. The work is in pipeline.query.saved_questions.
+Global search's stages are each their own asset so their rows can be inspected in the UI: the
+token-budgeted batches, the map answers (one row per batch and question: its scored points and status),
+the reduced answers. Every other mode with saved answers (`Mode.saved`) gets one asset, made in a loop
+over the registry. The work is in pipeline.query.saved_questions.
 """
 
-import functools
 import json
 import time
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetsDefinition,
     AutomationCondition,
     Config,
     MaterializeResult,
@@ -25,19 +26,16 @@ from assets.partitions import namespace_partitions
 from assets.query.config import config_of, options_of
 from assets.resources import LLM_POOL, EmbedderResource, PipelineSettingsResource
 from pipeline.query import registry
-from pipeline.query.auto.saved import write_auto_answers
+from pipeline.query.common.mode import Mode
 from pipeline.query.global_.search import GlobalSearchConfig
-from pipeline.query.lazy.saved import write_lazy_answers
 from pipeline.query.questions import DEFAULT_GLOBAL_QUESTIONS, load_questions
 from pipeline.query.saved_questions import (
     AnswersTable,
     count,
-    write_basic_answers,
-    write_drift_answers,
+    write_answers,
     write_global_answers,
     write_global_batches,
     write_global_map_answers,
-    write_local_answers,
 )
 from pipeline.runtime import report_writer
 
@@ -47,11 +45,6 @@ GROUP = "query"
 REFRESH = AutomationCondition.eager()
 # Each asset's run config: its mode's request model's options (`assets.query.config`) beside the questions.
 GlobalQuestionsConfig = config_of("global")
-LocalQuestionsConfig = config_of("local")
-DriftQuestionsConfig = config_of("drift")
-BasicQuestionsConfig = config_of("basic")
-LazyQuestionsConfig = config_of("lazy")
-AutoQuestionsConfig = config_of("auto")
 
 
 def _config(mode: str, cfg: Config, settings: Any) -> Any:
@@ -61,27 +54,6 @@ def _config(mode: str, cfg: Config, settings: Any) -> Any:
 
 def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSearchConfig:
     return _config("global", cfg, settings.get_settings())
-
-
-def _answer_saved(
-    context: AssetExecutionContext,
-    config: Config,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-    mode: str,
-    write: Any,
-) -> tuple[Any, Any, Any, float]:
-    """What every saved-answer asset does first: this step's engine, the namespace's store, the saved
-    questions, the mode's config from the run config; then `write` answers them into the mode's table."""
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(
-        config.questions, config.questions_file, default=tuple(pipeline_settings.saved_questions or ())
-    )
-    cfg = _config(mode, config, settings)
-    return write(store, questions, engine, embedder.get_embedder(), cfg), engine, cfg, started
 
 
 def _elapsed(started: float) -> float:
@@ -223,156 +195,74 @@ def global_answers(
     )
 
 
-@asset(
-    partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("report_embeddings")],
-    automation_condition=REFRESH,
-    description="Saved local questions answered with ranked communities and evidence cited to document offsets.",
-    kinds={"parquet"},
-    pool=LLM_POOL,
-)
-def local_answers(
-    context: AssetExecutionContext,
-    config: LocalQuestionsConfig,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-) -> MaterializeResult:
-    answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, "local", write_local_answers
+def saved_answer_asset(mode: Mode) -> AssetsDefinition:
+    """The saved-answer asset of a mode with saved answers (`Mode.saved`): its saved questions answered
+    through the registry after each re-index into `query_<mode>_answers`, its options in the run config."""
+    saved = mode.saved
+    assert saved is not None, mode.name
+    QuestionsConfig = config_of(mode)  # noqa: N806 (a class, as Dagster reads it from the annotation)
+
+    @asset(
+        name=f"{mode.name}_answers",
+        partitions_def=namespace_partitions,
+        group_name=GROUP,
+        deps=[AssetKey(d) for d in saved.deps],
+        automation_condition=REFRESH,
+        description=saved.description or mode.doc("saved"),
+        kinds={"parquet"},
+        pool=LLM_POOL,
     )
-    return _answered(answers, engine, started)
-
-
-@asset(
-    partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("report_embeddings")],
-    automation_condition=REFRESH,
-    description="Saved DRIFT questions: primer over reports, follow-up local searches, reduce; the tree kept.",
-    kinds={"parquet"},
-    pool=LLM_POOL,
-)
-def drift_answers(
-    context: AssetExecutionContext,
-    config: DriftQuestionsConfig,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-) -> MaterializeResult:
-    answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, "drift", write_drift_answers
-    )
-    return _answered(
-        answers,
-        engine,
-        started,
-        **_statuses(answers),
-        model_calls=sum(answers.table.column("model_calls").to_pylist()),
-        max_calls_per_question=cfg.max_calls,
-    )
-
-
-@asset(
-    partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("text_unit_embeddings")],
-    automation_condition=REFRESH,
-    description="Saved basic questions: the nearest passages by embedding answered with citations.",
-    kinds={"parquet"},
-    pool=LLM_POOL,
-)
-def basic_answers(
-    context: AssetExecutionContext,
-    config: BasicQuestionsConfig,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-) -> MaterializeResult:
-    answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, "basic", write_basic_answers
-    )
-    return _answered(answers, engine, started)
-
-
-@asset(
-    partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
-    automation_condition=REFRESH,
-    description="Saved lazy questions: relevance tests of passages in community order within a budget, "
-    "answered with citations; no community reports needed.",
-    kinds={"parquet"},
-    pool=LLM_POOL,
-)
-def lazy_answers(
-    context: AssetExecutionContext,
-    config: LazyQuestionsConfig,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-) -> MaterializeResult:
-    answers, engine, cfg, started = _answer_saved(
-        context, config, pipeline_settings, embedder, "lazy", write_lazy_answers
-    )
-    return _answered(
-        answers,
-        engine,
-        started,
-        **_statuses(answers),
-        units_tested=sum(answers.table.column("units_tested").to_pylist()),
-        model_calls=sum(answers.table.column("model_calls").to_pylist()),
-        max_calls_per_question=cfg.max_calls,
-    )
-
-
-@asset(
-    partitions_def=namespace_partitions,
-    group_name=GROUP,
-    deps=[AssetKey("text_unit_embeddings"), AssetKey("communities")],
-    automation_condition=REFRESH,
-    description="Saved questions, each routed to basic, local, global, DRIFT or lazy search; the route "
-    "and its reason kept with the answer.",
-    kinds={"parquet"},
-    pool=LLM_POOL,
-)
-def auto_answers(
-    context: AssetExecutionContext,
-    config: AutoQuestionsConfig,
-    pipeline_settings: PipelineSettingsResource,
-    embedder: EmbedderResource,
-) -> MaterializeResult:
-    (answers, routes), engine, cfg, started = _answer_saved(
-        context,
-        config,
-        pipeline_settings,
-        embedder,
-        "auto",
-        functools.partial(write_auto_answers, modes=registry.MODES),
-    )
-    decisions = [
-        {"question": q, "route": r, "reason": why}
-        for q, r, why in zip(
-            answers.table.column("question").to_pylist(),
-            answers.table.column("route").to_pylist(),
-            answers.table.column("reason").to_pylist(),
-            strict=True,
+    def answers(
+        context: AssetExecutionContext,
+        config: QuestionsConfig,  # type: ignore[valid-type]
+        pipeline_settings: PipelineSettingsResource,
+        embedder: EmbedderResource,
+    ) -> MaterializeResult:
+        started = time.monotonic()
+        settings = pipeline_settings.get_settings()
+        engine = step_engine(context, settings)
+        questions = load_questions(
+            config.questions, config.questions_file, default=tuple(pipeline_settings.saved_questions or ())
         )
-    ]
-    return _answered(
-        answers,
-        engine,
-        started,
-        **_statuses(answers),
-        **{f"route_{r}": n for r, n in routes.items()},
-        routes=MetadataValue.json(decisions),
+        given = options_of(config, mode.options).given()
+        written = write_answers(
+            mode.name,
+            pipeline_settings.store(context.partition_key),
+            questions,
+            settings=settings,
+            engine=engine,
+            embedder=embedder.get_embedder(),
+            given=given,
+            write_reports=report_writer(settings),  # deferred reports it reads, written on first use
+        )
+        extra = {f"{c}": sum(written.table.column(c).to_pylist()) for c in saved.totals}
+        if saved.metadata is not None:
+            more = saved.metadata(written.table, registry.configure(mode.name, settings, given))
+            extra |= {k: MetadataValue.json(v) if isinstance(v, list | dict) else v for k, v in more.items()}
+        return _answered(written, engine, started, **_statuses(written), **extra)
+
+    return answers
+
+
+def saved_answer_assets() -> list[AssetsDefinition]:
+    """One saved-answer asset per registered mode that has saved answers, in registry order (read when
+    called: a mode registered later, a plug-in's, gets its asset from the next call)."""
+    return [saved_answer_asset(m) for m in registry.MODES.values() if m.saved is not None]
+
+
+def query_assets_of_registry() -> list[AssetsDefinition]:
+    """Global search's three stages, then every other mode's saved answers."""
+    return [global_map_batches, global_map_answers, global_answers, *saved_answer_assets()]
+
+
+query_assets = query_assets_of_registry()
+
+
+def query_asset(key: str) -> AssetsDefinition:
+    """The query asset called `key` (`local_answers`, `global_map_batches`, ...)."""
+    for found in query_assets:
+        if found.key.to_user_string() == key:
+            return found
+    raise KeyError(
+        f"no query asset {key!r}; they are {', '.join(a.key.to_user_string() for a in query_assets)}"
     )
-
-
-query_assets = [
-    global_map_batches,
-    global_map_answers,
-    global_answers,
-    local_answers,
-    drift_answers,
-    basic_answers,
-    lazy_answers,
-    auto_answers,
-]

@@ -44,22 +44,12 @@ from pipeline.core.schema import (
     LANCE_MS_TEXT_UNIT_TEXT,
     LANCE_TEXT_UNIT_PIECES,
     LANCE_TEXT_UNITS,
-    QUERY_AUTO_ANSWERS,
-    QUERY_AUTO_ANSWERS_SCHEMA,
-    QUERY_BASIC_ANSWERS,
-    QUERY_BASIC_ANSWERS_SCHEMA,
-    QUERY_DRIFT_ANSWERS,
-    QUERY_DRIFT_ANSWERS_SCHEMA,
     QUERY_GLOBAL_ANSWERS,
     QUERY_GLOBAL_ANSWERS_SCHEMA,
     QUERY_GLOBAL_BATCHES,
     QUERY_GLOBAL_BATCHES_SCHEMA,
     QUERY_GLOBAL_MAP_ANSWERS,
     QUERY_GLOBAL_MAP_ANSWERS_SCHEMA,
-    QUERY_LAZY_ANSWERS,
-    QUERY_LAZY_ANSWERS_SCHEMA,
-    QUERY_LOCAL_ANSWERS,
-    QUERY_LOCAL_ANSWERS_SCHEMA,
     RELATIONSHIPS,
     RELATIONSHIPS_SCHEMA,
     TEXT_UNITS,
@@ -122,11 +112,6 @@ TABLE_SCHEMAS: dict[str, pa.Schema] = {
     QUERY_GLOBAL_BATCHES: QUERY_GLOBAL_BATCHES_SCHEMA,
     QUERY_GLOBAL_MAP_ANSWERS: QUERY_GLOBAL_MAP_ANSWERS_SCHEMA,
     QUERY_GLOBAL_ANSWERS: QUERY_GLOBAL_ANSWERS_SCHEMA,
-    QUERY_LOCAL_ANSWERS: QUERY_LOCAL_ANSWERS_SCHEMA,
-    QUERY_DRIFT_ANSWERS: QUERY_DRIFT_ANSWERS_SCHEMA,
-    QUERY_BASIC_ANSWERS: QUERY_BASIC_ANSWERS_SCHEMA,
-    QUERY_LAZY_ANSWERS: QUERY_LAZY_ANSWERS_SCHEMA,
-    QUERY_AUTO_ANSWERS: QUERY_AUTO_ANSWERS_SCHEMA,
 }
 """Parquet table name -> schema (a shard's part under shards/ takes its table's)."""
 
@@ -146,9 +131,15 @@ LANCE_SCHEMAS: dict[str, Callable[[int], pa.Schema]] = {
 """LanceDB table name -> schema for a vector dimension."""
 
 
+ANSWER_TABLES: dict[str, pa.Schema] = {}
+"""A query mode's saved-answer table -> schema, registered by the query registry with its mode (the
+record declares its columns: `pipeline.query.common.mode.Saved`), so a new mode's table needs no line here."""
+
+
 def registered_schema(name: str) -> pa.Schema | None:
     """The schema of the Parquet table stored as `name`, or None when none is registered."""
-    return TABLE_SCHEMAS.get(shard_base(name) or name)
+    base = shard_base(name) or name
+    return TABLE_SCHEMAS.get(base) or ANSWER_TABLES.get(base)
 
 
 def vector_dimension(schema: pa.Schema) -> int | None:

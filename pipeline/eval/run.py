@@ -79,18 +79,20 @@ def check_indexed(store: NamespaceStore) -> None:
 
 
 def _searches(engine: Engine, embedder: Embedder, settings: Any) -> dict[str, Callable[..., Any]]:
-    """mode -> (store, question) -> its search's coroutine, each with the configured defaults (the
-    modes' configs as auto builds them, and auto's own dispatch)."""
+    """mode -> (store, question) -> its search's coroutine through `registry.run`, with the configured
+    defaults, writing deferred reports on first use as a question at any door does."""
 
     from pipeline.runtime import report_writer  # the composition root: eval's questions are queries
 
-    writer = report_writer(settings)
+    parts = {
+        "settings": settings,
+        "engine": engine,
+        "embedder": embedder,
+        "write_reports": report_writer(settings),
+    }
 
     def search(mode: str) -> Callable[..., Any]:
-        config = registry.configure(mode, settings)
-        return lambda s, q: registry.mode(mode).search(
-            registry.scope(s, engine, embedder, write_reports=writer), q, config
-        )
+        return lambda s, q: registry.run(mode, q, store=s, **parts)
 
     return {m: search(m) for m in eval_modes()}
 

@@ -228,18 +228,14 @@ LAZY_RATE = Prompt(
         'Answer as JSON: {{"ratings": [{{"id": <id>, "score": <0-10>}}]}}'
     ),
 )
+# The routes are the routable modes' own lines (`pipeline.query.common.mode.RouteHint.when`), so a
+# registered mode is one the model may choose (`pipeline.query.auto.route.route_messages`).
 ROUTE_QUESTION = Prompt(
     name="route_question",
-    revision=1,
-    system=(
-        "You choose how a question over a collection of documents is best answered:\n"
-        "- basic: a fact stated in one or two passages (who, when, where, which, how many);\n"
-        "- local: how specific named people, places or things relate, from the knowledge graph;\n"
-        "- global: a summary or the main themes of the whole collection or a whole document;\n"
-        "- drift: a broad question that also needs details, or writing something new from the material;\n"
-        "- lazy: a question that needs reasoning over facts spread across several passages."
-    ),
-    user='Question: {question}\n\nAnswer as JSON: {{"route": "<basic|local|global|drift|lazy>", "reason": "..."}}',
+    revision=2,
+    system="You choose how a question over a collection of documents is best answered, by one of the routes "
+    "listed with it.",
+    user='Routes:\n{routes}\n\nQuestion: {question}\n\nAnswer as JSON: {{"route": "<{names}>", "reason": "..."}}',
 )
 # ---- the OpenAI-compatible chat door (pipeline.service.chat_condense): a conversation's last question,
 # rewritten to stand alone, since every mode answers one question without the turns before it.

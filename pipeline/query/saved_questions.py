@@ -1,17 +1,17 @@
-"""Saved questions answered stage by stage into tables, for the query-time assets.
+"""Saved questions answered into tables, for the query-time assets.
 
-Each function is one asset's work: the global batches, the map answers, the reduced answers, and the
-local answers, each read from and written to the namespace's store so its rows can be inspected.
+Each function is one asset's work: global search's three stages (the batches, the map answers, the
+reduced answers), and every other mode's answers (`write_answers`, one row per question as the mode's
+record says), each read from and written to the namespace's store so its rows can be inspected.
 A map answer is one row per batch and question (its status, attempts and error belong to the batch),
 with the batch's scored points in a `points` column.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 
@@ -19,9 +19,7 @@ from pipeline.core import schema, tables
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
-from pipeline.query.basic.search import basic_search_async
-from pipeline.query.common.scope import QueryScope, leveled
-from pipeline.query.drift.search import drift_search_async
+from pipeline.query import registry
 from pipeline.query.global_.batches import Batch
 from pipeline.query.global_.search import (
     GlobalSearchConfig,
@@ -32,7 +30,6 @@ from pipeline.query.global_.search import (
     run_map,
 )
 from pipeline.query.global_.tasks import MapPoint
-from pipeline.query.local.search import local_search_async
 
 Log = Callable[[str], None]
 
@@ -68,7 +65,16 @@ def write_global_batches(
     rows, totals = [], {}
     for q in questions:
         tasks = GlobalTasks(engine, embedder)
-        scope = QueryScope(store, engine, leveled(store, embedder), write_reports=write_reports)
+        scope = registry.prepare(
+            "global",
+            q,
+            settings=None,
+            store=store,
+            engine=engine,
+            embedder=embedder,
+            config=config,
+            write_reports=write_reports,
+        ).scope
         batches, selection, first_use = engine.run_sync(plan_with_reports(scope, q, tasks, config))
         counts = {**selection.to_dict(), "first_use_written": len(first_use.written) if first_use else 0}
         for key, value in counts.items():
@@ -177,84 +183,37 @@ def answer_all(
     return AnswersTable(written, "\n".join(md) or rows.empty)
 
 
-class AnswersWriter(Protocol):
-    def __call__(
-        self, store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: Any
-    ) -> AnswersTable: ...
-
-
-def answers_writer(
-    search: Callable[[QueryScope, str, Any], Awaitable[Any]], rows: AnswerRows
-) -> AnswersWriter:
-    """The saved-questions writer of one mode: each question through `search` with the config given."""
-
-    def write(
-        store: NamespaceStore, questions: list[str], engine: Engine, embedder: Embedder, config: Any
-    ) -> AnswersTable:
-        return answer_all(
-            store,
-            engine,
-            questions,
-            lambda q: search(QueryScope(store, engine, leveled(store, embedder)), q, config),
-            rows,
-        )
-
-    return write
-
-
-write_local_answers = answers_writer(
-    local_search_async,
-    AnswerRows(
-        lambda res: {
-            "communities": [c["id"] for c in res.communities],
-            "selection": res.selection,
-            "evidence_json": json.dumps(res.evidence, default=str),
-            "n_evidence": len(res.evidence),
-        },
-        lambda res: f" ({len(res.evidence)} evidence items)\n\n{res.answer}",
-        (schema.QUERY_LOCAL_ANSWERS, schema.QUERY_LOCAL_ANSWERS_SCHEMA),
-        "No local questions configured.",
-    ),
-)
-
-
-def _drift_outline(res: Any) -> str:
-    steps = "\n".join(f"- [{n.id}] {n.status} ({n.score:g}): {n.question}" for n in res.nodes)
-    return f"\n\n{res.answer}\n\nSteps:\n{steps}"
-
-
-write_drift_answers = answers_writer(
-    drift_search_async,
-    AnswerRows(
-        lambda res: {
-            "reason": res.reason,
-            "nodes": len(res.nodes),
-            "answered": sum(1 for n in res.nodes if n.status == "answered"),
-            "failed_steps": res.failed_steps,
-            "model_calls": sum(res.usage[k] for k in ("primer_calls", "follow_up_calls", "reduce_calls")),
-            "max_calls": res.usage["max_calls"],
-            "tree_json": json.dumps(res.to_dict()["nodes"], default=str),
-            "citations_json": json.dumps(res.citations, default=str),
-        },
-        _drift_outline,
-        (schema.QUERY_DRIFT_ANSWERS, schema.QUERY_DRIFT_ANSWERS_SCHEMA),
-        "No DRIFT questions configured.",
-    ),
-)
-
-write_basic_answers = answers_writer(
-    basic_search_async,
-    AnswerRows(
-        lambda res: {
-            "sources_json": json.dumps([{k: v for k, v in s.items() if k != "text"} for s in res.sources]),
-            "reason": res.reason,
-            "citations_json": json.dumps(res.citations, default=str),
-        },
-        lambda res: f" ({len(res.sources)} passages)\n\n{res.answer}",
-        (schema.QUERY_BASIC_ANSWERS, schema.QUERY_BASIC_ANSWERS_SCHEMA),
-        "No basic questions configured.",
-    ),
-)
+def write_answers(
+    name: str,
+    store: NamespaceStore,
+    questions: list[str],
+    *,
+    settings: Any,
+    engine: Engine,
+    embedder: Embedder,
+    given: Mapping[str, Any] | None = None,
+    write_reports: Callable[..., Any] | None = None,
+) -> AnswersTable:
+    """Mode `name`'s saved answers: each question through `registry.run` with the options `given`
+    (the run config's), one row per answer in the mode's table (`Mode.saved`). Deferred reports a
+    question reads are written on first use by `write_reports`, as they are for a question asked at a
+    door."""
+    mode = registry.mode(name)
+    saved = mode.saved
+    if saved is None:
+        raise ValueError(f"query mode {name!r} has no saved answers")
+    parts = dict(
+        settings=settings, store=store, engine=engine, embedder=embedder, write_reports=write_reports
+    )
+    return answer_all(
+        store,
+        engine,
+        questions,
+        lambda q: registry.run(name, q, given, **parts),
+        AnswerRows(
+            saved.row, saved.summary, (mode.saved_table, mode.saved_schema()), "No questions configured."
+        ),
+    )
 
 
 def count(table: pa.Table, column: str, value: Any) -> int:

@@ -9,7 +9,6 @@ query past its deadline frees its key's slot one step later instead of finishing
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from pipeline.engine.base import Engine
 from pipeline.io.store import NamespaceStore
 from pipeline.query import registry
 from pipeline.query.common.events import Sink
-from pipeline.query.common.scope import QueryScope
 from pipeline.settings import Settings
 
 
@@ -36,25 +34,23 @@ class Work:
     cancel: threading.Event
     events: Sink | None = None  # a streamed query's listener (`pipeline.service.streams`)
 
-    def scope(self, engine: Engine | None) -> QueryScope:
-        """What a mode is handed: this query's store, embedder, clocks and listener, with `engine`."""
-        from pipeline.runtime import report_writer  # the composition root: the service imports no index
-
-        return registry.scope(
-            self.store,
-            engine,  # type: ignore[arg-type]
-            self.embedder,
-            self.deadline,
-            self.cancel,
-            self.events,
-            write_reports=report_writer(self.settings),
-        )
-
 
 def answer(work: Work, kind: str, request: Any) -> dict[str, Any]:
     """Mode `kind`'s answer to `request` (its HTTP body), as a dict."""
+    from pipeline.runtime import report_writer  # the composition root: the service imports no index
+
     mode = registry.mode(kind)
-    engine = work.new_engine() if mode.uses_model else None
-    config = registry.configure(kind, work.settings, request.given())
-    search = registry.search(kind, work.scope(engine), getattr(request, mode.question), config)
-    return (engine.run_sync(search) if engine is not None else asyncio.run(search)).to_dict()
+    prepared = registry.prepare(
+        kind,
+        getattr(request, mode.question),
+        request,
+        settings=work.settings,
+        store=work.store,
+        engine=work.new_engine() if mode.uses_model else None,
+        embedder=work.embedder,
+        deadline=work.deadline,
+        cancel=work.cancel,
+        events=work.events,
+        write_reports=report_writer(work.settings),
+    )
+    return prepared.run_sync().to_dict()

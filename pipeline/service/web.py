@@ -216,8 +216,7 @@ def _estimate_route(app: FastAPI, service: QueryService, mode: Mode) -> None:
 def _estimated(
     service: QueryService, mode: Mode, store: NamespaceStore, question: str, given: dict[str, Any]
 ) -> dict[str, Any]:
-    from pipeline.query.estimate import estimate_query
-
-    settings = service.settings
-    config = registry.configure(mode.name, settings, given)
-    return estimate_query(mode, store, question, settings, service.embedder, config).to_dict()
+    found = registry.estimate(
+        mode.name, question, given, settings=service.settings, store=store, embedder=service.embedder
+    )
+    return found.to_dict()

@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pipeline import prompts
 from pipeline.llm.usage import DEFAULT_PRICES, estimate_cost
-from pipeline.query.auto.route import ROUTE
+from pipeline.query.auto.route import ROUTE, route_hints, route_messages
 from pipeline.query.auto.search import FALLBACK, AutoSearchConfig
 from pipeline.query.common.mode import MODES, missing, routable
 from pipeline.query.estimate import Asked, Phase, QueryEstimate, prompt_tokens
@@ -27,7 +26,7 @@ def estimate_phases(estimate: QueryEstimate, asked: Asked, config: AutoSearchCon
         config = replace(config, settings=settings)
     if config.route is None:
         # The model form's one classification call; offline the rules route, and `_finish` says so
-        messages = prompts.ROUTE_QUESTION.messages(question=question)
+        messages = route_messages(question, route_hints())
         limit = getattr(settings, f"llm_{ROUTE.limit}_max_tokens")  # `engine.llm.OutputLimits`' setting
         estimate.phases.append(Phase("route", 1, prompt_tokens(messages, settings.encoding), limit, "exact"))
     names = [config.route] if config.route is not None else routable()

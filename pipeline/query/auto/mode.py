@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
+import pyarrow as pa
+
 from pipeline.core import schema
 from pipeline.query.auto.estimate import estimate_phases as estimate
 from pipeline.query.auto.search import AutoSearchConfig, auto_search_async
 from pipeline.query.auto.shown import auto_shown
 from pipeline.query.auto.terminal import TERMINAL
-from pipeline.query.common.mode import Mode
+from pipeline.query.common.mode import Mode, Saved
 from pipeline.query.requests import AutoOptions
+
+
+def _routes(table: pa.Table, config: object) -> dict[str, object]:
+    """How many saved questions took each route, and each one's route and reason."""
+    routes = Counter(table.column("route").to_pylist())
+    decisions = [
+        {"question": q, "route": r, "reason": why}
+        for q, r, why in zip(
+            table.column("question").to_pylist(),
+            table.column("route").to_pylist(),
+            table.column("reason").to_pylist(),
+            strict=True,
+        )
+    ]
+    return {**{f"route_{r}": n for r, n in sorted(routes.items())}, "routes": decisions}
+
 
 MODE = Mode(
     name="auto",
@@ -27,4 +48,23 @@ MODE = Mode(
     shown=auto_shown,
     estimate=estimate,
     routes=True,  # its `route` event says where it sent the question and why
+    saved=Saved(
+        columns=(
+            ("route", pa.string()),  # the routable mode it took
+            ("reason", pa.string()),  # why that route
+            ("router", pa.string()),  # given | llm | offline
+            ("result_json", pa.string()),  # the routed mode's whole result
+        ),
+        row=lambda res: {
+            "route": res.route,
+            "reason": res.reason,
+            "router": res.router,
+            "result_json": json.dumps(res.result, default=str),
+        },
+        summary=lambda res: f" — routed to **{res.route}** ({res.reason})\n\n{res.answer}",
+        deps=("text_unit_embeddings", "communities"),
+        description="Saved questions, each routed to the mode that fits it; the route and its reason kept "
+        "with the answer.",
+        metadata=_routes,
+    ),
 )

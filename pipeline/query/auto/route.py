@@ -1,15 +1,18 @@
 """Which mode answers a question: the `ROUTE` task, one cheap classification, in its offline and LLM forms.
 
-The five modes and what each is for (peer evaluations, GraphRAG-Bench and "When to use graphs in RAG":
-plain RAG wins on fact lookups, graph modes on reasoning and summaries):
+The routes are the registry's routable modes, each with its `RouteHint` (`pipeline.query.common.mode`):
+a line for the model's prompt, plain example questions (the offline form's prototypes), and whether an
+offline choice of it is settled by comparison. The five built-in modes and what each is for (peer
+evaluations, GraphRAG-Bench and "When to use graphs in RAG": plain RAG wins on fact lookups, graph modes
+on reasoning and summaries):
 - basic: a fact stated in one or two passages;
 - local: how specific named things relate (the knowledge graph around them);
 - global: a summary or the main themes of the whole collection;
 - drift: broad and detailed at once, or writing something new from the material;
 - lazy: reasoning over facts spread across several passages, within a fixed budget.
 
-The model form asks for `{route, reason}` (validated: a route outside the five fails the reply, which the
-client repairs once; cached by the client like every call). The offline form reads the question's form,
+The model form asks for `{route, reason}` (validated: a route that is no routable mode fails the reply,
+which the client repairs once; cached by the client like every call). The offline form reads the question's form,
 the wh-question taxonomy of question answering, rules in order:
 1. summary wording ("summarize", "overview", "main themes", "as a whole", ...) -> global;
 2. creative wording ("write", "imagine", "compose", "in the style of", ...) -> drift;
@@ -22,8 +25,9 @@ the wh-question taxonomy of question answering, rules in order:
    author of Brand") -> local, whose entity graph follows the chain where a passage search finds only
    its first link;
 7. any other wh-question (who, what, when, where, which, how many, ...) is a fact lookup -> basic;
-8. otherwise the mode of the nearest prototype (`PROTOTYPES`: a few plain questions per mode, written
-   once from the descriptions above) by the embedding model's cosine, except that a question opening
+8. otherwise the mode of the nearest prototype (each routable mode's `RouteHint.examples`: a few plain
+   questions per mode, written once from the descriptions above; a registered mode's own examples make it
+   a candidate here) by the embedding model's cosine, except that a question opening
    like a lookup never goes to global (lazy instead): a fact wh-question, a yes/no question ("Can I put
    inline data inside a loop?") or a how-to ("How can I give the x axis a probit scale?"). Each asks
    about one stated thing, and their nearest prototype is a guess (cosine 0.05-0.10 on the dev manuals,
@@ -39,17 +43,16 @@ had 87%: MuSiQue's table is not a held-out measure of rule 6 (it sends 68 of MuS
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from pipeline import prompts
 from pipeline.embeddings.base import Embedder
 from pipeline.engine.task import Task, TaskContext
-
-Route = Literal["basic", "local", "global", "drift", "lazy"]
+from pipeline.query.common.mode import MODES, Mode, RouteHint, routable
 
 SUMMARY = re.compile(
     r"\b(summari[sz]e|summary|overview|main (themes?|topics?|ideas?|points?|events?)|key themes?|as a whole|"
@@ -86,44 +89,30 @@ FACT_OPENING = re.compile(
     r"in (what|which) (year|city|country|place)|what year|"
     r"(can|could|is|are|was|were|does|do|did|should|will|would|may|must|has|have|had)|how (can|to|should))\b"
 )
-PROTOTYPES: dict[str, tuple[str, ...]] = {
-    "basic": (
-        "Who wrote the letter?",
-        "When was the company founded?",
-        "What is the name of the ship's captain?",
-        "Where was the treaty signed?",
-        "How many children did she have?",
-    ),
-    "local": (
-        "How is the doctor related to the family he treats?",
-        "What role does the lawyer play in the dispute over the inheritance?",
-        "What is the relationship between the king and his advisor?",
-        "Which people does the merchant deal with, and how?",
-    ),
-    "global": (
-        "What are the main themes of these documents?",
-        "Summarize the story as a whole.",
-        "What are the most important topics across the collection?",
-        "Give an overview of the events described.",
-    ),
-    "drift": (
-        "Describe how the main character changes over the course of the story, with examples.",
-        "Write a letter from one character to another about what happened to them.",
-        "Imagine a different ending to the story and describe it.",
-        "What does the collection say about family, and where does it show it?",
-    ),
-    "lazy": (
-        "Why did the merchant leave the city after the fire?",
-        "What led to the quarrel between the brothers, and how was it resolved?",
-        "How did the decision at the meeting affect the people involved later?",
-        "What connects the accident to the company's earlier choices?",
-    ),
-}
+
+
+def route_hints(modes: Mapping[str, Mode] | None = None) -> dict[str, RouteHint]:
+    """The routable modes' hints, in registry order (`modes`: a scope's; default the registry's)."""
+    found = MODES if modes is None else modes
+    return {n: m.route_hint for n, m in found.items() if m.routable and m.route_hint is not None}
+
+
+def route_messages(question: str, hints: Mapping[str, RouteHint]) -> list[dict[str, str]]:
+    """The model form's messages: the routes, each with its line, and the question."""
+    routes = "\n".join(f"- {h.when}" for h in hints.values())
+    return prompts.ROUTE_QUESTION.messages(question=question, routes=routes, names="|".join(hints))
 
 
 class RouteChoice(BaseModel):
-    route: Route = Field(description="basic, local, global, drift or lazy")
+    route: str = Field(description="A routable query mode: basic, local, global, drift, lazy, ...")
     reason: str = Field(max_length=400, description="Why, in one sentence")
+
+    @field_validator("route")
+    @classmethod
+    def _routable(cls, v: str) -> str:
+        if (modes := routable()) and v not in modes:
+            raise ValueError(f"route must be one of {', '.join(modes)}; not {v!r}")
+        return v
 
 
 # The passage modes the offline form asks auto to compare (`auto.search`, rule 4), in the order that breaks
@@ -140,21 +129,22 @@ class ComparedRoute(RouteChoice):
 @dataclass(frozen=True)
 class RouteRequest:
     question: str
+    hints: Mapping[str, RouteHint] = field(default_factory=route_hints)  # the routes it may take
 
 
-_MATRICES: dict[int, tuple[Embedder, list[str], np.ndarray]] = {}
+_MATRICES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[Embedder, list[str], np.ndarray]] = {}
 
 
-def _prototype_matrix(embedder: Embedder) -> tuple[list[str], np.ndarray]:
-    """The prototypes' vectors, embedded once per embedder (the embedder is kept so its id stays its)."""
-    hit = _MATRICES.get(id(embedder))
+def _prototype_matrix(embedder: Embedder, hints: Mapping[str, RouteHint]) -> tuple[list[str], np.ndarray]:
+    """The prototypes' vectors, embedded once per embedder and set of prototypes (the embedder is kept
+    so its id stays its)."""
+    pairs = tuple((mode, q) for mode, hint in hints.items() for q in hint.examples)
+    if not pairs:
+        raise ValueError("no routable query mode has example questions: is pipeline.query.registry imported?")
+    key = (id(embedder), pairs)
+    hit = _MATRICES.get(key)
     if hit is None or hit[0] is not embedder:
-        modes = [m for m, qs in PROTOTYPES.items() for _ in qs]
-        hit = _MATRICES[id(embedder)] = (
-            embedder,
-            modes,
-            embedder.embed([q for qs in PROTOTYPES.values() for q in qs]),
-        )
+        hit = _MATRICES[key] = (embedder, [m for m, _ in pairs], embedder.embed([q for _, q in pairs]))
     return hit[1], hit[2]
 
 
@@ -167,7 +157,11 @@ def _asks_for_several(text: str) -> bool:
     return False
 
 
-def offline_route(question: str, embedder: Embedder) -> RouteChoice:
+def offline_route(
+    question: str, embedder: Embedder, hints: Mapping[str, RouteHint] | None = None
+) -> RouteChoice:
+    """Rules 1-8 (`hints`: the routes it may take; default the registry's routable modes)."""
+    hints = route_hints() if hints is None else hints
     text = " ".join(question.lower().split())
     if SUMMARY.search(text):
         return RouteChoice(route="global", reason="summary wording: a question about the whole collection")
@@ -183,7 +177,7 @@ def offline_route(question: str, embedder: Embedder) -> RouteChoice:
         return RouteChoice(route="local", reason="a fact reached through another thing: a multi-hop lookup")
     if WH.search(text):
         return RouteChoice(route="basic", reason="a wh-question with no broader cue: a fact lookup")
-    modes, matrix = _prototype_matrix(embedder)
+    modes, matrix = _prototype_matrix(embedder, hints)
     sims = matrix @ embedder.embed([question])[0]
     best = int(np.argmax(sims))
     route, cosine = modes[best], float(sims[best])
@@ -191,17 +185,20 @@ def offline_route(question: str, embedder: Embedder) -> RouteChoice:
         return RouteChoice(
             route="lazy", reason=f"opens like a fact lookup; nearest prototype global ({cosine:.2f})"
         )
-    return RouteChoice(route=route, reason=f"nearest prototype: {route} (cosine {cosine:.2f})")  # type: ignore[arg-type]
+    return RouteChoice(route=route, reason=f"nearest prototype: {route} (cosine {cosine:.2f})")
 
 
 async def _offline(request: RouteRequest, ctx: TaskContext) -> RouteChoice:
-    choice = offline_route(request.question, ctx.need_embedder("routing"))
-    return ComparedRoute(**choice.model_dump(), compare=() if choice.route == "global" else COMPARED)
+    choice = offline_route(request.question, ctx.need_embedder("routing"), request.hints)
+    hint = request.hints.get(choice.route)
+    return ComparedRoute(
+        **choice.model_dump(), compare=COMPARED if hint is not None and hint.compared else ()
+    )
 
 
 async def _model(request: RouteRequest, ctx: TaskContext) -> RouteChoice:
-    prompt = prompts.ROUTE_QUESTION
-    return await ctx.ask(prompt, prompt.messages(question=request.question), RouteChoice)
+    messages = route_messages(request.question, request.hints)
+    return await ctx.ask(prompts.ROUTE_QUESTION, messages, RouteChoice)
 
 
 # A route and a sentence: the map's output limit is ample.

@@ -31,7 +31,14 @@ from typing import Any
 from pipeline.core.plain import plain
 from pipeline.llm.errors import LLMCancelledError, LLMError, LLMTimeoutError
 from pipeline.query.auto.compare import keep, mode_scores
-from pipeline.query.auto.route import ROUTE, ComparedRoute, RouteChoice, RouteRequest, offline_route
+from pipeline.query.auto.route import (
+    ROUTE,
+    ComparedRoute,
+    RouteChoice,
+    RouteRequest,
+    offline_route,
+    route_hints,
+)
 from pipeline.query.common import events
 from pipeline.query.common.mode import Mode, missing
 from pipeline.query.common.scope import QueryScope, start_clock
@@ -86,8 +93,7 @@ def _lacks(scope: QueryScope, route: str) -> list[str]:
 async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfig) -> tuple[RouteChoice, str]:
     """The route and why (rules 1-3), and who chose it."""
     if config.route is not None:
-        # Any routable mode of the scope's registry (a toy or plug-in one too); RouteChoice's own five
-        # are what the model is told it may answer
+        # Any routable mode of the scope's registry (a toy or plug-in one too)
         if not getattr(scope.modes.get(config.route), "routable", False):
             routes = ", ".join(n for n, m in scope.modes.items() if m.routable)
             raise ValueError(f"route must be a routable query mode: {routes}; not {config.route!r}")
@@ -95,12 +101,12 @@ async def choose_route(scope: QueryScope, question: str, config: AutoSearchConfi
         choice, router = given, "given"
     else:
         try:
-            choice = await scope.ask(ROUTE, RouteRequest(question))
+            choice = await scope.ask(ROUTE, RouteRequest(question, route_hints(scope.modes)))
             router = scope.engine.kind  # llm | offline: who classified, for the result (never branched on)
         except (LLMCancelledError, LLMTimeoutError):
             raise
         except LLMError as exc:
-            choice = offline_route(question, scope.embedder)
+            choice = offline_route(question, scope.embedder, route_hints(scope.modes))
             choice = RouteChoice(
                 route=choice.route, reason=f"{choice.reason} (classification failed: {exc})"[:400]
             )

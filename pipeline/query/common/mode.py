@@ -1,9 +1,10 @@
 """What a query mode is to every door: one record per mode, exported by the mode's package (`MODE` in
 `pipeline/query/<mode>/mode.py`) and listed once in `pipeline.query.registry`.
 
-The CLI, the HTTP API and its OpenAPI schema, the MCP tools, the Dagster query configs and assets,
-`pipeline eval`, auto search's candidates and `--estimate` all loop over the registry, so adding a mode
-is a new package plus one registry line, and adding an option is one field in the mode's request model.
+The CLI, the HTTP API and its OpenAPI schema, the MCP tools, the OpenAI door, the web app, the Dagster
+query configs, assets and answer tables, `pipeline eval`, auto search's routes and `--estimate` all loop
+over the registry and run a question through `registry.run`, so adding a mode is a new package plus one
+registry line, and adding an option is one field in the mode's request model.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pyarrow as pa
 from pydantic import BaseModel
 
 # (kind of table, name): what a mode reads; `/status` and auto's fallback decide readiness from these.
@@ -39,6 +41,34 @@ class Terminal:
 
 
 @dataclass(frozen=True)
+class Saved:
+    """A mode's saved answers: the Dagster asset that answers its saved questions after each re-index
+    (`assets.query.assets`) writes one row per question into `query_<mode>_answers`, whose columns are
+    question, status, answer and then `columns`."""
+
+    columns: tuple[tuple[str, pa.DataType], ...]
+    row: Callable[[Any], dict[str, Any]]  # a result's own columns
+    # the Markdown after a question's status in the asset's metadata
+    summary: Callable[[Any], str] = lambda res: f"\n\n{res.answer}"
+    deps: tuple[str, ...] = ("text_unit_embeddings",)  # the index assets its answers read
+    description: str = ""  # the asset's; default: the mode's `saved_doc`
+    totals: tuple[str, ...] = ()  # integer columns summed into the asset's metadata
+    # more of the asset's metadata, from its table and the search's config (JSON-shaped values)
+    metadata: Callable[[pa.Table, Any], dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class RouteHint:
+    """What auto search's classifier knows of a routable mode: one line for the model's prompt, plain
+    questions it answers best (the offline form's nearest prototypes), and whether an offline choice of
+    it is settled by comparing the passage modes' contexts (`auto.compare`) or taken as it is."""
+
+    when: str
+    examples: tuple[str, ...] = ()
+    compared: bool = False
+
+
+@dataclass(frozen=True)
 class Mode:
     """One query mode, as every door sees it."""
 
@@ -58,6 +88,7 @@ class Mode:
     question: Literal["question", "query"] = "question"  # the body's text field
     errors: tuple[type[Exception], ...] = ()  # what the search raises for a request it cannot take
     routable: bool = False  # auto search may hand a question to it, and `pipeline eval` asks it
+    route_hint: RouteHint | None = None  # how auto's classifier chooses it (a routable mode's)
     lane: Literal["quick", "graph"] = "graph"  # the service's worker pool: quick = no model call
     # False: the search calls no model, so a door builds it no engine (its scope's engine is None) and
     # it answers with no LLM configured
@@ -74,8 +105,7 @@ class Mode:
     # Optional parts a door uses when a mode has them:
     estimate: Callable[..., None] | None = None  # adds the model calls one question costs (--estimate)
     shown: Callable[[dict[str, Any], Any], Any] | None = None  # the context a result showed (eval)
-    # doors' extras that belong to the mode (e.g. the Dagster saved-answer table), by door
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    saved: Saved | None = None  # its saved-answer asset and table (global's three stages are their own)
 
     def __post_init__(self) -> None:
         if self.configure is None:
@@ -92,6 +122,19 @@ class Mode:
     @property
     def tool_name(self) -> str:
         return self.tool or f"{self.name}_search"
+
+    @property
+    def saved_table(self) -> str:
+        """The Parquet table its saved answers are written to."""
+        return f"query_{self.name}_answers"
+
+    def saved_schema(self) -> pa.Schema:
+        """Its saved answers' table: the columns every mode's has, then its own."""
+        from pipeline.core.answer_schema import answers_schema
+
+        if self.saved is None:
+            raise ValueError(f"query mode {self.name!r} has no saved answers")
+        return answers_schema(*self.saved.columns)
 
     def doc(self, door: Literal["http", "tool", "saved"]) -> str:
         """What door `door` says of this mode: its own text, else the summary."""

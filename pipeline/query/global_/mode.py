@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.core import schema
-from pipeline.query.common.mode import Mode
+from pipeline.query.common.mode import Mode, RouteHint
 from pipeline.query.global_.context import GlobalContextError
 from pipeline.query.global_.estimate import estimate_phases as estimate
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async
@@ -26,4 +26,15 @@ MODE = Mode(
     estimate=estimate,
     terminal=TERMINAL,
     shown=global_shown,
+    # offline, a summary question is taken as routed: the passage modes' contexts cannot hold a whole
+    # collection, so comparing them would always pick one of them
+    route_hint=RouteHint(
+        "global: a summary or the main themes of the whole collection or a whole document",
+        (
+            "What are the main themes of these documents?",
+            "Summarize the story as a whole.",
+            "What are the most important topics across the collection?",
+            "Give an overview of the events described.",
+        ),
+    ),
 )
