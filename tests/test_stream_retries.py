@@ -110,7 +110,9 @@ def stalled_service(
 def joined_to_done(events: list[tuple[str, dict[str, Any]]]) -> str:
     """The streamed text, after checking it is done's answer."""
     assert events[-1][0] == ev.DONE, events[-1]
-    text = ev.joined(events)
+    text = ""
+    for kind, data in events:
+        text = ev.applied(text, kind, data)
     assert text == events[-1][1]["result"]["answer"]
     return text
 
@@ -208,7 +210,7 @@ def test_cli_stream_prints_the_answer_not_the_stalled_attempts_text(data: Servic
     lines = [json.loads(line) for line in as_json.stdout.splitlines()]
     events = [(line["event"], line["data"]) for line in lines]
     result = events[-1][1]["result"]
-    assert events[-1][0] == ev.DONE and ev.joined(events) == result["answer"]
+    assert events[-1][0] == ev.DONE and joined_to_done(events) == result["answer"]
     # the citation events its help promises, numbered as the result lists its citations
     assert [d for k, d in events if k == ev.CITATION] == ev.citations_of(result) != []
 

@@ -67,10 +67,7 @@ class Sent:
     def take(self, kind: str, data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """A mode's event as the client gets it (none when the answer's bound is reached)."""
         if kind in (ev.DELTA, ev.RETRACT):
-            if kind == ev.DELTA:
-                self.written += str(data.get("text") or "")
-            else:
-                self.written = self.written[: max(0, len(self.written) - int(data.get("chars") or 0))]
+            self.written = ev.applied(self.written, kind, data)
             shown = self.written[: self.bounds.max_answer_chars]
             events, self.text = ev.catch_up(self.text, shown), shown
             return events

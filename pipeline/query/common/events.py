@@ -5,7 +5,7 @@ A mode emits while it works: `route` (which mode answers and why), `context` (th
 with their scores), `delta` (answer text as it is written: a model's tokens, offline each sentence as it
 is chosen), `retract` and `citation`. The service adds `done` (or `error`) at the end
 (`pipeline.service.streams`). Concatenating the `delta` texts, each `retract` cutting its number of
-characters off the end of what came before it, gives the answer (`joined`). A model call that is asked
+characters off the end of what came before it, gives the answer (`applied`, one event at a time). A model call that is asked
 again after part of its reply was sent, and writes otherwise, retracts what differs (`stream.Written`):
 a client that shows text as it comes must honour it. A door whose mode wrote none sends the finished
 answer as `answer_pieces`, one a sentence.
@@ -32,14 +32,13 @@ KINDS = (ROUTE, CONTEXT, DELTA, RETRACT, CITATION, DONE, ERROR)
 Sink = Callable[[str, dict[str, Any]], None]
 
 
-def joined(heard: list[tuple[str, dict[str, Any]]]) -> str:
-    """The answer text a stream of events gives: its deltas with its retracts applied."""
-    text = ""
-    for kind, data in heard:
-        if kind == DELTA:
-            text += str(data.get("text") or "")
-        elif kind == RETRACT:
-            text = text[: max(0, len(text) - int(data.get("chars") or 0))]
+def applied(text: str, kind: str, data: dict[str, Any]) -> str:
+    """The answer text `text` becomes with one more event: a `delta`'s text added, a `retract`'s
+    characters taken off the end; any other event leaves it as it is."""
+    if kind == DELTA:
+        return text + str(data.get("text") or "")
+    if kind == RETRACT:
+        return text[: max(0, len(text) - int(data.get("chars") or 0))]
     return text
 
 
