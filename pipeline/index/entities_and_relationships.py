@@ -125,6 +125,7 @@ def run(ctx: IndexContext) -> dict[str, StageReport]:
             "pruned_low_npmi_edges": s.pruned_edges,
             "self_loops_dropped": s.self_loops_dropped,
             "unresolved_endpoints": s.unresolved_endpoints,
+            "relationships_to_common_words": s.relationships_to_common_words,
         },
         checks=[
             Check.of_counts("relationships_reference_entities", {"dangling": summary.dangling_relationships})

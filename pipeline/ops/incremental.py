@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -92,7 +92,6 @@ class DocumentDelta:
     changed: int = 0  # same source, new text (so a new id)
     removed: int = 0  # a document whose source is gone
     unchanged: int = 0
-    removed_ids: list[str] = field(default_factory=list)
 
     def as_metadata(self) -> dict[str, int]:
         return {
@@ -129,7 +128,6 @@ def diff_documents(previous: pa.Table | None, current: pa.Table) -> DocumentDelt
         else:
             delta.added += 1
     delta.removed = sum(1 for k in gone.values() if k not in matched_sources)
-    delta.removed_ids = sorted(gone)
     return delta
 
 

@@ -37,7 +37,6 @@ class IngestResult:
     documents: list[Document]
     errors: list[IngestError]
     duplicates: int = 0
-    skipped_files: int = 0
     files: int = 0  # every visible entry of the folder, skipped ones included
     files_rejected: int = 0  # files that gave no document and an error (a file-level one, or one per row)
     rows_rejected: int = 0  # rejected rows of the files that were not rejected whole
@@ -189,7 +188,6 @@ def read_documents(folder: str | os.PathLike[str], options: IngestOptions | None
             )
             continue
         if suffix not in SUPPORTED_SUFFIXES:
-            result.skipped_files += 1
             result.files_rejected += 1
             result.errors.append(
                 IngestError(rel, "unsupported", f"unsupported file type {suffix or '(none)'!r}")
