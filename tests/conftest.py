@@ -8,12 +8,16 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.llm_server import llm_server  # noqa: F401 - the session-scoped llama.cpp server fixture
 from tests.support.minilm_http import book_768, minilm_http  # noqa: F401 - a 768-d embedding server, its index
 from tests.support.s3_server import s3_bucket  # noqa: F401 - a bucket on a session-scoped moto S3 server
+
+if TYPE_CHECKING:
+    from tests.support.service_data import ServiceData
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -116,11 +120,69 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> object:
-    """The small hand-built Christmas Carol namespace (`tests.test_local_search.build_tiny_index`), as a
-    NamespaceStore; test_local_search's own `tiny` also returns the document text."""
+    """The small hand-built Christmas Carol namespace (`tests.support.tiny_index.build_tiny_index`), as a
+    NamespaceStore of the module's own (tests that change it change only their module's copy)."""
     from pipeline.io.store import NamespaceStore
-    from tests.test_local_search import build_tiny_index
+    from tests.support.tiny_index import build_tiny_index
 
     store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
     build_tiny_index(store, embedder)
     return store
+
+
+@pytest.fixture(scope="module")
+def service_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
+    """The service tests' two tenants' indexed namespaces and keys file (`build_service_data`), built once for
+    the module that asks (a module's tests may change them; another module's never see it)."""
+    from tests.support.service_data import build_service_data
+
+    return build_service_data(tmp_path_factory.mktemp("service"))
+
+
+@pytest.fixture(scope="module")
+def web_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
+    """`service_data`'s tenants as the web app's tests serve them (`tests.support.web_data.build_web_data`:
+    a layout map, a namespace holding markup, an eval report), built once for the module that asks."""
+    from tests.support.web_data import build_web_data
+
+    return build_web_data(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module")
+def offline_service(request: pytest.FixtureRequest, service_data: ServiceData) -> object:
+    """A warmed offline QueryService over the module's `service_data`; a module's OFFLINE_SERVICE_SETTINGS
+    (a dict) overrides `offline_settings`' values for that module's service."""
+    from pipeline.service.queries import QueryService
+    from tests.support.service_data import offline_settings
+
+    overrides = getattr(request.module, "OFFLINE_SERVICE_SETTINGS", {})
+    svc = QueryService(offline_settings(service_data, **overrides), embedder=service_data.embedder)
+    svc.warm_up()
+    return svc
+
+
+@pytest.fixture(scope="module")
+def service_url(offline_service: object) -> Iterator[str]:
+    """`offline_service` under uvicorn in a thread: its base URL."""
+    from tests.support.service_data import serving
+
+    with serving(offline_service) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def service_client(service_url: str) -> Iterator[object]:
+    """An httpx client of `service_url`."""
+    import httpx
+
+    with httpx.Client(base_url=service_url, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """Headless Chromium through selenium (`tests.support.browser`), one for the module."""
+    from tests.support.browser import headless_chromium
+
+    with headless_chromium(tmp_path_factory.mktemp("chromium_profile")) as driver:
+        yield driver

@@ -14,36 +14,12 @@ from dagster import (
     AssetSelection,
     SensorResult,
     build_schedule_context,
-    build_sensor_context,
     evaluate_automation_conditions,
 )
 
 from assets.definitions import defs
 from assets.indexing.schedules import nightly_reindex
-from assets.indexing.sensors import input_root_sensor
-from assets.resources import PipelineSettingsResource
-
-
-class Ticker:
-    """Evaluates the sensor as the daemon does: the cursor of one tick is handed to the next."""
-
-    def __init__(self, instance, root: Path) -> None:
-        self.instance = instance
-        self.root = root
-        self.cursor: str | None = None
-
-    def tick(self) -> SensorResult:
-        context = build_sensor_context(
-            instance=self.instance,
-            cursor=self.cursor,
-            resources={"pipeline_settings": PipelineSettingsResource(input_root=str(self.root))},
-        )
-        result = input_root_sensor(context)
-        assert isinstance(result, SensorResult)
-        self.cursor = result.cursor
-        for request in result.dynamic_partitions_requests or []:  # what the daemon does with them
-            self.instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-        return result
+from tests.support.sensor_ticks import Ticker, touch
 
 
 def _runs(result: SensorResult) -> dict[str, str]:
@@ -54,17 +30,12 @@ def _added(result: SensorResult) -> list[str]:
     return sorted(k for r in result.dynamic_partitions_requests or [] for k in r.partition_keys)
 
 
-def _touch(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def test_sensor_ticks_request_runs_and_partitions(tmp_path: Path, dagster_instance) -> None:
     root = tmp_path / "input"
-    _touch(root / "alpha" / "a.txt", "Alpha one.")
-    _touch(root / "beta" / "b.txt", "Beta one.")
-    _touch(root / "beta" / "c.md", "Beta two.")
-    _touch(root / "Not A Namespace" / "x.txt", "ignored: not a valid namespace name")
+    touch(root / "alpha" / "a.txt", "Alpha one.")
+    touch(root / "beta" / "b.txt", "Beta one.")
+    touch(root / "beta" / "c.md", "Beta two.")
+    touch(root / "Not A Namespace" / "x.txt", "ignored: not a valid namespace name")
     ticker = Ticker(dagster_instance, root)
 
     first = ticker.tick()  # every folder is new: a partition and a run each
@@ -75,14 +46,14 @@ def test_sensor_ticks_request_runs_and_partitions(tmp_path: Path, dagster_instan
     quiet = ticker.tick()
     assert not quiet.run_requests and not quiet.dynamic_partitions_requests and quiet.skip_reason
 
-    _touch(root / "alpha" / "new.txt", "Alpha added.")  # added file
+    touch(root / "alpha" / "new.txt", "Alpha added.")  # added file
     assert _runs(ticker.tick()) == {"alpha": "changed"}
 
     (root / "beta" / "c.md").unlink()  # deleted file
     assert _runs(ticker.tick()) == {"beta": "changed"}
 
-    _touch(root / "alpha" / "a.txt", "Alpha one, edited at more length.")  # edited file
-    _touch(root / "gamma" / "g.txt", "Gamma.")  # new folder
+    touch(root / "alpha" / "a.txt", "Alpha one, edited at more length.")  # edited file
+    touch(root / "gamma" / "g.txt", "Gamma.")  # new folder
     tick = ticker.tick()
     assert _runs(tick) == {"alpha": "changed", "gamma": "new"}
     assert _added(tick) == ["gamma"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, make_dagster_home
+from tests.conftest import make_dagster_home
+from tests.support.cli import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +31,6 @@ def cli_env(tmp_path_factory):
         PIPELINE_CHUNK_OVERLAP="8",
     )
     return base, env
-
-
-def run_cli(env, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "assets", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=300,
-    )
 
 
 def test_index_status_and_query(cli_env):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.test_index_damage import copy_namespace
+from tests.support.namespace_copy import copy_namespace
 
 MODES = ("vector", "chunks", "global", "local", "drift", "basic", "lazy", "auto")
 

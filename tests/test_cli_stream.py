@@ -14,14 +14,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.test_service import ServiceData, build_service_data
+from tests.support.service_data import ServiceData
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("cli-stream"))
 
 
 def query(data: ServiceData, *args: str) -> subprocess.CompletedProcess[str]:
@@ -37,16 +32,16 @@ def query(data: ServiceData, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("mode", ["local", "auto"])
-def test_streamed_output_is_the_unstreamed_output(data: ServiceData, mode: str) -> None:
-    plain = query(data, mode, "--namespace", "acme", QUESTION)
-    streamed = query(data, mode, "--namespace", "acme", "--stream", QUESTION)
+def test_streamed_output_is_the_unstreamed_output(service_data: ServiceData, mode: str) -> None:
+    plain = query(service_data, mode, "--namespace", "acme", QUESTION)
+    streamed = query(service_data, mode, "--namespace", "acme", "--stream", QUESTION)
     assert plain.returncode == streamed.returncode == 0, streamed.stderr[-2000:]
     assert "[Data: Sources" in plain.stdout
     assert streamed.stdout == plain.stdout
 
 
-def test_stream_json_prints_each_event_as_it_happens(data: ServiceData, tmp_path: Path) -> None:
-    out = query(data, "basic", "--namespace", "acme", "--stream", "--json", "--top-k", "2", QUESTION)
+def test_stream_json_prints_each_event_as_it_happens(service_data: ServiceData, tmp_path: Path) -> None:
+    out = query(service_data, "basic", "--namespace", "acme", "--stream", "--json", "--top-k", "2", QUESTION)
     assert out.returncode == 0, out.stderr[-2000:]
     lines: list[dict[str, Any]] = [json.loads(line) for line in out.stdout.splitlines()]
     kinds = [line["event"] for line in lines]

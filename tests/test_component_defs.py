@@ -11,7 +11,7 @@ from assets.component import GraphRAGIndex
 from assets.definitions import defs
 from assets.indexing.sensors import input_root_sensor
 from assets.resources import PipelineSettingsResource
-from tests.test_automation import _touch
+from tests.support.sensor_ticks import touch
 
 
 def _shape(definitions) -> dict:
@@ -53,8 +53,8 @@ def test_automation_fields_drop_the_sensor_and_the_cron() -> None:
 
 def test_namespaces_narrow_what_the_sensor_watches(tmp_path: Path, dagster_instance) -> None:
     root = tmp_path / "input"
-    _touch(root / "alpha" / "a.txt", "Alpha.")
-    _touch(root / "beta" / "b.txt", "Beta.")
+    touch(root / "alpha" / "a.txt", "Alpha.")
+    touch(root / "beta" / "b.txt", "Beta.")
     settings = PipelineSettingsResource(input_root=str(root), namespaces=["alpha"])
     result = input_root_sensor(
         build_sensor_context(instance=dagster_instance, resources={"pipeline_settings": settings})

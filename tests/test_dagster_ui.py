@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from deploy.local_cluster import free_port
 from tests.conftest import REPO_ROOT, make_dagster_home
+from tests.support.browser import CHROMEDRIVER, CHROMIUM, screenshot
 
 LOCATION = "graphrag"  # workspace.yaml
 NAMESPACE = "uitest"
@@ -43,7 +43,6 @@ CHAIN = [
     "community_reports",
     "report_embeddings",
 ]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
@@ -134,31 +133,6 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--disable-dev-shm-usage",
-        "--window-size=1600,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium_profile')}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 def _body_text(driver: webdriver.Chrome) -> str:
     return driver.find_element(By.TAG_NAME, "body").text
 
@@ -234,13 +208,6 @@ def test_materializing_one_namespace_succeeds(dagster_dev, browser) -> None:
     assert {"rows", "llm_calls", "llm_cost_usd", "duration_s", "generated", "reused"} <= set(lines)
 
 
-def _screenshot(browser: webdriver.Chrome, name: str) -> None:
-    """With PIPELINE_SCREENSHOTS=<folder>, keep what the browser showed (for a person to look at)."""
-    folder = os.environ.get("PIPELINE_SCREENSHOTS")
-    if folder:
-        browser.save_screenshot(str(Path(folder) / name))
-
-
 def test_an_asset_page_shows_its_row_count_and_column_schema(dagster_dev, browser) -> None:
     # after test_materializing_one_namespace_succeeds: text_units of NAMESPACE is materialized
     browser.get(f"{dagster_dev['base']}/assets/text_units?partition={NAMESPACE}")
@@ -252,4 +219,4 @@ def test_an_asset_page_shows_its_row_count_and_column_schema(dagster_dev, browse
     lines = text.splitlines()
     assert "Row count" in lines or "dagster/row_count" in lines, text[:3000]
     assert "int64" in lines and "string" in lines  # each column's type from pipeline/core/schema.py
-    _screenshot(browser, "i34_ui_asset_text_units.png")
+    screenshot(browser, "i34_ui_asset_text_units.png")

@@ -18,9 +18,9 @@ from pipeline.io.store import NamespaceStore
 from pipeline.query.basic.search import BasicSearchConfig, basic_search_async
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.drift.search import DriftSearchConfig, drift_search_async
+from tests.support.empty_index import build_empty_index
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
-from tests.test_drift_search import build_empty_index
-from tests.test_local_search_llm import engine_for
+from tests.support.llm_engines import scripted_engine
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 
@@ -95,7 +95,7 @@ def drift(store, embedder, tmp_path, model, cfg=None, cancel=None, prepare=None)
     with FaultProxy(None, responder=model) as proxy:
         if prepare is not None:
             prepare(proxy)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         coro = drift_search_async(
             QueryScope(store, engine, embedder, cancel=cancel), QUESTION, cfg or DriftSearchConfig()
         )
@@ -172,7 +172,7 @@ def test_cancelling_mid_tree_keeps_what_was_done_and_sends_no_reduce(tiny, embed
 
     with FaultProxy(None, responder=model) as proxy:
         held = proxy.hold(is_follow_up, from_nth=1)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         coro = drift_search_async(
             QueryScope(tiny, engine, embedder, cancel=cancel), QUESTION, DriftSearchConfig()
         )
@@ -201,7 +201,7 @@ def test_drift_on_an_empty_namespace_sends_nothing(tmp_path, embedder):
 # ---- basic search -----------------------------------------------------------------------------------
 def basic(store, embedder, tmp_path, model, cfg=None, cancel=None):
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         coro = basic_search_async(
             QueryScope(store, engine, embedder, cancel=cancel), QUESTION, cfg or BasicSearchConfig()
         )
@@ -226,7 +226,7 @@ def test_basic_cancelled_while_its_answer_is_in_flight(tiny, embedder, tmp_path)
     out: dict = {}
     with FaultProxy(None, responder=model) as proxy:
         held = proxy.hold(from_nth=1)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         coro = basic_search_async(
             QueryScope(tiny, engine, embedder, cancel=cancel), QUESTION, BasicSearchConfig()
         )

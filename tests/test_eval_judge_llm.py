@@ -15,7 +15,7 @@ from pipeline.eval.questions import EvalQuestion
 from pipeline.eval.run import evaluate_async
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
-from tests.test_local_search_llm import engine_for
+from tests.support.llm_engines import scripted_engine
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 
@@ -39,7 +39,7 @@ class ScriptedJudge:
 
 def run_judge(tmp_path, model: ScriptedJudge, answer: str = "He is his clerk.") -> tuple[str | None, int]:
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         verdict = asyncio.run(judge(engine, QUESTION, "Bob Cratchit is Scrooge's clerk", answer))
         return verdict, proxy.received
 
@@ -47,7 +47,7 @@ def run_judge(tmp_path, model: ScriptedJudge, answer: str = "He is his clerk.") 
 def test_a_verdict_is_validated_json_and_cached(tmp_path):
     model = ScriptedJudge(json.dumps({"verdict": "correct", "reason": "same fact"}))
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         for _ in range(2):
             assert (
                 asyncio.run(judge(engine, QUESTION, "Bob Cratchit is Scrooge's clerk", "His clerk."))
@@ -74,7 +74,7 @@ def test_an_evaluation_with_a_model_judges_every_answer(tmp_path, tiny, embedder
     ]
     model = ScriptedJudge(json.dumps({"verdict": "correct"}), "not json", "still not json")
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         run = asyncio.run(evaluate_async(tiny, engine, embedder, Settings(), questions, ["basic"]))
     assert [r.judge for r in run.rows] == ["correct", "unjudged"]
     overall = run.summary["basic"]["overall"]

@@ -7,40 +7,23 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.errors import LLMCallError
-from pipeline.llm.retry import Backoff
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
 from pipeline.query.global_.tasks import MAP
+from tests.support.community_reports import write_reports
 from tests.support.fault_proxy import FaultProxy
-from tests.support.llm_server import MODEL_ALIAS, LlamaServer
-from tests.test_global_search import write_reports
+from tests.support.llm_engines import llama_engine
+from tests.support.llm_server import LlamaServer
 
 IDS = re.compile(r"\[Community ID: (\d+) \| summary part \d+\]")
 CONFIG = GlobalSearchConfig(map_budget=700, map_reserve=100, map_concurrency=1)
-
-
-def engine_for(base_url: str, tmp_path: Path, max_tokens: int = 256) -> LLMEngine:
-    client = LLMClient(
-        model=MODEL_ALIAS,
-        api_key="test-key",
-        base_url=base_url,
-        timeout_s=120,
-        first_token_timeout_s=600,  # SmolLM2 on a busy machine reads a report batch slowly
-        max_retries=0,  # one HTTP attempt per call: the map step's own retry is what is under test
-        max_tokens=max_tokens,
-        cache=LLMCache(tmp_path / "llm.sqlite"),
-        backoff=Backoff(initial_s=0.01, max_s=0.05),
-    )
-    return LLMEngine(client)
 
 
 def point(description: str, score, communities) -> dict:  # noqa: ANN001 - as a model would write it
@@ -81,7 +64,7 @@ def test_scripted_model_one_batch_failing_twice_is_partial(store, tmp_path):
     model = ScriptedModel(lambda ids: [point(f"Point about community {ids[0]}", 50, ids[:1])])
     with FaultProxy(None, responder=model) as proxy:
         proxy.script("500", "500")  # the first batch's call and its one retry
-        result = run(store, engine_for(proxy.base_url, tmp_path))
+        result = run(store, llama_engine(proxy.base_url, tmp_path))
     assert result.status == "partial"
     assert len(result.failed_batches) == 1 and result.failed_batches[0]["attempts"] == 2
     assert "500" in result.failed_batches[0]["reason"]
@@ -96,7 +79,7 @@ def test_scripted_model_every_batch_failing_is_the_models_error_never_no_results
     with FaultProxy(None, responder=model) as proxy:
         proxy.script(*["500"] * (2 * n))
         with pytest.raises(LLMCallError) as failed:
-            run(store, engine_for(proxy.base_url, tmp_path))
+            run(store, llama_engine(proxy.base_url, tmp_path))
     assert failed.value.status == 500 and failed.value.task == "global_map"
     assert model.map_requests == 0 and model.reduce_contexts == []
 
@@ -105,7 +88,7 @@ def test_scripted_model_no_point_above_zero_is_no_results_without_a_reduce_call(
     # Empty lists, and points scored 0: neither answers anything.
     model = ScriptedModel(lambda ids: [point("Nothing relevant here.", 0, ids)] if ids[0] % 2 else [])
     with FaultProxy(None, responder=model) as proxy:
-        result = run(store, engine_for(proxy.base_url, tmp_path))
+        result = run(store, llama_engine(proxy.base_url, tmp_path))
         received = proxy.received
     assert result.status == "no_results" and "no point scored above 0" in result.reason
     assert model.reduce_contexts == []
@@ -132,7 +115,7 @@ def test_scripted_model_reduce_takes_the_best_points_across_batches_each_validat
 
     model = ScriptedModel(points_for)
     with FaultProxy(None, responder=model) as proxy:
-        result = run(store, engine_for(proxy.base_url, tmp_path))
+        result = run(store, llama_engine(proxy.base_url, tmp_path))
     assert result.status == "completed", result.reason
     scores = [p["score"] for p in result.points]
     assert scores[:4] == [100, 90, 70, 60] and scores == sorted(scores, reverse=True)
@@ -169,7 +152,7 @@ def test_scripted_model_reduce_skips_a_point_too_long_for_its_budget_and_keeps_a
         map_budget=700, map_reserve=100, map_concurrency=1, reduce_budget=1200, reduce_reserve=200
     )
     with FaultProxy(None, responder=model) as proxy:
-        result = run(store, engine_for(proxy.base_url, tmp_path), config)
+        result = run(store, llama_engine(proxy.base_url, tmp_path), config)
     assert result.status == "completed"
     used = [p["score"] for p in result.points]
     assert used and set(used) == {40, 30}  # the 95 was skipped, the later shorter ones still went in
@@ -197,7 +180,7 @@ class FaultyMapEngine(LLMEngine):
 def test_fake_engine_map_raising_a_non_llm_error_is_one_failed_batch_and_partial(store, tmp_path):
     model = ScriptedModel(lambda ids: [point(f"Point about community {ids[0]}.", 50, ids[:1])])
     with FaultProxy(None, responder=model) as proxy:
-        engine = FaultyMapEngine(engine_for(proxy.base_url, tmp_path).client, community=5)
+        engine = FaultyMapEngine(llama_engine(proxy.base_url, tmp_path).client, community=5)
         result = run(store, engine)
     assert result.status == "partial" and engine.raised == 2  # the call and its one retry
     [failed] = result.failed_batches
@@ -219,7 +202,7 @@ def test_scripted_model_malformed_map_reply_is_a_failed_batch(store, tmp_path):
         return json.dumps({"points": [point("A valid point.", 50, [])]})
 
     with FaultProxy(None, responder=responder) as proxy:
-        result = run(store, engine_for(proxy.base_url, tmp_path))
+        result = run(store, llama_engine(proxy.base_url, tmp_path))
     assert result.status == "partial"
     [failed] = result.failed_batches
     assert 0 in failed["community_ids"] and failed["attempts"] == 2
@@ -232,7 +215,7 @@ def test_against_the_local_smollm2_server_the_whole_path_returns_a_validated_res
 ):
     store = NamespaceStore(tmp_path / "storage", "smol")
     write_reports(store, n=3, oversized=None)
-    engine = engine_for(llm_server.base_url, tmp_path, max_tokens=96)
+    engine = llama_engine(llm_server.base_url, tmp_path, max_tokens=96)
     result = asyncio.run(
         global_search_async(
             QueryScope(store, engine, None),

@@ -21,8 +21,8 @@ from pipeline.io.store import NamespaceStore
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.global_.search import GlobalSearchConfig, global_search_async, plan_batches
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
-from tests.test_global_search_llm import engine_for
-from tests.test_local_search import _vectors
+from tests.support.llm_engines import llama_engine
+from tests.support.tiny_index import lance_vectors
 
 THEMES = {
     "flood": [
@@ -93,7 +93,7 @@ def build_hierarchy(store: NamespaceStore, embedder) -> dict[str, set[int]]:  # 
             schema=schema.COMMUNITY_REPORTS_SCHEMA,
         ),
     )
-    table = _vectors(
+    table = lance_vectors(
         [{"community": c, "level": lv} for c, lv, *_ in communities],
         [f"{title}\n{text}" for *_, text, title in communities],
         embedder,
@@ -235,7 +235,7 @@ def test_scripted_model_calls_per_question_are_bounded_and_counted_per_phase(cit
     model = ScriptedModel(subtree["flood"])
     config = GlobalSearchConfig(selection="dynamic", rate_batch_size=4)
     with FaultProxy(None, responder=model) as proxy:
-        result = run(store, TOPIC, embedder, config, engine_for(proxy.base_url, tmp_path))
+        result = run(store, TOPIC, embedder, config, llama_engine(proxy.base_url, tmp_path))
     sent = {t: len(r) for t, r in model.requests.items()}
     assert result.status == "completed"
     assert {p: v["calls"] for p, v in result.phases.items()} == sent
@@ -255,7 +255,7 @@ def test_scripted_model_a_failed_rating_call_keeps_its_reports(city, embedder, t
     config = GlobalSearchConfig(selection="dynamic", rate_batch_size=4)
     with FaultProxy(None, responder=model) as proxy:
         proxy.fault_when(lambda r: is_rating(r) and next(first_rating) == 1, "500")
-        result = run(store, TOPIC, embedder, config, engine_for(proxy.base_url, tmp_path))
+        result = run(store, TOPIC, embedder, config, llama_engine(proxy.base_url, tmp_path))
     sel = result.selection
     assert result.status == "completed" and sel["failed_ratings"] == 4
     # The four roots of the failed call (the whole first batch: every root) are mapped, not lost.
@@ -275,7 +275,7 @@ def test_scripted_model_cancelled_while_rating_maps_nothing(city, embedder, tmp_
     out: dict = {}
     with FaultProxy(None, responder=model) as proxy:
         held = proxy.hold(is_rating, from_nth=1)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = llama_engine(proxy.base_url, tmp_path)
         worker = threading.Thread(
             target=lambda: out.setdefault("r", run(store, TOPIC, embedder, DYNAMIC, engine, cancel))
         )

@@ -12,12 +12,13 @@ import sys
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE, overlaps, room
+from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE, room
 from tests.conftest import REPO_ROOT
-from tests.test_dagster_ui import _screenshot, browser  # noqa: F401 - the headless Chromium fixture
+from tests.support.browser import screenshot
+from tests.support.drawing import overlaps
 
 
-def test_graph_page_opens_from_a_file_and_finds_an_entity_by_search(sample_book, browser, tmp_path):  # noqa: F811
+def test_graph_page_opens_from_a_file_and_finds_an_entity_by_search(sample_book, browser, tmp_path):
     page = tmp_path / "graph.html"
     out = subprocess.run(
         [sys.executable, "-m", "assets", "graph", "--namespace", "demo", "--out", str(page)],
@@ -47,4 +48,4 @@ def test_graph_page_opens_from_a_file_and_finds_an_entity_by_search(sample_book,
     )
     selected = browser.execute_script("return network.getSelectedNodes()")
     assert len(selected) == 1
-    _screenshot(browser, "i34_graph_view.png")
+    screenshot(browser, "i34_graph_view.png")

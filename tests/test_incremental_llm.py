@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from dagster import DagsterRunStatus, RunsFilter
@@ -30,45 +29,7 @@ from tests.conftest import REPO_ROOT
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_model import ScriptedGraphModel, extraction_text
-
-PEOPLE = [
-    f"{first} {last}"
-    for first, last in zip(
-        "Ada Ben Cora Dan Eva Finn Gia Hal Ivy Jon Kai Lea Max Nia Oto Pia Quin Rex Sia Tom".split(),
-        "Abbot Brandt Cole Drake Ernst Fox Grant Hale Irwin Jost Kent Lowe Marsh Nash Orr Pike Quill Rowe "
-        "Stone Tate".split(),
-        strict=True,
-    )
-]
-
-
-def _corpus(n: int) -> dict[str, str]:
-    return {
-        f"doc{i:02d}.txt": (
-            f"{PEOPLE[i % 20]} met {PEOPLE[(i + 1) % 20]} at meeting {i}. "
-            f"Later {PEOPLE[(i + 7) % 20]} wrote to {PEOPLE[i % 20]} about meeting {i}.\n"
-        )
-        for i in range(n)
-    }
-
-
-def _llm_env(storage: Path, base_url: str, concurrency: int = 4) -> dict[str, str]:
-    return {
-        "PIPELINE_STORAGE_ROOT": str(storage),
-        "PIPELINE_LLM_PROVIDER": "openai",
-        "PIPELINE_LLM_BASE_URL": base_url,
-        "PIPELINE_LLM_MODEL": "scripted-graph",
-        "PIPELINE_LLM_JSON_MODE": "json_object",
-        "PIPELINE_LLM_API_KEY_ENV": "INCR_TEST_KEY",
-        "INCR_TEST_KEY": "test-key",
-        "PIPELINE_LLM_CONCURRENCY": str(concurrency),
-        "PIPELINE_LLM_MAX_RETRIES": "0",
-        "PIPELINE_EXTRACTION_MAX_GLEANINGS": "0",  # one extraction call per text unit
-        "PIPELINE_EXTRACTION_PACK_TOKENS": "0",
-        "PIPELINE_REPORT_MIN_ENTITIES": "0",  # ... each unit alone (packing: test_extraction_packed)
-        # a request the proxy holds must not time out meanwhile, however slow the machine
-        "PIPELINE_LLM_TIMEOUT_S": "600",
-    }
+from tests.support.meeting_corpus import meeting_corpus, scripted_llm_env
 
 
 def _meta(result, asset: str) -> dict:
@@ -79,13 +40,13 @@ def _meta(result, asset: str) -> dict:
 def one_of_fifty(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterator[dict]:
     storage = tmp_path_factory.mktemp("fifty_storage")
     folder = tmp_path_factory.mktemp("fifty_input")
-    docs = _corpus(50)
+    docs = meeting_corpus(50)
     for name, text in docs.items():
         (folder / name).write_text(text, encoding="utf-8")
     store = NamespaceStore(storage, "fifty")
     model = ScriptedGraphModel()
     out: dict = {"store": store, "model": model}
-    with FaultProxy(None, responder=model) as proxy, scoped_env(**_llm_env(storage, proxy.base_url)):
+    with FaultProxy(None, responder=model) as proxy, scoped_env(**scripted_llm_env(storage, proxy.base_url)):
         out["first"] = run_index("fifty", input_dir=str(folder), instance=dagster_instance)
         out["calls_first"] = model.snapshot()
         out["fingerprints_first"] = set(
@@ -145,7 +106,7 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
     storage = tmp_path_factory.mktemp("crash_storage")
     folder = tmp_path_factory.mktemp("crash_input")
     log_path = tmp_path_factory.mktemp("crash_logs") / "index.log"
-    for name, text in _corpus(N_CRASH_DOCS).items():
+    for name, text in meeting_corpus(N_CRASH_DOCS).items():
         (folder / name).write_text(text, encoding="utf-8")
     model = ScriptedGraphModel()
     out: dict = {"store": NamespaceStore(storage, "crash"), "model": model}
@@ -155,7 +116,7 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
         # answered and stored (a slot is only taken again after its call's answer is in the cache), and
         # nothing else can be on its way. Kill it then, and only then let the proxy answer (to no one).
         hold = proxy.hold(lambda r: extraction_text(r.body) is not None, from_nth=KILL_AT_REQUEST)
-        env = {**os.environ, **_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)}
+        env = {**os.environ, **scripted_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)}
         cmd = [sys.executable, "-m", "assets", "index", "--namespace", "crash", "--input", str(folder)]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -183,7 +144,7 @@ def crash(tmp_path_factory: pytest.TempPathFactory, dagster_instance) -> Iterato
         pipeline_cache = open_llm_cache(Settings(storage_root=str(storage)))
         out["cached_before_resume"] = pipeline_cache.count("extract_graph")
         n_before = len(model.extracted_texts)
-        with scoped_env(**_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)):
+        with scoped_env(**scripted_llm_env(storage, proxy.base_url, concurrency=CRASH_CONCURRENCY)):
             out["resume"] = run_index("crash", input_dir=str(folder), instance=dagster_instance)
         out["texts_resume"] = model.extracted_texts[n_before:]
         out["runs"] = dagster_instance.get_runs(filters=RunsFilter(tags={"dagster/partition": "crash"}))

@@ -27,6 +27,7 @@ from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT, make_dagster_home
+from tests.support.namespace_copy import copy_namespace
 
 KEY = "grk_test-damage-0123456789abcdef"
 QUESTION = "Who is Scrooge's clerk?"
@@ -55,25 +56,6 @@ TOOLS = {
 # (local, DRIFT and lazy search passages in `text_unit_pieces`, the chunk graph its own snapshot).
 READS_ENTITIES = {"local", "drift", "lazy", "auto"}
 READS_LANCE_TEXT_UNITS = {"basic", "vector"}
-
-
-def copy_namespace(src: Path, dst: Path) -> None:
-    """Copy a namespace folder keeping its hard links: a committed index version's frozen files are hard
-    links to the tables, so damage to one is damage to both, as on the real disk."""
-    seen: dict[tuple[int, int], Path] = {}
-    for path in sorted(src.rglob("*")):
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        st = path.stat()
-        first = seen.get((st.st_dev, st.st_ino))
-        if first is not None:
-            os.link(first, target)
-        else:
-            shutil.copy2(path, target)
-            seen[(st.st_dev, st.st_ino)] = target
 
 
 def truncate(path: Path, size: int = 100) -> None:
@@ -173,7 +155,7 @@ def test_status_names_the_damaged_table(damaged_root: Path) -> None:
 # ---- HTTP and MCP ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def base_url(damaged_root: Path, embedder: object) -> Iterator[str]:
-    from tests.test_service import serving
+    from tests.support.service_data import serving
 
     keys = damaged_root.parent / "keys.yaml"
     keys.write_text(

@@ -17,9 +17,9 @@ from pipeline.core import schema
 from pipeline.index.report import Check, Loss, StageReport
 from pipeline.io.store import NamespaceStore
 from tests.conftest import make_dagster_home
+from tests.support.cli import run_cli
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_model import ScriptedGraphModel
-from tests.test_cli import run_cli
 
 MARKER = "Quillon"  # the one document whose extraction never validates in the 1-of-10 run
 PROSE = "Sorry, I would rather answer in prose today."

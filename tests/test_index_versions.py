@@ -31,7 +31,7 @@ from pipeline.service.models import bodies
 from pipeline.service.modes import Work, answer
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
-from tests.test_service import serving
+from tests.support.service_data import serving
 
 NS = "obs"
 KEY = "grk_test-versions-0123456789abcdef"

@@ -37,7 +37,7 @@ from tests.conftest import REPO_ROOT
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_model import ScriptedGraphModel
-from tests.test_incremental_llm import _corpus, _llm_env
+from tests.support.meeting_corpus import meeting_corpus, scripted_llm_env
 
 N_DOCS = 12
 NAMESPACE = "kills"
@@ -62,7 +62,7 @@ STAGES = {
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("kill_input")
-    for name, text in _corpus(N_DOCS).items():
+    for name, text in meeting_corpus(N_DOCS).items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
 
@@ -148,7 +148,10 @@ def paid(tmp_path_factory: pytest.TempPathFactory, corpus: Path, dagster_instanc
     with FaultProxy(None, responder=model) as proxy:
         for kill_at in (None, "extract_units:5", "community_report:2"):
             storage = tmp_path_factory.mktemp("kill_llm")
-            env = {**_llm_env(storage, proxy.base_url, concurrency=1), "PIPELINE_REPORT_MIN_ENTITIES": "0"}
+            env = {
+                **scripted_llm_env(storage, proxy.base_url, concurrency=1),
+                "PIPELINE_REPORT_MIN_ENTITIES": "0",
+            }
             start = model.snapshot()
             if kill_at:
                 log = tmp_path_factory.mktemp("kill_llm_log") / "killed.log"

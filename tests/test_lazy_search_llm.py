@@ -18,7 +18,7 @@ from pipeline.query.auto.search import auto_search_async
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.lazy.search import LazySearchConfig, lazy_search_async
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
-from tests.test_local_search_llm import engine_for
+from tests.support.llm_engines import scripted_engine
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 TASKS = {
@@ -76,7 +76,7 @@ def lazy(store, embedder, tmp_path, model, cfg, prepare=None):
     with FaultProxy(None, responder=model) as proxy:
         if prepare is not None:
             prepare(proxy)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         result = asyncio.run(lazy_search_async(QueryScope(store, engine, embedder), QUESTION, cfg))
         return result, proxy.received
 
@@ -136,7 +136,7 @@ def test_a_rating_reply_that_leaves_units_out_rates_only_those_it_names(tiny, em
 def test_routing_is_one_cached_classification_call(tiny, embedder, tmp_path):
     model = ScriptedModel(route="basic")
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         first = asyncio.run(auto_search_async(registry.scope(tiny, engine, embedder), "Who is Bob Cratchit?"))
         second = asyncio.run(
             auto_search_async(registry.scope(tiny, engine, embedder), "Who is Bob Cratchit?")
@@ -149,7 +149,7 @@ def test_routing_is_one_cached_classification_call(tiny, embedder, tmp_path):
 def test_an_invalid_route_falls_back_to_the_offline_rules(tiny, embedder, tmp_path):
     model = ScriptedModel(route="oracle")
     with FaultProxy(None, responder=model) as proxy:
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         result = asyncio.run(
             auto_search_async(registry.scope(tiny, engine, embedder), "Summarize the story as a whole.")
         )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -25,7 +24,6 @@ from pydantic import BaseModel
 from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.llm import LLMClient, LLMTimeoutError
 from pipeline.llm.reply import split_reasoning
-from pipeline.llm.retry import Backoff
 from pipeline.ops.extraction.models import ExtractionOptions
 from pipeline.ops.extraction.run import extract_graph
 from pipeline.runtime import make_engine, make_llm_client
@@ -33,7 +31,7 @@ from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
 from tests.support.graph_model import ScriptedGraphModel
 from tests.support.llm_server import MODEL_ALIAS, LlamaServer
-from tests.test_llm_truncation import _settings
+from tests.support.scripted_llm import scripted_client, scripted_settings
 
 CHAT = "/v1/chat/completions"
 TEXT = "Marie Curie met Pierre Curie in Paris. Pierre Curie taught at the Sorbonne with Paul Langevin."
@@ -49,19 +47,6 @@ def _extract(settings: Settings):
     return extract_graph(units, ExtractionOptions.from_settings(settings), engine), engine.usage
 
 
-def _client(base_url: str, tmp_path: Path, **overrides: Any) -> LLMClient:
-    options: dict[str, Any] = {
-        "model": "scripted",
-        "api_key": "test-key",
-        "base_url": base_url,
-        "max_retries": 0,
-        "json_mode": "json_object",
-        "cache": LLMCache(tmp_path / "llm.sqlite"),
-        "backoff": Backoff(initial_s=0.05, max_s=0.2),
-    }
-    return LLMClient(**{**options, **overrides})
-
-
 def _ask(client: LLMClient, country: str) -> Capital:
     messages = [{"role": "user", "content": f"What is the capital of {country}?"}]
     return client.run_sync(client.complete_json(messages, Capital, task="capital", prompt_version="v1"))
@@ -72,7 +57,7 @@ def test_a_stream_held_open_without_tokens_fails_at_the_idle_timeout_and_is_reco
     with FaultProxy(None, responder=ScriptedGraphModel()) as proxy:
         proxy.script("stall", "stall")  # the first attempt and its one retry: one token, then silence
         # only the idle clock is short: the first token comes at once, and nothing else ever ends a stall
-        settings = _settings(
+        settings = scripted_settings(
             tmp_path,
             proxy.base_url,
             llm_idle_timeout_s=0.5,
@@ -93,7 +78,7 @@ def test_a_stream_held_open_without_tokens_fails_at_the_idle_timeout_and_is_reco
 def test_a_server_that_never_answers_fails_at_the_first_token_timeout(tmp_path: Path) -> None:
     with FaultProxy(None, hang_s=600) as proxy:
         proxy.script("hang")  # no headers, no token: until the client gives up
-        client = _client(proxy.base_url, tmp_path, first_token_timeout_s=0.5, timeout_s=600)
+        client = scripted_client(proxy.base_url, tmp_path, first_token_timeout_s=0.5, timeout_s=600)
         with pytest.raises(LLMTimeoutError, match="no first token for 0.5s.*FIRST_TOKEN_TIMEOUT_S"):
             _ask(client, "France")
         assert proxy.received == 1
@@ -103,7 +88,7 @@ def test_a_server_that_never_answers_fails_at_the_first_token_timeout(tmp_path: 
 def test_a_whole_reply_that_times_out_at_a_local_server_is_not_sent_again(tmp_path: Path) -> None:
     with FaultProxy(None, hang_s=600) as proxy:
         proxy.script("hang")
-        client = _client(proxy.base_url, tmp_path, stream=False, timeout_s=0.5, max_retries=3)
+        client = scripted_client(proxy.base_url, tmp_path, stream=False, timeout_s=0.5, max_retries=3)
         with pytest.raises(LLMTimeoutError, match="not sent again"):
             _ask(client, "France")
         assert proxy.received == 1 and client.usage.retries == 0
@@ -113,7 +98,7 @@ def test_a_local_server_gets_one_request_at_a_time_unless_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    local = _settings(tmp_path, "http://127.0.0.1:8080/v1")
+    local = scripted_settings(tmp_path, "http://127.0.0.1:8080/v1")
     assert make_llm_client(local, cache=False).concurrency == 1
     assert make_llm_client(local.with_overrides(llm_concurrency=4), cache=False).concurrency == 4
     openai_api = local.model_copy(update={"llm_base_url": None})
@@ -132,7 +117,7 @@ def test_a_server_that_does_not_stream_is_read_whole_said_once_and_asked_whole_a
 
     with FaultProxy(None, canned_content='{"city": "Paris"}') as proxy:
         proxy.fault_when(plain, "plain")
-        client = _client(proxy.base_url, tmp_path)
+        client = scripted_client(proxy.base_url, tmp_path)
         with caplog.at_level(logging.WARNING, logger="pipeline.llm.transport"):
             answers = [_ask(client, country) for country in ("France", "Spain", "Italy")]
     assert answers == [Capital(city="Paris")] * 3
@@ -155,7 +140,7 @@ def test_a_thinking_reply_parses_into_the_same_records_as_the_plain_one(tmp_path
     results = {}
     for name, responder in replies.items():
         with FaultProxy(None, responder=responder) as proxy:
-            run, usage = _extract(_settings(tmp_path / name, proxy.base_url))
+            run, usage = _extract(scripted_settings(tmp_path / name, proxy.base_url))
         [unit] = run.units
         assert unit.status == "ok", run.failures
         results[name] = (unit.entities, unit.relationships, usage.reasoning_tokens)
@@ -191,7 +176,7 @@ def test_a_generation_longer_than_the_total_timeout_completes_while_tokens_flow(
     # <|endoftext|>, <|im_start|>, <|im_end|>: SmolLM2's special tokens
     params = {"temperature": 0.0, "max_tokens": LIMIT, "logit_bias": {"0": -100, "1": -100, "2": -100}}
     with FaultProxy(llm_server.base_url) as proxy:
-        streamed = _client(
+        streamed = scripted_client(
             proxy.base_url,
             tmp_path,
             model=MODEL_ALIAS,
@@ -206,7 +191,7 @@ def test_a_generation_longer_than_the_total_timeout_completes_while_tokens_flow(
         # it ran to max_tokens; this server sends no usage in a stream, so tokens are counted by tiktoken
         assert reply.finish_reason == "length" and reply.completion_tokens > LIMIT // 2
 
-        whole = _client(proxy.base_url, tmp_path, model=MODEL_ALIAS, timeout_s=TOTAL, stream=False)
+        whole = scripted_client(proxy.base_url, tmp_path, model=MODEL_ALIAS, timeout_s=TOTAL, stream=False)
         with pytest.raises(LLMTimeoutError, match="not sent again"):
             whole.run_sync(whole.transport.chat(messages, params, "story", None))
         assert proxy.served == [(CHAT, "ok"), (CHAT, "ok")]

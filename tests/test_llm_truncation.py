@@ -44,6 +44,7 @@ from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
 from tests.support.graph_model import NAME, ScriptedGraphModel, extraction_text
+from tests.support.scripted_llm import LIMIT, scripted_settings
 
 TEXT = "Marie Curie was born in Warsaw. She worked in Paris with Pierre Curie."
 ANSWER = {
@@ -59,7 +60,6 @@ ANSWER = {
     ],
     "claims": [],
 }
-LIMIT = 1000  # the extraction's max_tokens in these tests
 
 
 class Recorder:
@@ -80,22 +80,6 @@ class Recorder:
     def max_tokens(self) -> list[int]:
         with self._lock:
             return [r["max_tokens"] for r in self.requests]
-
-
-def _settings(tmp_path: Path, base_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "storage_root": tmp_path / "storage",
-        "llm_provider": "openai",
-        "llm_base_url": base_url,
-        "llm_model": "scripted",
-        "llm_json_mode": "json_object",
-        "llm_max_retries": 0,
-        "llm_extraction_max_tokens": LIMIT,
-        "extraction_max_gleanings": 0,
-        "extraction_pack_tokens": 0,  # one unit per request (packing: test_extraction_packed)
-        **overrides,
-    }
-    return Settings(**values)
 
 
 def _one_unit() -> pa.Table:
@@ -124,7 +108,7 @@ def test_a_cut_reply_is_asked_again_with_twice_the_limit_and_only_the_whole_answ
     model = Recorder(json.dumps(ANSWER))
     with FaultProxy(None, responder=model) as proxy:
         proxy.script("length")  # the first reply is cut off, the retry is whole
-        settings = _settings(tmp_path, proxy.base_url)
+        settings = scripted_settings(tmp_path, proxy.base_url)
         run, usage = _extract(settings)
         assert model.max_tokens == [LIMIT, 2 * LIMIT]
         unit = run.units[0]
@@ -149,7 +133,7 @@ def test_a_reply_cut_twice_is_a_failed_extraction_with_the_reason_and_is_never_c
     model = Recorder(json.dumps(ANSWER))
     with FaultProxy(None, responder=model) as proxy:
         proxy.script("length", "length")
-        settings = _settings(tmp_path, proxy.base_url)
+        settings = scripted_settings(tmp_path, proxy.base_url)
         run, usage = _extract(settings)
         assert model.max_tokens == [LIMIT, 2 * LIMIT]
         unit = run.units[0]
@@ -212,7 +196,7 @@ def test_each_task_sends_its_own_output_limit_and_map_and_reduce_their_reserve(t
 
     model = Recorder(answer)
     with FaultProxy(None, responder=model) as proxy:
-        settings = _settings(
+        settings = scripted_settings(
             tmp_path,
             proxy.base_url,
             llm_description_max_tokens=111,
@@ -287,7 +271,7 @@ def test_one_invalid_record_among_valid_ones_is_dropped_and_counted_the_rest_kep
     }
     model = Recorder(json.dumps(reply))
     with FaultProxy(None, responder=model) as proxy:
-        settings = _settings(tmp_path, proxy.base_url)
+        settings = scripted_settings(tmp_path, proxy.base_url)
         run, _ = _extract(settings)
     assert len(model.requests) == 1  # valid records were there: no repair asked
     unit = run.units[0]
@@ -318,7 +302,7 @@ def test_a_reply_whose_every_record_is_invalid_is_repaired_not_taken_as_empty(tm
     }
     answers = iter([json.dumps(bad), json.dumps(ANSWER)])
     with FaultProxy(None, responder=lambda _request: next(answers)) as proxy:
-        run, _ = _extract(_settings(tmp_path, proxy.base_url))
+        run, _ = _extract(scripted_settings(tmp_path, proxy.base_url))
         assert proxy.received == 2  # the first reply, then the repair
     assert run.units[0].status == "ok" and len(run.units[0].entities) == 4
 
@@ -338,7 +322,7 @@ def book_with_cut_replies(tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     with FaultProxy(None, responder=model) as proxy:
         # both attempts of every third unit's first round are cut off, whatever order they arrive in
         proxy.fault_when(lambda r: extraction_text(r.body) in cut_texts, "length")
-        settings = _settings(tmp, proxy.base_url, extraction_max_gleanings=1, llm_concurrency=4)
+        settings = scripted_settings(tmp, proxy.base_url, extraction_max_gleanings=1, llm_concurrency=4)
         ctx = IndexContext(
             store=NamespaceStore.from_settings(settings, "book"),
             settings=settings,

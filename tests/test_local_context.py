@@ -6,7 +6,6 @@ import pydantic
 import pytest
 
 from pipeline.core.tokens import count_tokens
-from pipeline.io.store import NamespaceStore
 from pipeline.query.answer.citations import resolve_citations
 from pipeline.query.retrieval.intent import QueryIntent
 from pipeline.query.retrieval.local_context import (
@@ -18,23 +17,15 @@ from pipeline.query.retrieval.local_context import (
     rank_relationships,
 )
 from pipeline.query.retrieval.local_index import load_local_index
-from tests.test_local_search import PARAGRAPHS, build_tiny_index, eid
+from tests.support.tiny_index import PARAGRAPHS, eid
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    from pipeline.caches.sqlite_embedding import EmbeddingCache
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-
-    embedder = CachedEmbedder(
-        LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite")
-    )
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "ctx")
-    build_tiny_index(store, embedder)
-    return load_local_index(store)
+def index(tiny):
+    """The local index of conftest's tiny namespace."""
+    return load_local_index(tiny)
 
 
 def chunk(index, unit_id: str, text: str | None = None) -> dict:

@@ -6,120 +6,31 @@ sample book (samples/demo, indexed offline)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pipeline import prompts
 from pipeline.api import local_search
-from pipeline.caches.sqlite_llm import LLMCache
 from pipeline.core import schema
 from pipeline.core.tokens import count_tokens
-from pipeline.engine.llm import LLMEngine
 from pipeline.io.store import NamespaceStore
-from pipeline.llm import LLMClient
-from pipeline.llm.retry import Backoff
 from pipeline.query.common.scope import QueryScope
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.query.retrieval.intent import offline_intent
 from pipeline.settings import Settings
 from tests.support.fault_proxy import FaultProxy
-from tests.test_local_search import build_tiny_index
+from tests.support.llm_engines import scripted_engine
+from tests.support.scripted_local_model import QUESTION, TASKS, ScriptedModel, table
 
 REPO = Path(__file__).resolve().parent.parent
-QUESTION = "How is Scrooge related to Bob Cratchit?"
-TASKS = {
-    "intent": prompts.LOCAL_QUERY_INTENT.system,
-    "select": prompts.LOCAL_SELECT_COMMUNITIES.system,
-    "answer": prompts.LOCAL_ANSWER.system,
-}
-
-
-def table(user: str, label: str) -> list[list[str]]:
-    """The rows (cells split on "|") of one section of the answer prompt's data tables."""
-    match = re.search(rf"-----{label}-----\n[^\n]*\n((?:[^\n]+\n?)*)", user)
-    return [line.split("|") for line in match.group(1).splitlines()] if match else []
-
-
-def cited_answer(user: str) -> str:
-    """An answer as a model writes it: facts cited to the first rows of the context, and one id it made up."""
-    entities = [r[0] for r in table(user, "Entities")[:2]]
-    relationship = table(user, "Relationships")[0][0]
-    source = table(user, "Sources")[0][0]
-    return (
-        f"Bob Cratchit is Scrooge's clerk [Data: Entities ({', '.join(entities)}); "
-        f"Relationships ({relationship}); Sources ({source})]. He is poorly paid [Data: Entities (99999)]."
-    )
-
-
-class ScriptedModel:
-    """Replies by task (told apart by the system prompt) and keeps every request it was sent."""
-
-    def __init__(
-        self,
-        intent: dict | None = None,
-        select: Callable[[list[int]], list[int]] = lambda offered: offered[:1],
-        answer: Callable[[str], str] = cited_answer,
-    ) -> None:
-        self.intent = intent or {"entities": ["Scrooge", "Bob Cratchit"], "keywords": ["clerk"], "themes": []}
-        self.select = select
-        self.answer = answer
-        self.requests: dict[str, list[dict]] = defaultdict(list)
-
-    def __call__(self, request: dict) -> str:
-        system, user = request["messages"][0]["content"], request["messages"][1]["content"]
-        task = next(t for t, s in TASKS.items() if system.startswith(s))
-        self.requests[task].append(request)
-        if task == "intent":
-            return json.dumps(self.intent)
-        if task == "select":
-            offered = [int(i) for i in re.findall(r"^(\d+): ", user, re.MULTILINE)]
-            return json.dumps({"selected_community_ids": self.select(offered)})
-        return self.answer(user)
-
-    def answer_prompt(self) -> str:
-        (request,) = self.requests["answer"]
-        return "\n".join(m["content"] for m in request["messages"])
-
-
-def engine_for(base_url: str, tmp_path: Path) -> LLMEngine:
-    client = LLMClient(
-        model="scripted",
-        api_key="test-key",
-        base_url=base_url,
-        timeout_s=120,
-        max_retries=0,  # one HTTP attempt per call: a scripted 500 is a failed call
-        cache=LLMCache(tmp_path / "llm.sqlite"),
-        backoff=Backoff(initial_s=0.01, max_s=0.05),
-    )
-    return LLMEngine(client)
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    from pipeline.caches.sqlite_embedding import EmbeddingCache
-    from pipeline.embeddings.cached import CachedEmbedder
-    from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-
-    return CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def run(store, model: ScriptedModel, embedder, tmp_path, *faults: str, cancel=None, hold=None):
     with FaultProxy(None, responder=model) as proxy:
         proxy.script(*faults)
-        engine = engine_for(proxy.base_url, tmp_path)
+        engine = scripted_engine(proxy.base_url, tmp_path)
         coro = local_search_async(
             QueryScope(store, engine, embedder, cancel=cancel), QUESTION, LocalSearchConfig()
         )

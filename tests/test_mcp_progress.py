@@ -7,22 +7,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from mcp.client import Client
 
-from tests.test_mcp_server import stdio_server
-from tests.test_service import ServiceData, build_service_data
+from tests.support.mcp_server import stdio_server
+from tests.support.service_data import ServiceData
 
 ARGS = {"namespace": "acme", "question": "How is Scrooge related to Bob Cratchit?", "top_k": 2}
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("mcp-progress"))
-
-
-def test_a_tool_call_hears_the_querys_events_as_progress(data: ServiceData) -> None:
-    params = stdio_server(data)
+def test_a_tool_call_hears_the_querys_events_as_progress(service_data: ServiceData) -> None:
+    params = stdio_server(service_data)
     heard: list[tuple[float, str | None]] = []
 
     async def progress(step: float, total: float | None, message: str | None) -> None:

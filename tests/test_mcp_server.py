@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from pipeline.service.queries import QueryService
-from tests.test_service import KEY_A, KEY_B, ServiceData, build_service_data, offline_settings, serving
+from tests.support.mcp_server import error_of, server_env, stdio_server
+from tests.support.service_data import KEY_A, KEY_B, ServiceData, offline_settings, serving
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {
     "global_search",
     "local_search",
@@ -31,39 +28,6 @@ TOOLS = {
     "chunk_graph_search",
     "vector_query",
 }
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("mcp"))
-
-
-def server_env(data: ServiceData, key: str) -> dict[str, str]:
-    return {
-        "PIPELINE_STORAGE_ROOT": str(data.storage_root),
-        "PIPELINE_API_KEYS_FILE": str(data.keys_file),
-        "GRAPHRAG_API_KEY": key,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        # not a deadline test: a cold model load on a loaded machine must not meet the 30 s default
-        "PIPELINE_SERVICE_TIMEOUT_S": "110",
-    }
-
-
-def stdio_server(data: ServiceData, key: str = KEY_A) -> StdioServerParameters:
-    """`pipeline.service mcp` as an MCP client starts it: a real child process over stdio, as `key`."""
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pipeline.service", "mcp"],
-        env=server_env(data, key),
-        cwd=REPO_ROOT,
-    )
-
-
-def error_of(result) -> dict:  # noqa: ANN001 - mcp_types.CallToolResult
-    assert result.is_error
-    return json.loads(result.content[0].text)["error"]
 
 
 async def exercise(client: Client) -> None:
@@ -89,8 +53,8 @@ async def exercise(client: Client) -> None:
 
 
 @pytest.mark.matrix(doors=("MCP stdio",), modes=("vector",))
-def test_stdio_client_lists_the_tools_and_calls_one(data: ServiceData) -> None:
-    params = stdio_server(data)
+def test_stdio_client_lists_the_tools_and_calls_one(service_data: ServiceData) -> None:
+    params = stdio_server(service_data)
 
     async def run() -> None:
         async with Client(params) as client:
@@ -99,8 +63,8 @@ def test_stdio_client_lists_the_tools_and_calls_one(data: ServiceData) -> None:
     asyncio.run(asyncio.wait_for(run(), timeout=600))  # a guard against a hang only
 
 
-def test_stdio_server_refuses_to_start_with_a_bad_key(data: ServiceData) -> None:
-    env = {**os.environ, **server_env(data, "grk_not-a-key")}
+def test_stdio_server_refuses_to_start_with_a_bad_key(service_data: ServiceData) -> None:
+    env = {**os.environ, **server_env(service_data, "grk_not-a-key")}
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.service", "mcp"],
         env=env,
@@ -113,8 +77,8 @@ def test_stdio_server_refuses_to_start_with_a_bad_key(data: ServiceData) -> None
 
 
 @pytest.fixture(scope="module")
-def base_url(data: ServiceData) -> Iterator[str]:
-    svc = QueryService(offline_settings(data), embedder=data.embedder)
+def base_url(service_data: ServiceData) -> Iterator[str]:
+    svc = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     with serving(svc) as url:
         yield url
 

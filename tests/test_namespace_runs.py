@@ -25,7 +25,7 @@ from tests.conftest import REPO_ROOT
 from tests.support.env import scoped_env
 from tests.support.fault_proxy import FaultProxy, client_pid
 from tests.support.graph_model import ScriptedGraphModel, extraction_text
-from tests.test_incremental_llm import _corpus, _llm_env
+from tests.support.meeting_corpus import meeting_corpus, scripted_llm_env
 
 WAIT_S = 300.0  # only bounds how long a broken run could hang the test
 
@@ -42,13 +42,13 @@ def _wait_for_line(log: Path, text: str, proc: subprocess.Popen) -> None:
 def test_two_index_runs_of_one_namespace_never_overlap_and_both_finish(tmp_path, dagster_instance):
     storage, folder = tmp_path / "storage", tmp_path / "input"
     folder.mkdir()
-    for name, text in _corpus(6).items():
+    for name, text in meeting_corpus(6).items():
         (folder / name).write_text(text, encoding="utf-8")
     cmd = [sys.executable, "-m", "assets", "index", "--namespace", "busy", "--input", str(folder)]
     model = ScriptedGraphModel()
     with FaultProxy(None, responder=model) as proxy:
         hold = proxy.hold(lambda r: extraction_text(r.body) is not None, from_nth=1)
-        env = {**os.environ, **_llm_env(storage, proxy.base_url)}
+        env = {**os.environ, **scripted_llm_env(storage, proxy.base_url)}
         logs = {k: tmp_path / f"{k}.log" for k in ("first", "second")}
         with open(logs["first"], "wb") as out:
             first = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

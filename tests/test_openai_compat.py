@@ -1,5 +1,5 @@
 """The OpenAI-compatible door over real HTTP: the real `openai` client (sync and async, streamed and not)
-against uvicorn on 127.0.0.1, the two tenants of tests/test_service.py, their hand-built namespaces.
+against uvicorn on 127.0.0.1, the service tests' two tenants (tests/support/service_data.py), their hand-built namespaces.
 
 With a model (a scripted OpenAI-compatible server, tests/support/fault_proxy.py), earlier turns are
 condensed into the question asked, and a client that leaves a streamed reply stops the model's call.
@@ -29,30 +29,18 @@ from pipeline.service.chat_citations import Markers, MarkerStream, with_markers
 from pipeline.service.queries import QueryService
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
-from tests.test_local_search_llm import engine_for
-from tests.test_service import KEY_A, KEY_B, ServiceData, build_service_data, offline_settings, serving
-from tests.test_service_shared_limits import _wait_ready
+from tests.support.llm_engines import scripted_engine
+from tests.support.serve_process import wait_ready
+from tests.support.service_data import (
+    KEY_A,
+    KEY_B,
+    ServiceData,
+    offline_settings,
+    serving,
+)
 
 QUESTION = "How is Scrooge related to Bob Cratchit?"
 CHAT_MODES = ["basic", "local", "drift", "global", "lazy", "auto"]
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("openai_compat"))
-
-
-@pytest.fixture(scope="module")
-def service(data: ServiceData) -> QueryService:
-    svc = QueryService(offline_settings(data), embedder=data.embedder)
-    svc.warm_up()
-    return svc
-
-
-@pytest.fixture(scope="module")
-def base_url(service: QueryService) -> Iterator[str]:
-    with serving(service) as url:
-        yield url
 
 
 def client_for(base_url: str, key: str = KEY_A) -> openai.OpenAI:
@@ -73,17 +61,17 @@ def markers_in(text: str) -> set[int]:
 
 
 # ---- models --------------------------------------------------------------------------------------------
-def test_models_lists_each_namespace_of_the_key_times_each_mode_that_answers(base_url: str) -> None:
-    ids = sorted(m.id for m in client_for(base_url).models.list())
+def test_models_lists_each_namespace_of_the_key_times_each_mode_that_answers(service_url: str) -> None:
+    ids = sorted(m.id for m in client_for(service_url).models.list())
     expected = sorted(f"{ns}/{mode}" for ns in ("acme", "acme-empty") for mode in CHAT_MODES)
     assert ids == expected  # no chunks/vector (they return hits, not answers), no globex
-    assert {m.id for m in client_for(base_url, KEY_B).models.list()} == {f"globex/{m}" for m in CHAT_MODES}
+    assert {m.id for m in client_for(service_url, KEY_B).models.list()} == {f"globex/{m}" for m in CHAT_MODES}
 
 
 # ---- a completion, unstreamed ---------------------------------------------------------------------------
 @pytest.mark.matrix(doors=("OpenAI door",), modes=("basic",))
-def test_sync_completion_cites_with_markers_and_lists_its_sources(base_url: str) -> None:
-    done = client_for(base_url).chat.completions.create(model="acme/basic", messages=ask("acme/basic"))
+def test_sync_completion_cites_with_markers_and_lists_its_sources(service_url: str) -> None:
+    done = client_for(service_url).chat.completions.create(model="acme/basic", messages=ask("acme/basic"))
     text = done.choices[0].message.content or ""
     assert done.object == "chat.completion" and done.choices[0].finish_reason == "stop"
     assert "[Data:" not in text and "[1]" in text
@@ -99,36 +87,36 @@ def test_sync_completion_cites_with_markers_and_lists_its_sources(base_url: str)
 
 @pytest.mark.matrix(doors=("OpenAI door",), modes=("local", "global", "auto"))
 @pytest.mark.parametrize("mode", ["local", "global", "auto"])
-def test_every_answering_mode_cites_with_markers(base_url: str, mode: str) -> None:
-    done = client_for(base_url).chat.completions.create(model=f"acme/{mode}", messages=ask(mode))
+def test_every_answering_mode_cites_with_markers(service_url: str, mode: str) -> None:
+    done = client_for(service_url).chat.completions.create(model=f"acme/{mode}", messages=ask(mode))
     text = done.choices[0].message.content or ""
     assert "[Data:" not in text and "[Communit" not in text
     assert markers_in(text) and markers_in(text) == {s["marker"] for s in sources(done)}
 
 
-def test_async_completion(base_url: str) -> None:
+def test_async_completion(service_url: str) -> None:
     async def run() -> Any:
-        async with openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=KEY_A, max_retries=0) as client:
+        async with openai.AsyncOpenAI(base_url=f"{service_url}/v1", api_key=KEY_A, max_retries=0) as client:
             return await client.chat.completions.create(model="acme/local", messages=ask("acme/local"))
 
     done = asyncio.run(run())
     assert "[1]" in (done.choices[0].message.content or "") and sources(done)
 
 
-def test_offline_the_last_user_message_is_asked_alone(base_url: str) -> None:
+def test_offline_the_last_user_message_is_asked_alone(service_url: str) -> None:
     messages = [
         {"role": "system", "content": "You are helpful."},
         {"role": "user", "content": "Who is Marley?"},
         {"role": "assistant", "content": "Scrooge's late partner [1]\n\nSources:\n[1] x"},
         {"role": "user", "content": [{"type": "text", "text": QUESTION}]},
     ]
-    done = client_for(base_url).chat.completions.create(model="acme/basic", messages=messages)  # type: ignore[arg-type]
+    done = client_for(service_url).chat.completions.create(model="acme/basic", messages=messages)  # type: ignore[arg-type]
     assert done.model_extra["graphrag"]["question"] == QUESTION
 
 
 # ---- refusals --------------------------------------------------------------------------------------------
-def test_another_tenants_namespace_is_refused_as_one_that_does_not_exist(base_url: str) -> None:
-    client = client_for(base_url)
+def test_another_tenants_namespace_is_refused_as_one_that_does_not_exist(service_url: str) -> None:
+    client = client_for(service_url)
     bodies = {}
     for model in ("globex/basic", "no-such-namespace/basic"):
         with pytest.raises(openai.PermissionDeniedError) as refused:
@@ -140,28 +128,28 @@ def test_another_tenants_namespace_is_refused_as_one_that_does_not_exist(base_ur
 
 
 @pytest.mark.parametrize("model", ["acme/vector", "acme/chunks", "acme/nosuch", "acme", "basic"])
-def test_unknown_model_is_openais_404(base_url: str, model: str) -> None:
+def test_unknown_model_is_openais_404(service_url: str, model: str) -> None:
     with pytest.raises(openai.NotFoundError) as refused:
-        client_for(base_url).chat.completions.create(model=model, messages=ask(model))
+        client_for(service_url).chat.completions.create(model=model, messages=ask(model))
     assert refused.value.body["code"] == "model_not_found" and refused.value.body["param"] == "model"
 
 
-def test_a_bad_request_is_openais_400(base_url: str) -> None:
-    client = client_for(base_url)
+def test_a_bad_request_is_openais_400(service_url: str) -> None:
+    client = client_for(service_url)
     for messages in ([{"role": "assistant", "content": "hi"}], [{"role": "user", "content": "  "}]):
         with pytest.raises(openai.BadRequestError) as refused:
             client.chat.completions.create(model="acme/basic", messages=messages)  # type: ignore[arg-type]
         assert refused.value.body["type"] == "invalid_request_error"
 
 
-def test_a_wrong_key_is_401(base_url: str) -> None:
+def test_a_wrong_key_is_401(service_url: str) -> None:
     with pytest.raises(openai.AuthenticationError):
-        client_for(base_url, "grk_wrong").models.list()
+        client_for(service_url, "grk_wrong").models.list()
 
 
 @pytest.mark.parametrize("param", ["api_key", "key", "access_token"])
-def test_a_key_in_the_query_string_is_never_accepted(base_url: str, param: str) -> None:
-    with httpx.Client(base_url=base_url, timeout=60) as http:
+def test_a_key_in_the_query_string_is_never_accepted(service_url: str, param: str) -> None:
+    with httpx.Client(base_url=service_url, timeout=60) as http:
         assert http.get("/v1/models", params={param: KEY_A}).status_code == 401
         chat = {"model": "acme/basic", "messages": ask("acme/basic")}
         assert http.post("/v1/chat/completions", params={param: KEY_A}, json=chat).status_code == 401
@@ -181,8 +169,8 @@ def preflight(http: httpx.Client, origin: str) -> httpx.Response:
     return http.options("/v1/chat/completions", headers=headers)
 
 
-def test_cors_is_closed_by_default(base_url: str) -> None:
-    with httpx.Client(base_url=base_url, timeout=60) as http:
+def test_cors_is_closed_by_default(service_url: str) -> None:
+    with httpx.Client(base_url=service_url, timeout=60) as http:
         assert "access-control-allow-origin" not in preflight(http, "http://127.0.0.1:3001").headers
         r = http.get(
             "/v1/models", headers={"Origin": "http://127.0.0.1:3001", "Authorization": f"Bearer {KEY_A}"}
@@ -190,9 +178,12 @@ def test_cors_is_closed_by_default(base_url: str) -> None:
         assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
 
 
-def test_cors_answers_listed_origins_only(data: ServiceData) -> None:
-    settings = offline_settings(data, service_cors_origins=["http://127.0.0.1:3001"])
-    with serving(QueryService(settings, embedder=data.embedder)) as url, httpx.Client(base_url=url) as http:
+def test_cors_answers_listed_origins_only(service_data: ServiceData) -> None:
+    settings = offline_settings(service_data, service_cors_origins=["http://127.0.0.1:3001"])
+    with (
+        serving(QueryService(settings, embedder=service_data.embedder)) as url,
+        httpx.Client(base_url=url) as http,
+    ):
         listed = preflight(http, "http://127.0.0.1:3001")
         assert listed.status_code == 200
         assert listed.headers["access-control-allow-origin"] == "http://127.0.0.1:3001"
@@ -244,15 +235,17 @@ def with_model(
         svc = QueryService(
             offline_settings(data, **settings),
             embedder=data.embedder,
-            engine_factory=lambda: engine_for(proxy.base_url, tmp_path),
+            engine_factory=lambda: scripted_engine(proxy.base_url, tmp_path),
         )
         with serving(svc) as url:
             yield url, model, proxy
 
 
 @pytest.fixture
-def model_service(data: ServiceData, tmp_path: Path) -> Iterator[tuple[str, ScriptedModel, FaultProxy]]:
-    with with_model(data, tmp_path) as served:
+def model_service(
+    service_data: ServiceData, tmp_path: Path
+) -> Iterator[tuple[str, ScriptedModel, FaultProxy]]:
+    with with_model(service_data, tmp_path) as served:
         yield served
 
 
@@ -322,13 +315,13 @@ def test_streamed_pieces_get_the_markers_the_whole_text_gets(size: int) -> None:
 
 
 # ---- `make serve` ---------------------------------------------------------------------------------------------
-def test_serve_prints_the_address_to_open(data: ServiceData) -> None:
+def test_serve_prints_the_address_to_open(service_data: ServiceData) -> None:
     """`make serve` runs graphrag-serve, whose first line is the address of the web app (host, port, path)."""
     port = free_port()
     env = {
         **os.environ,
-        "PIPELINE_STORAGE_ROOT": str(data.storage_root),
-        "PIPELINE_API_KEYS_FILE": str(data.keys_file),
+        "PIPELINE_STORAGE_ROOT": str(service_data.storage_root),
+        "PIPELINE_API_KEYS_FILE": str(service_data.keys_file),
     }
     cmd = [sys.executable, "-m", "pipeline.service", "serve", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(
@@ -341,7 +334,7 @@ def test_serve_prints_the_address_to_open(data: ServiceData) -> None:
             line
         )
         url = f"http://127.0.0.1:{port}/"
-        _wait_ready(url.rstrip("/"), proc)
+        wait_ready(url.rstrip("/"), proc)
         assert httpx.get(f"{url}healthz", timeout=30).json() == {"status": "ok"}
     finally:
         proc.terminate()
@@ -350,9 +343,9 @@ def test_serve_prints_the_address_to_open(data: ServiceData) -> None:
 
 # ---- streamed --------------------------------------------------------------------------------------------------
 def test_sync_stream_gives_the_unstreamed_text_with_sources_and_usage_on_the_last_chunks(
-    base_url: str,
+    service_url: str,
 ) -> None:
-    client = client_for(base_url)
+    client = client_for(service_url)
     whole = client.chat.completions.create(model="acme/local", messages=ask("acme/local"))
     stream = client.chat.completions.create(
         model="acme/local", messages=ask("acme/local"), stream=True, stream_options={"include_usage": True}
@@ -367,9 +360,9 @@ def test_sync_stream_gives_the_unstreamed_text_with_sources_and_usage_on_the_las
     assert chunks[-1].choices == [] and chunks[-1].usage is not None  # include_usage: OpenAI's usage chunk
 
 
-def test_async_stream(base_url: str) -> None:
+def test_async_stream(service_url: str) -> None:
     async def run() -> list[Any]:
-        async with openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=KEY_A, max_retries=0) as client:
+        async with openai.AsyncOpenAI(base_url=f"{service_url}/v1", api_key=KEY_A, max_retries=0) as client:
             stream = await client.chat.completions.create(
                 model="acme/basic", messages=ask("basic"), stream=True
             )
@@ -381,14 +374,16 @@ def test_async_stream(base_url: str) -> None:
     assert chunks[-1].choices[0].finish_reason == "stop" and sources(chunks[-1])
 
 
-def test_a_streamed_request_for_another_tenant_is_refused_before_any_event(base_url: str) -> None:
+def test_a_streamed_request_for_another_tenant_is_refused_before_any_event(service_url: str) -> None:
     with pytest.raises(openai.PermissionDeniedError):
-        client_for(base_url).chat.completions.create(model="globex/basic", messages=ask("basic"), stream=True)
+        client_for(service_url).chat.completions.create(
+            model="globex/basic", messages=ask("basic"), stream=True
+        )
 
 
-def test_the_sse_body_is_openais(base_url: str) -> None:
+def test_the_sse_body_is_openais(service_url: str) -> None:
     chat = {"model": "acme/basic", "messages": ask("basic"), "stream": True}
-    with httpx.Client(base_url=base_url, timeout=120) as http:
+    with httpx.Client(base_url=service_url, timeout=120) as http:
         r = http.post("/v1/chat/completions", json=chat, headers={"Authorization": f"Bearer {KEY_A}"})
     assert r.headers["content-type"].startswith("text/event-stream")
     events = r.text.split("\n\n")
@@ -467,8 +462,8 @@ def test_the_keys_concurrency_limit_holds_at_the_chat_door(
     assert all(not isinstance(a, Exception) for a in answers), answers
 
 
-def test_the_deadline_holds_at_the_chat_door(data: ServiceData, tmp_path: Path) -> None:
-    with with_model(data, tmp_path, service_timeout_s=1.0) as (url, _, proxy):
+def test_the_deadline_holds_at_the_chat_door(service_data: ServiceData, tmp_path: Path) -> None:
+    with with_model(service_data, tmp_path, service_timeout_s=1.0) as (url, _, proxy):
         held = proxy.hold(is_answer)  # the answer never comes: the deadline certainly passes
         try:
             with pytest.raises(openai.APIStatusError) as late:

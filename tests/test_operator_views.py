@@ -9,7 +9,7 @@ import os
 from pipeline.core import schema
 from pipeline.core.boilerplate import content_span
 from pipeline.io.store import NamespaceStore
-from tests.test_cli import run_cli
+from tests.support.cli import run_cli
 
 MARLEY = "Marley was dead, to begin with."
 

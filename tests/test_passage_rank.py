@@ -1,4 +1,4 @@
-"""Local search's passage ranking on the tiny hand-built graph of test_local_search (real Parquet, real
+"""Local search's passage ranking on the tiny hand-built graph (`tests.support.tiny_index`, conftest's `tiny`; real Parquet, real
 LanceDB, real MiniLM vectors): each signal alone, the fusion, and the per-process index cache."""
 
 from __future__ import annotations
@@ -22,15 +22,7 @@ from pipeline.query.retrieval.passage_rank import (
     ppr_scores,
     rank_passages,
 )
-from tests.test_local_search import build_tiny_index, eid
-from tests.test_local_search import embedder as embedder  # noqa: F401 - the module-scoped fixture
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory, embedder):  # noqa: F811
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "ranks")
-    build_tiny_index(store, embedder)
-    return store
+from tests.support.tiny_index import eid
 
 
 def unit(store: NamespaceStore, i: int) -> str:
@@ -61,20 +53,20 @@ def test_specific_entities_weigh_more_than_common_ones_in_the_restart(tiny):
     assert best == unit(tiny, 1)
 
 
-def test_bm25_ranks_the_passage_with_the_rare_word_first(tiny, embedder):  # noqa: F811
+def test_bm25_ranks_the_passage_with_the_rare_word_first(tiny, embedder):
     index = load_passage_index(tiny)
     scores = bm25_scores(index, "Who lit the gas lamps?")
     assert index.unit_ids[int(np.argmax(scores))] == unit(tiny, 2)
     assert not bm25_scores(index, "the of and").any()  # only stop words: no signal, no error
 
 
-def test_dense_scores_a_unit_by_its_best_piece(tiny, embedder):  # noqa: F811
+def test_dense_scores_a_unit_by_its_best_piece(tiny, embedder):
     index = load_passage_index(tiny)
     vector = embedder.embed(["apprentices danced at a ball in the warehouse"])[0]
     assert index.unit_ids[int(np.argmax(dense_scores(index, vector)))] == unit(tiny, 3)
 
 
-def test_fusion_records_each_signals_rank_and_ablations_change_the_lists(tiny, embedder):  # noqa: F811
+def test_fusion_records_each_signals_rank_and_ablations_change_the_lists(tiny, embedder):
     index = load_passage_index(tiny)
     question = "Who is the son of the clerk?"
     vector = embedder.embed([question])[0]
@@ -99,7 +91,7 @@ def test_index_is_built_once_and_rebuilt_when_a_table_changes(tiny):
     assert second is not first and second.unit_ids == first.unit_ids
 
 
-def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):  # noqa: F811
+def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):
     result = asyncio.run(
         local_search_async(
             QueryScope(tiny, OfflineEngine(), embedder), "Who is Bob Cratchit's son?", LocalSearchConfig()

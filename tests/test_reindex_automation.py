@@ -14,7 +14,7 @@ from dagster import AssetMaterialization, AssetSelection, evaluate_automation_co
 from assets.definitions import defs
 from assets.indexing.automation import NIGHTLY_CRON
 from pipeline.index.stages import GROUP
-from tests.test_automation import Ticker, _touch
+from tests.support.sensor_ticks import Ticker, touch
 
 NAMESPACE = "watched"
 
@@ -61,7 +61,7 @@ def test_a_new_file_leads_to_exactly_one_index_run(
 ) -> None:
     root = tmp_path / "input"
     monkeypatch.setenv("PIPELINE_INPUT_ROOT", str(root))
-    _touch(root / NAMESPACE / "a.txt", "Scrooge met Marley's ghost in London on Christmas Eve.")
+    touch(root / NAMESPACE / "a.txt", "Scrooge met Marley's ghost in London on Christmas Eve.")
     ticker = Ticker(dagster_instance, root)
     # the indexing group: the saved questions' own refresh after a re-index is another sensor's run
     everything = AssetSelection.groups(GROUP)
@@ -82,7 +82,7 @@ def test_a_new_file_leads_to_exactly_one_index_run(
         assert _requested(after, NAMESPACE) == set()
         cursor = after.cursor
         assert not ticker.tick().run_requests  # and the sensor sees no further change
-        _touch(root / NAMESPACE / "b.txt", "Bob Cratchit worked for Scrooge.")  # the next round's new file
+        touch(root / NAMESPACE / "b.txt", "Bob Cratchit worked for Scrooge.")  # the next round's new file
 
     runs = dagster_instance.get_runs()
     mine = [r for r in runs if r.tags.get("dagster/partition") == NAMESPACE]

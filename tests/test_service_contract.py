@@ -27,8 +27,8 @@ from pipeline.embeddings.minilm import LocalMiniLMEmbedder
 from pipeline.io.store import NamespaceStore
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
-from tests import test_local_search as tiny
-from tests.test_service import ServiceData, build_service_namespace, offline_settings, serving
+from tests.support import tiny_index as tiny
+from tests.support.service_data import ServiceData, build_service_namespace, offline_settings, serving
 
 KEY_A = "grk_contract-a-0123456789abcdef"
 KEY_B = "grk_contract-b-fedcba9876543210"
@@ -78,7 +78,8 @@ def marked_text(word: str) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
+def contract_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
+    """Two tenants, tena and tenb, on one storage root; every text of tenb carries the canary word."""
     root = tmp_path_factory.mktemp("contract")
     embedder = CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(root / "cache.sqlite"))
     storage = root / "storage"  # one root for both tenants
@@ -98,10 +99,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
 
 
 @pytest.fixture(scope="module")
-def service(data: ServiceData) -> QueryService:
+def service(contract_data: ServiceData) -> QueryService:
     svc = QueryService(
-        offline_settings(data, service_key_concurrency=4, service_max_body_bytes=65_536),
-        embedder=data.embedder,
+        offline_settings(contract_data, service_key_concurrency=4, service_max_body_bytes=65_536),
+        embedder=contract_data.embedder,
     )
     svc.warm_up()
     return svc
@@ -144,9 +145,9 @@ def mcp_text(result: Any) -> str:
 
 
 # ---- isolation: every mode, every tool, one storage root, different text ----------------------------------
-def test_canary_is_in_tenb_and_not_in_tena(data: ServiceData) -> None:
-    a = NamespaceStore(data.storage_root, "tena").read_table("text_units").column("text").to_pylist()
-    b = NamespaceStore(data.storage_root, "tenb").read_table("text_units").column("text").to_pylist()
+def test_canary_is_in_tenb_and_not_in_tena(contract_data: ServiceData) -> None:
+    a = NamespaceStore(contract_data.storage_root, "tena").read_table("text_units").column("text").to_pylist()
+    b = NamespaceStore(contract_data.storage_root, "tenb").read_table("text_units").column("text").to_pylist()
     assert not any(CANARY in t for t in a) and all(CANARY in t for t in b)
 
 
@@ -196,7 +197,7 @@ LEAKS = ("/root/", ".rs:", "cargo", "Schema error", "FixedSizeList", "Int64", "U
     ],
 )
 def test_http_filter_errors_are_422_naming_the_field(
-    client: httpx.Client, data: ServiceData, content: str, needles: list[str]
+    client: httpx.Client, contract_data: ServiceData, content: str, needles: list[str]
 ) -> None:
     body = f'{{"namespace": "tena", "query": "Marley", "filter": {content}}}'
     r = client.post(
@@ -207,7 +208,7 @@ def test_http_filter_errors_are_422_naming_the_field(
     assert error["code"] == "invalid_request"
     for needle in needles:
         assert needle in error["message"], error
-    for leak in (*LEAKS, str(data.storage_root)):
+    for leak in (*LEAKS, str(contract_data.storage_root)):
         assert leak not in r.text, r.text
 
 

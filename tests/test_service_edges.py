@@ -1,7 +1,7 @@
 """The service's edges, probed as a careless client or an attacker would (issue 72): no key in any log
 line, strict request types at every door, capped request headers, idle streams that end, and OpenAI's
 error shape at the chat door. Real servers on 127.0.0.1: `graphrag-serve` as a process where its log is
-the point, else uvicorn in a thread (`tests.test_service.serving`).
+the point, else uvicorn in a thread (`tests.support.service_data.serving`; conftest's `service_url`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from deploy.local_cluster import free_port
 from pipeline.service.logs import redact, without_query
 from pipeline.service.queries import QueryService
-from tests.test_mcp_server import error_of
-
-# the service tests' module fixtures: their data, a warmed offline service and uvicorn serving it
-from tests.test_service import BODIES, KEY_A, KEY_B, ServiceData, auth, base_url, client, data, service  # noqa: F401
-from tests.test_service_connections import KEY_A as CONN_KEY
-from tests.test_service_connections import key_id, open_socket, open_stream, wait_for
-from tests.test_service_connections import query as conn_query
-from tests.test_service_connections import server as connections_server
-from tests.test_service_shared_limits import WAIT_S, _serve, _wait_ready
+from tests.support.connections import KEY_A as CONN_KEY
+from tests.support.connections import key_id, open_socket, open_stream, wait_for
+from tests.support.connections import query as conn_query
+from tests.support.connections import server as connections_server
+from tests.support.mcp_server import error_of
+from tests.support.serve_process import WAIT_S, start_serve, wait_ready
+from tests.support.service_data import BODIES, KEY_A, KEY_B, ServiceData, auth
 
 VECTOR = {"namespace": "acme", "query": "Marley had been dead seven years.", "top_k": 1}
 CHAT = {"model": "acme/basic", "messages": [{"role": "user", "content": "Who is Marley?"}]}
@@ -42,21 +40,21 @@ WRONG_KEY = "grk_wrong-0123456789abcdefABCDEF"
 
 # ---- keys never written anywhere ----------------------------------------------------------------------------
 def test_no_key_reaches_the_server_log_and_a_refused_filter_is_one_line(
-    data: ServiceData,  # noqa: F811
+    service_data: ServiceData,
     tmp_path: Path,
 ) -> None:
     port, log_path = free_port(), tmp_path / "serve.log"
     env = {
         **os.environ,
-        "PIPELINE_STORAGE_ROOT": str(data.storage_root),
-        "PIPELINE_API_KEYS_FILE": str(data.keys_file),
+        "PIPELINE_STORAGE_ROOT": str(service_data.storage_root),
+        "PIPELINE_API_KEYS_FILE": str(service_data.keys_file),
         "PYTHONUNBUFFERED": "1",
     }
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
-        proc = _serve(port, env, log)
+        proc = start_serve(port, env, log)
     try:
-        _wait_ready(url, proc)
+        wait_ready(url, proc)
         with httpx.Client(base_url=url, timeout=WAIT_S) as http:
             # keys in query strings: refused (401), and logged by uvicorn's access log today
             for param in ("api_key", "key", "access_token"):
@@ -115,32 +113,32 @@ COERCED = [  # each was taken as another type's value by pydantic's lax mode
 
 
 @pytest.mark.parametrize(("kind", "change"), COERCED, ids=[f"{k}-{next(iter(c))}" for k, c in COERCED])
-def test_http_bodies_do_not_coerce_types(client: httpx.Client, kind: str, change: dict) -> None:  # noqa: F811
-    r = client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
+def test_http_bodies_do_not_coerce_types(service_client: httpx.Client, kind: str, change: dict) -> None:
+    r = service_client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
     assert r.status_code == 422, r.text
     error = r.json()["error"]
     assert error["code"] == "invalid_request" and next(iter(change)) in error["message"], error
 
 
-def test_integers_are_still_numbers_where_a_float_is_asked(client: httpx.Client) -> None:  # noqa: F811
+def test_integers_are_still_numbers_where_a_float_is_asked(service_client: httpx.Client) -> None:
     for kind, change in (("basic", {"min_score": 0, "timeout_s": 100}), ("vector", {"timeout_s": 100})):
-        r = client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
+        r = service_client.post(f"/v1/query/{kind}", json={**BODIES[kind], **change}, headers=auth(KEY_A))
         assert r.status_code == 200, r.text
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "latin-1"])
-def test_a_body_that_is_not_utf8_is_refused(client: httpx.Client, encoding: str) -> None:  # noqa: F811
+def test_a_body_that_is_not_utf8_is_refused(service_client: httpx.Client, encoding: str) -> None:
     body = json.dumps({**BODIES["basic"], "question": "Who is Marley, café owner?"}, ensure_ascii=False)
     headers = {**auth(KEY_A), "Content-Type": "application/json"}
-    r = client.post("/v1/query/basic", content=body.encode(encoding), headers=headers)
+    r = service_client.post("/v1/query/basic", content=body.encode(encoding), headers=headers)
     assert r.status_code == 422 and "UTF-8" in r.json()["error"]["message"], r.text
-    assert client.post("/v1/query/basic", content=body.encode(), headers=headers).status_code == 200
+    assert service_client.post("/v1/query/basic", content=body.encode(), headers=headers).status_code == 200
 
 
-def test_mcp_tool_arguments_do_not_coerce_types(base_url: str) -> None:  # noqa: F811
+def test_mcp_tool_arguments_do_not_coerce_types(service_url: str) -> None:
     async def run() -> list[dict]:
         http = create_mcp_http_client(headers=auth(KEY_A))
-        async with http, Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as mcp:
+        async with http, Client(streamable_http_client(f"{service_url}/mcp", http_client=http)) as mcp:
             errors = []
             for tool, change in (("vector_query", {"top_k": True}), ("basic_search", {"full_text": "yes"})):
                 kind = "vector" if tool == "vector_query" else "basic"
@@ -159,9 +157,9 @@ def test_mcp_tool_arguments_do_not_coerce_types(base_url: str) -> None:  # noqa:
     [{"stream": "yes"}, {"stream": 1}, {"messages": [{"role": "user", "content": 5}]}, {"model": 7}],
     ids=["stream-yes", "stream-1", "content-5", "model-7"],
 )
-def test_the_chat_door_does_not_coerce_types(base_url: str, change: dict) -> None:  # noqa: F811
+def test_the_chat_door_does_not_coerce_types(service_url: str, change: dict) -> None:
     r = httpx.post(
-        f"{base_url}/v1/chat/completions", json={**CHAT, **change}, headers=auth(KEY_A), timeout=WAIT_S
+        f"{service_url}/v1/chat/completions", json={**CHAT, **change}, headers=auth(KEY_A), timeout=WAIT_S
     )
     assert r.status_code == 400, r.text
     assert r.json()["error"]["type"] == "invalid_request_error"
@@ -181,9 +179,9 @@ def read_reply(sock: socket.socket) -> bytes:
     return reply
 
 
-def test_an_unfinished_head_past_the_cap_is_answered_431_before_it_ends(base_url: str) -> None:  # noqa: F811
+def test_an_unfinished_head_past_the_cap_is_answered_431_before_it_ends(service_url: str) -> None:
     """The head never ends (no blank line): only a server that refuses before reading it all answers."""
-    sock = open_socket(port_of(base_url))
+    sock = open_socket(port_of(service_url))
     sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * 20_000)
     reply = read_reply(sock)
     sock.close()
@@ -191,8 +189,8 @@ def test_an_unfinished_head_past_the_cap_is_answered_431_before_it_ends(base_url
     assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "headers_too_large"
 
 
-def test_an_8mb_header_is_answered_431_not_401(base_url: str) -> None:  # noqa: F811
-    sock = open_socket(port_of(base_url))
+def test_an_8mb_header_is_answered_431_not_401(service_url: str) -> None:
+    sock = open_socket(port_of(service_url))
     head = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Filler: " + b"a" * (8 << 20) + b"\r\n\r\n"
 
     def send() -> None:
@@ -207,18 +205,18 @@ def test_an_8mb_header_is_answered_431_not_401(base_url: str) -> None:  # noqa: 
     assert reply.startswith(b"HTTP/1.1 431 "), reply[:200]
 
 
-def test_a_finished_head_past_the_cap_is_431_before_the_key_is_checked(base_url: str) -> None:  # noqa: F811
+def test_a_finished_head_past_the_cap_is_431_before_the_key_is_checked(service_url: str) -> None:
     big = {"X-Filler": "a" * 20_000}
     for headers in (big, {**big, **auth(KEY_A)}):
-        r = httpx.get(f"{base_url}/v1/models", headers=headers, timeout=WAIT_S)
+        r = httpx.get(f"{service_url}/v1/models", headers=headers, timeout=WAIT_S)
         assert r.status_code == 431 and r.json()["error"]["code"] == "headers_too_large", r.text
     fine = httpx.get(
-        f"{base_url}/v1/models", headers={"X-Filler": "a" * 12_000, **auth(KEY_A)}, timeout=WAIT_S
+        f"{service_url}/v1/models", headers={"X-Filler": "a" * 12_000, **auth(KEY_A)}, timeout=WAIT_S
     )
     assert fine.status_code == 200, fine.text  # under the default 16 KB
 
 
-def test_bodies_on_one_keep_alive_connection_never_add_up_to_a_431(base_url: str) -> None:  # noqa: F811
+def test_bodies_on_one_keep_alive_connection_never_add_up_to_a_431(service_url: str) -> None:
     # Each request's head is small; only a head's own bytes count towards the cap, never the body read
     # with it in one chunk: two 3.5 KB requests, each sent whole in one write on one connection, were
     # counted together with the next ones and the fifth was answered 431.
@@ -227,7 +225,7 @@ def test_bodies_on_one_keep_alive_connection_never_add_up_to_a_431(base_url: str
         f"POST /v1/query/vector HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY_A}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
-    with socket.create_connection(("127.0.0.1", port_of(base_url)), timeout=WAIT_S) as sock:
+    with socket.create_connection(("127.0.0.1", port_of(service_url)), timeout=WAIT_S) as sock:
         reader = sock.makefile("rb")
         for _ in range(6):
             sock.sendall(head + body)
@@ -293,12 +291,12 @@ def assert_openai_shape(error: dict, kind: str) -> None:
     assert error["type"] == kind, error
 
 
-def test_the_chat_doors_errors_have_openais_shape(base_url: str, service: QueryService) -> None:  # noqa: F811
-    client_a = openai_client(base_url)
+def test_the_chat_doors_errors_have_openais_shape(service_url: str, offline_service: QueryService) -> None:
+    client_a = openai_client(service_url)
     with pytest.raises(openai.AuthenticationError) as refused:
-        openai_client(base_url, WRONG_KEY).chat.completions.create(**CHAT)
+        openai_client(service_url, WRONG_KEY).chat.completions.create(**CHAT)
     assert_openai_shape(refused.value.body, "authentication_error")
-    no_key = httpx.get(f"{base_url}/v1/models", timeout=WAIT_S)
+    no_key = httpx.get(f"{service_url}/v1/models", timeout=WAIT_S)
     assert no_key.status_code == 401 and no_key.headers["www-authenticate"] == "Bearer"
     assert_openai_shape(no_key.json()["error"], "authentication_error")
     with pytest.raises(openai.NotFoundError) as refused:
@@ -322,29 +320,33 @@ def test_the_chat_doors_errors_have_openais_shape(base_url: str, service: QueryS
 
 
 @pytest.mark.parametrize("body", [json.dumps(CHAT).encode("utf-16"), b"[" * 100 + b"]" * 100, b"{not json"])
-def test_a_chat_body_that_does_not_parse_is_openais_400(base_url: str, body: bytes) -> None:  # noqa: F811
+def test_a_chat_body_that_does_not_parse_is_openais_400(service_url: str, body: bytes) -> None:
     headers = {**auth(KEY_A), "Content-Type": "application/json"}
-    r = httpx.post(f"{base_url}/v1/chat/completions", content=body, headers=headers, timeout=WAIT_S)
+    r = httpx.post(f"{service_url}/v1/chat/completions", content=body, headers=headers, timeout=WAIT_S)
     assert r.status_code == 400, r.text
     assert_openai_shape(r.json()["error"], "invalid_request_error")
 
 
-def test_the_chat_doors_429_is_openais_with_retry_after(base_url: str, service: QueryService) -> None:  # noqa: F811
+def test_the_chat_doors_429_is_openais_with_retry_after(
+    service_url: str, offline_service: QueryService
+) -> None:
     held = []
     try:  # idle streams hold each slot of the key (the service's concurrency is 2)
-        for _ in range(service.settings.service_key_concurrency):
-            held.append(open_stream(port_of(base_url), KEY_A))
+        for _ in range(offline_service.settings.service_key_concurrency):
+            held.append(open_stream(port_of(service_url), KEY_A))
             assert held[-1].recv(65536).startswith(b"HTTP/1.1 200")
         with pytest.raises(openai.RateLimitError) as refused:
-            openai_client(base_url).chat.completions.create(**CHAT)
+            openai_client(service_url).chat.completions.create(**CHAT)
         assert_openai_shape(refused.value.body, "rate_limit_error")
         assert int(refused.value.response.headers["retry-after"]) >= 1
-        native = httpx.post(f"{base_url}/v1/query/vector", json=VECTOR, headers=auth(KEY_A), timeout=WAIT_S)
+        native = httpx.post(
+            f"{service_url}/v1/query/vector", json=VECTOR, headers=auth(KEY_A), timeout=WAIT_S
+        )
         assert native.status_code == 429 and "type" not in native.json()["error"]  # the service's own shape
     finally:
         for sock in held:
             sock.close()
-    wait_for(lambda: service.limiter.in_flight() == 0)
+    wait_for(lambda: offline_service.limiter.in_flight() == 0)
 
 
 def test_the_chat_doors_5xx_is_openais_api_error(tmp_path: Path) -> None:

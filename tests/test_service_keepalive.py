@@ -12,18 +12,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from pipeline.service.queries import QueryService
-from tests.test_service import KEY_A, ServiceData, auth, build_service_data, offline_settings, serving
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("keepalive"))
+from tests.support.service_data import KEY_A, ServiceData, auth, offline_settings, serving
 
 
 def test_after_an_unhandled_error_the_same_connection_serves_the_next_request(
-    data: ServiceData, monkeypatch: pytest.MonkeyPatch
+    service_data: ServiceData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = QueryService(offline_settings(data), embedder=data.embedder)
+    service = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     status = service.namespace_status
     asked: list[str] = []
 

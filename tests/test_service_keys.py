@@ -19,7 +19,7 @@ import pytest
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
-from tests.test_service import serving
+from tests.support.service_data import serving
 
 KEY_A = "grk_keys-test-a-0123456789abcdef"
 KEY_B = "grk_keys-test-b-fedcba9876543210"

@@ -22,22 +22,17 @@ from hypothesis import strategies as st
 from pipeline.service import queries as queries_module
 from pipeline.service.queries import QueryService
 from tests.support.fault_proxy import FaultProxy
-from tests.test_service import BODIES, KEY_A, KEY_B, auth, build_service_data, offline_settings, serving
+from tests.support.scripted_global_model import scripted_model
+from tests.support.service_data import (
+    BODIES,
+    KEY_A,
+    KEY_B,
+    auth,
+    offline_settings,
+    serving,
+)
 
 LLM_KEY_ENV = "GRAPHRAG_TEST_SERVICE_LLM_KEY"
-
-
-def scripted_model(request: dict) -> str:
-    user = request["messages"][-1]["content"]
-    if "Partial answers:" in user:
-        return json.dumps({"answer": "Scrooge ran the counting-house with Marley [Communities: 2]"})
-    point = {"description": "Scrooge and Marley kept a counting-house.", "score": 80, "communities": []}
-    return json.dumps({"points": [point]})
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    return build_service_data(tmp_path_factory.mktemp("service_limits"))
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +42,16 @@ def proxy() -> Iterator[FaultProxy]:
 
 
 @pytest.fixture(scope="module")
-def llm_service(data, proxy: FaultProxy) -> Iterator[QueryService]:  # noqa: ANN001
+def llm_service(service_data, proxy: FaultProxy) -> Iterator[QueryService]:  # noqa: ANN001
     os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
     settings = offline_settings(
-        data, llm_provider="openai", llm_base_url=proxy.base_url, llm_api_key_env=LLM_KEY_ENV, llm_model="m"
+        service_data,
+        llm_provider="openai",
+        llm_base_url=proxy.base_url,
+        llm_api_key_env=LLM_KEY_ENV,
+        llm_model="m",
     )
-    svc = QueryService(settings, embedder=data.embedder)
+    svc = QueryService(settings, embedder=service_data.embedder)
     svc.warm_up()
     yield svc
     os.environ.pop(LLM_KEY_ENV, None)
@@ -158,7 +157,7 @@ def test_the_per_key_limit_answers_429_and_frees_its_slots(
 
 
 def test_the_service_opens_its_llm_cache_once_and_each_query_gets_its_own_engine(
-    data, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
+    service_data, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import pipeline.runtime as runtime
 
@@ -167,9 +166,13 @@ def test_the_service_opens_its_llm_cache_once_and_each_query_gets_its_own_engine
     monkeypatch.setattr(runtime, "open_llm_cache", lambda s: opened.append(real_open(s)) or opened[-1])
     monkeypatch.setenv(LLM_KEY_ENV, "sk-test-llm-key")
     settings = offline_settings(
-        data, llm_provider="openai", llm_base_url=proxy.base_url, llm_api_key_env=LLM_KEY_ENV, llm_model="m"
+        service_data,
+        llm_provider="openai",
+        llm_base_url=proxy.base_url,
+        llm_api_key_env=LLM_KEY_ENV,
+        llm_model="m",
     )
-    svc = QueryService(settings, embedder=data.embedder)
+    svc = QueryService(settings, embedder=service_data.embedder)
     try:
         engines = [svc.new_engine() for _ in range(3)]
     finally:
@@ -181,8 +184,8 @@ def test_the_service_opens_its_llm_cache_once_and_each_query_gets_its_own_engine
 
 # ---- fuzzing against the OpenAPI spec ----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def offline_url(data) -> Iterator[str]:  # noqa: ANN001
-    svc = QueryService(offline_settings(data), embedder=data.embedder)
+def offline_url(service_data) -> Iterator[str]:  # noqa: ANN001
+    svc = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     svc.warm_up()
     with serving(svc) as url:
         yield url
@@ -280,7 +283,7 @@ class Gate:
 
 
 def test_a_vector_query_past_its_deadline_frees_its_slot_one_step_later(
-    data, monkeypatch: pytest.MonkeyPatch
+    service_data, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # noqa: ANN001
     from pipeline.io.store import NamespaceStore
     from pipeline.vector_tool.stores import lancedb as lancedb_store
@@ -297,10 +300,12 @@ def test_a_vector_query_past_its_deadline_frees_its_slot_one_step_later(
     gate = Gate()
     monkeypatch.setattr(NamespaceStore, "has_lance_table", gate.wrap(NamespaceStore.has_lance_table))
     monkeypatch.setattr(lancedb_store.LanceDBStore, "query", counted)
-    service = QueryService(offline_settings(data), embedder=data.embedder)
+    service = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     service.warm_up()
-    real_embed = data.embedder.embed
-    monkeypatch.setattr(data.embedder, "embed", lambda texts: steps.append("embed") or real_embed(texts))
+    real_embed = service_data.embedder.embed
+    monkeypatch.setattr(
+        service_data.embedder, "embed", lambda texts: steps.append("embed") or real_embed(texts)
+    )
     with serving(service) as url:
         gate.armed = True
         body = {"namespace": "acme", "query": "Marley had been dead seven years.", "timeout_s": 1}
@@ -320,7 +325,7 @@ def test_a_vector_query_past_its_deadline_frees_its_slot_one_step_later(
 
 
 def test_a_quick_query_is_answered_while_every_graph_worker_is_busy_and_a_queued_one_times_out_unstarted(
-    data,  # noqa: ANN001
+    service_data,  # noqa: ANN001
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     asked: list[str] = []  # every user message the model was sent, in arrival order
@@ -339,7 +344,7 @@ def test_a_quick_query_is_answered_while_every_graph_worker_is_busy_and_a_queued
     os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
     with FaultProxy(None, hang_s=10, responder=model) as proxy:
         settings = offline_settings(
-            data,
+            service_data,
             llm_provider="openai",
             llm_base_url=proxy.base_url,
             llm_api_key_env=LLM_KEY_ENV,
@@ -347,7 +352,7 @@ def test_a_quick_query_is_answered_while_every_graph_worker_is_busy_and_a_queued
             service_graph_workers=1,
             service_key_concurrency=3,  # the three queries below share acme's key
         )
-        svc = QueryService(settings, embedder=data.embedder)
+        svc = QueryService(settings, embedder=service_data.embedder)
         svc.warm_up()
         answers: dict[str, httpx.Response] = {}
 

@@ -6,10 +6,7 @@ per-key rate, counted by both processes together."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -18,30 +15,11 @@ from deploy.local_cluster import free_port
 from pipeline.service.errors import TooManyRequests
 from pipeline.service.limits import KeyRateLimiter
 from pipeline.settings import Settings
-from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
 from tests.support.pg import pg_dsn  # noqa: F401 - the session-scoped PostgreSQL fixture
-from tests.test_service import KEY_A, KEY_B, auth, build_service_data
-from tests.test_service_limits import scripted_model
-
-WAIT_S = 120.0  # only bounds how long a broken service could hang the test
-
-
-def _serve(port: int, env: dict[str, str], log) -> subprocess.Popen:  # noqa: ANN001
-    cmd = [sys.executable, "-m", "pipeline.service", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def _wait_ready(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} never became ready (exit {proc.poll()})")
+from tests.support.scripted_global_model import scripted_model
+from tests.support.serve_process import WAIT_S, start_serve, wait_ready
+from tests.support.service_data import KEY_A, KEY_B, auth, build_service_data
 
 
 def test_two_service_processes_sharing_postgresql_enforce_one_per_key_limit(tmp_path, pg_dsn):  # noqa: F811
@@ -68,10 +46,10 @@ def test_two_service_processes_sharing_postgresql_enforce_one_per_key_limit(tmp_
             for name in ("a", "b"):
                 port = free_port()
                 with open(tmp_path / f"{name}.log", "wb") as log:
-                    procs.append(_serve(port, env, log))
+                    procs.append(start_serve(port, env, log))
                 urls.append(f"http://127.0.0.1:{port}")
             for url, proc in zip(urls, procs, strict=True):
-                _wait_ready(url, proc)
+                wait_ready(url, proc)
             answer: dict = {}
 
             def held_query() -> None:
@@ -141,10 +119,10 @@ def test_two_service_processes_sharing_postgresql_enforce_one_per_key_rate(tmp_p
         for name in ("a", "b"):
             port = free_port()
             with open(tmp_path / f"{name}.log", "wb") as log:
-                procs.append(_serve(port, env, log))
+                procs.append(start_serve(port, env, log))
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs, strict=True):
-            _wait_ready(url, proc)
+            wait_ready(url, proc)
         first = httpx.post(f"{urls[0]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
         second = httpx.post(f"{urls[1]}/v1/query/vector", json=vector, headers=auth(KEY_A), timeout=WAIT_S)
         assert first.status_code == second.status_code == 200, (first.text, second.text)

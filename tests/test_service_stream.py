@@ -3,7 +3,7 @@ mode's stream ends with one `done` whose result, citations and answer are the un
 `delta` texts join to the answer, a refusal before the first event is the usual JSON error, and a client
 that leaves mid-stream cancels the query's work and gives its key's slot back.
 
-The namespaces are test_service's (two tenants on the hand-built Christmas Carol index); the disconnect
+The namespaces are the service tests' (`tests.support.service_data`: two tenants on the hand-built Christmas Carol index); the disconnect
 test adds a mode of its own whose search waits at one step for the query's cancel signal, so that what
 it asserts (the cancel arrived, the slot came back) is an event, not a time.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,44 +29,16 @@ from pipeline.query.requests import QueryOptions
 from pipeline.service.limits import KeyLimiter
 from pipeline.service.models import bodies
 from pipeline.service.queries import QueryService
-from tests.test_service import (
-    BODIES,
-    KEY_A,
-    ServiceData,
-    auth,
-    base_url,  # noqa: F401 - fixtures: the service over uvicorn on 127.0.0.1
-    build_service_data,
-    client,  # noqa: F401
-    offline_settings,
-    serving,
-)
+from tests.support.event_stream import parse
+from tests.support.service_data import BODIES, KEY_A, ServiceData, auth, offline_settings, serving
 
 GUARD_S = 60.0  # a guard against a hang only: every wait below ends on an event
 TIMING = frozenset({"duration_s", "timings_ms"})
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("stream"))
-
-
-@pytest.fixture(scope="module")
-def service(data: ServiceData) -> QueryService:
-    # Room for every citation and context row, so that the stream's bounds show only where a test sets them.
-    svc = QueryService(offline_settings(data, service_max_evidence_items=50), embedder=data.embedder)
-    svc.warm_up()
-    return svc
-
-
-def parse(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """Server-sent events as (kind, data), checking each is `event:` then one `data:` line of JSON."""
-    out = []
-    for block in text.split("\n\n"):
-        if block.strip():
-            event, data = block.split("\n")
-            assert event.startswith("event: ") and data.startswith("data: "), block
-            out.append((event.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    return out
+# conftest's `offline_service` with room for every citation and context row, so that the stream's bounds
+# show only where a test sets them.
+OFFLINE_SERVICE_SETTINGS = {"service_max_evidence_items": 50}
 
 
 def untimed(value: Any) -> Any:
@@ -80,13 +51,13 @@ def untimed(value: Any) -> Any:
 
 @pytest.mark.parametrize("kind", sorted(BODIES))
 def test_a_stream_ends_with_done_whose_answer_and_citations_are_the_unstreamed_ones(
-    client: httpx.Client,  # noqa: F811
+    service_client: httpx.Client,
     kind: str,
 ) -> None:
     body = BODIES[kind]
-    plain = client.post(f"/v1/query/{kind}", json=body, headers=auth(KEY_A))
+    plain = service_client.post(f"/v1/query/{kind}", json=body, headers=auth(KEY_A))
     assert plain.status_code == 200, plain.text
-    streamed = client.post(f"/v1/query/{kind}", json={**body, "stream": True}, headers=auth(KEY_A))
+    streamed = service_client.post(f"/v1/query/{kind}", json={**body, "stream": True}, headers=auth(KEY_A))
     assert streamed.status_code == 200, streamed.text
     assert streamed.headers["content-type"].startswith("text/event-stream")
     events = parse(streamed.text)
@@ -111,12 +82,12 @@ def test_a_stream_ends_with_done_whose_answer_and_citations_are_the_unstreamed_o
         assert kinds.count(ev.DELTA) > 1, "the answer arrives in pieces"
 
 
-def test_accept_event_stream_asks_for_the_same_stream(client: httpx.Client) -> None:  # noqa: F811
+def test_accept_event_stream_asks_for_the_same_stream(service_client: httpx.Client) -> None:
     headers = {**auth(KEY_A), "Accept": "text/event-stream"}
-    response = client.post("/v1/query/basic", json=BODIES["basic"], headers=headers)
+    response = service_client.post("/v1/query/basic", json=BODIES["basic"], headers=headers)
     assert response.headers["content-type"].startswith("text/event-stream")
     assert parse(response.text)[-1][0] == ev.DONE
-    unasked = client.post("/v1/query/basic", json=BODIES["basic"], headers=auth(KEY_A))
+    unasked = service_client.post("/v1/query/basic", json=BODIES["basic"], headers=auth(KEY_A))
     assert unasked.headers["content-type"].startswith("application/json") and "result" in unasked.json()
 
 
@@ -125,20 +96,22 @@ def test_accept_event_stream_asks_for_the_same_stream(client: httpx.Client) -> N
     [("acme-empty", 409, "index_not_ready"), ("globex", 403, "forbidden")],
 )
 def test_a_refusal_before_the_first_event_is_the_json_error(
-    client: httpx.Client,  # noqa: F811
+    service_client: httpx.Client,
     namespace: str,
     status: int,
     code: str,
 ) -> None:
     body = {**BODIES["local"], "namespace": namespace, "stream": True}
-    response = client.post("/v1/query/local", json=body, headers=auth(KEY_A))
+    response = service_client.post("/v1/query/local", json=body, headers=auth(KEY_A))
     assert response.status_code == status
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["error"]["code"] == code
 
 
-def test_the_answer_is_bounded_in_the_stream_as_in_the_result(data: ServiceData) -> None:
-    svc = QueryService(offline_settings(data, service_max_answer_chars=100), embedder=data.embedder)
+def test_the_answer_is_bounded_in_the_stream_as_in_the_result(service_data: ServiceData) -> None:
+    svc = QueryService(
+        offline_settings(service_data, service_max_answer_chars=100), embedder=service_data.embedder
+    )
     request = bodies()["local"](**BODIES["local"])
     principal = svc.keys.authenticate(KEY_A)
 
@@ -150,8 +123,8 @@ def test_the_answer_is_bounded_in_the_stream_as_in_the_result(data: ServiceData)
     assert "".join(d["text"] for k, d in events if k == ev.DELTA) == plain["result"]["answer"]
 
 
-def test_openapi_documents_the_stream_field_and_the_event_stream(client: httpx.Client) -> None:  # noqa: F811
-    spec = client.get("/openapi.json").json()
+def test_openapi_documents_the_stream_field_and_the_event_stream(service_client: httpx.Client) -> None:
+    spec = service_client.get("/openapi.json").json()
     body = spec["components"]["schemas"]["LocalQuery"]["properties"]["stream"]
     assert (
         body["type"] == "boolean" and body["default"] is False and "Server-Sent Events" in body["description"]
@@ -227,12 +200,12 @@ class Released(KeyLimiter):
 
 
 @pytest.fixture
-def waiting(data: ServiceData) -> Iterator[tuple[QueryService, Released]]:
+def waiting(service_data: ServiceData) -> Iterator[tuple[QueryService, Released]]:
     STEPS.reached.clear()
     STEPS.stopped.clear()
     STEPS.after.clear()
     with registry.registered(WAIT):
-        svc = QueryService(offline_settings(data), embedder=data.embedder)
+        svc = QueryService(offline_settings(service_data), embedder=service_data.embedder)
         svc.limiter = limiter = Released(svc.settings.service_key_concurrency)
         yield svc, limiter
 
@@ -274,11 +247,11 @@ def test_closing_the_stream_early_cancels_the_query(waiting: tuple[QueryService,
 
 @pytest.mark.parametrize("kind", ["local", "basic", "lazy", "drift", "global", "auto"])
 def test_the_context_event_lists_what_the_answer_read_with_scores_before_the_answer(
-    client: httpx.Client,  # noqa: F811
+    service_client: httpx.Client,
     kind: str,
 ) -> None:
     body = {**BODIES[kind], "stream": True}
-    events = parse(client.post(f"/v1/query/{kind}", json=body, headers=auth(KEY_A)).text)
+    events = parse(service_client.post(f"/v1/query/{kind}", json=body, headers=auth(KEY_A)).text)
     kinds = [k for k, _ in events]
     assert ev.CONTEXT in kinds
     assert ev.DELTA not in kinds[: kinds.index(ev.CONTEXT)], "the sources come before the answer"
@@ -297,10 +270,10 @@ def test_the_context_event_lists_what_the_answer_read_with_scores_before_the_ans
         assert any(isinstance(s["score"], float) for s in sources if s["section"] == "entities")
 
 
-def test_a_context_is_bounded_as_the_result_is(data: ServiceData) -> None:
+def test_a_context_is_bounded_as_the_result_is(service_data: ServiceData) -> None:
     svc = QueryService(
-        offline_settings(data, service_max_evidence_items=2, service_max_text_chars=100),
-        embedder=data.embedder,
+        offline_settings(service_data, service_max_evidence_items=2, service_max_text_chars=100),
+        embedder=service_data.embedder,
     )
     principal = svc.keys.authenticate(KEY_A)
     request = bodies()["local"](**BODIES["local"])
@@ -352,10 +325,10 @@ LATE = dataclasses.replace(WAIT, name="late", search=late_search, routes=True)
 
 
 def test_a_stream_whose_first_event_comes_past_its_deadline_ends_with_one_error_event(
-    data: ServiceData, monkeypatch: pytest.MonkeyPatch
+    service_data: ServiceData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     PAST.clear()
-    svc = QueryService(offline_settings(data), embedder=data.embedder)
+    svc = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     start = svc.start
 
     async def noticed(*args: Any) -> Any:
@@ -384,12 +357,14 @@ def test_a_stream_whose_first_event_comes_past_its_deadline_ends_with_one_error_
 
 @pytest.mark.parametrize("kind", ["basic", "local", "global"])
 def test_an_offline_answer_is_sent_line_by_line_as_its_writer_chooses_it(
-    client: httpx.Client,  # noqa: F811
+    service_client: httpx.Client,
     kind: str,
 ) -> None:
     # The writers' own lines (a theme, a cited sentence), not the fallback's sentence split after the
     # search: each delta is one whole line of the final answer.
-    streamed = client.post(f"/v1/query/{kind}", json={**BODIES[kind], "stream": True}, headers=auth(KEY_A))
+    streamed = service_client.post(
+        f"/v1/query/{kind}", json={**BODIES[kind], "stream": True}, headers=auth(KEY_A)
+    )
     events = parse(streamed.text)
     answer = events[-1][1]["result"]["answer"]
     assert [d["text"] for k, d in events if k == ev.DELTA] == answer.splitlines(keepends=True)

@@ -27,7 +27,6 @@ from typing import Any
 
 import httpx
 import openai
-import pytest
 from selenium.webdriver.common.by import By
 
 from assets.cli.query_stream import Printer, erase
@@ -39,19 +38,13 @@ from pipeline.llm.retry import Backoff
 from pipeline.query.common import events as ev
 from pipeline.service.queries import QueryService
 from tests.conftest import REPO_ROOT
+from tests.support.event_stream import parse
 from tests.support.fault_proxy import FaultProxy, ProxyRequest
-from tests.test_dagster_ui import browser  # noqa: F401 - the headless Chromium fixture
-from tests.test_local_search_llm import ScriptedModel
-from tests.test_service import BODIES, KEY_A, ServiceData, auth, build_service_data, offline_settings, serving
-from tests.test_service_stream import parse
-from tests.test_web_app import _ask, _signed_in
+from tests.support.scripted_local_model import ScriptedModel
+from tests.support.service_data import BODIES, KEY_A, ServiceData, auth, offline_settings, serving
+from tests.support.web_page import ask, signed_in
 
 QUESTION = BODIES["local"]["question"]
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("stream-retries"))
 
 
 def asks(system: str) -> Callable[[ProxyRequest], bool]:
@@ -118,9 +111,9 @@ def joined_to_done(events: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 # ---- HTTP server-sent events -----------------------------------------------------------------------------
-def test_sse_deltas_join_to_the_answer_after_a_stalled_answer_is_retried(data: ServiceData, tmp_path: Path) -> None:  # fmt: skip
+def test_sse_deltas_join_to_the_answer_after_a_stalled_answer_is_retried(service_data: ServiceData, tmp_path: Path) -> None:  # fmt: skip
     model = ScriptedModel()
-    with stalled_service(data, tmp_path, model, prompts.LOCAL_ANSWER.system) as (url, proxy, stalled):
+    with stalled_service(service_data, tmp_path, model, prompts.LOCAL_ANSWER.system) as (url, proxy, stalled):
         body = {**BODIES["local"], "stream": True}
         with httpx.Client(base_url=url, timeout=120) as http:
             events = parse(http.post("/v1/query/local", json=body, headers=auth(KEY_A)).text)
@@ -158,9 +151,13 @@ class GlobalModel:
 
 
 def test_global_streams_its_reduce_answer_in_token_deltas_that_survive_a_retry(
-    data: ServiceData, tmp_path: Path
+    service_data: ServiceData, tmp_path: Path
 ) -> None:
-    with stalled_service(data, tmp_path, GlobalModel(), prompts.GLOBAL_REDUCE.system) as (url, _, stalled):
+    with stalled_service(service_data, tmp_path, GlobalModel(), prompts.GLOBAL_REDUCE.system) as (
+        url,
+        _,
+        stalled,
+    ):
         body = {**BODIES["global"], "stream": True}
         with httpx.Client(base_url=url, timeout=120) as http:
             events = parse(http.post("/v1/query/global", json=body, headers=auth(KEY_A)).text)
@@ -191,15 +188,15 @@ def cli(data: ServiceData, url: str, cache: Path, *args: str) -> subprocess.Comp
     )  # fmt: skip
 
 
-def test_cli_stream_prints_the_answer_not_the_stalled_attempts_text(data: ServiceData, tmp_path: Path) -> None:  # fmt: skip
+def test_cli_stream_prints_the_answer_not_the_stalled_attempts_text(service_data: ServiceData, tmp_path: Path) -> None:  # fmt: skip
     with FaultProxy(None, responder=ScriptedModel()) as proxy:
         stalled = stall_first(proxy, prompts.LOCAL_ANSWER.system)
-        streamed = cli(data, proxy.base_url, tmp_path, "--stream")
+        streamed = cli(service_data, proxy.base_url, tmp_path, "--stream")
         as_json = cli(
-            data, proxy.base_url, tmp_path / "json", "--stream", "--json"
+            service_data, proxy.base_url, tmp_path / "json", "--stream", "--json"
         )  # its own cache: stalls too
         plain = cli(
-            data,
+            service_data,
             proxy.base_url,
             tmp_path,
         )  # the answer is cached now: the same text
@@ -248,9 +245,9 @@ def test_cli_stream_on_a_terminal_erases_what_is_withdrawn() -> None:
 
 # ---- the chat door -----------------------------------------------------------------------------------------
 def test_chat_door_stream_gives_the_answer_with_sources_and_real_usage_after_a_retry(
-    data: ServiceData, tmp_path: Path
+    service_data: ServiceData, tmp_path: Path
 ) -> None:
-    with stalled_service(data, tmp_path, ScriptedModel(), prompts.LOCAL_ANSWER.system) as (
+    with stalled_service(service_data, tmp_path, ScriptedModel(), prompts.LOCAL_ANSWER.system) as (
         url,
         proxy,
         stalled,
@@ -282,10 +279,16 @@ def test_chat_door_stream_gives_the_answer_with_sources_and_real_usage_after_a_r
 
 
 # ---- the web app -----------------------------------------------------------------------------------------
-def test_the_web_app_takes_back_the_withdrawn_text(browser, data: ServiceData, tmp_path: Path) -> None:  # noqa: ANN001, F811
-    with stalled_service(data, tmp_path, ScriptedModel(), prompts.LOCAL_ANSWER.system) as (url, _, stalled):
-        _signed_in(browser, url)
-        _ask(browser, "acme", "local", QUESTION)
+def test_the_web_app_takes_back_the_withdrawn_text(
+    browser, service_data: ServiceData, tmp_path: Path
+) -> None:  # noqa: ANN001
+    with stalled_service(service_data, tmp_path, ScriptedModel(), prompts.LOCAL_ANSWER.system) as (
+        url,
+        _,
+        stalled,
+    ):
+        signed_in(browser, url)
+        ask(browser, "acme", "local", QUESTION)
         assert stalled
     answer = browser.find_element(By.ID, "answer")
     lengths = [int(n) for n in answer.get_attribute("data-lengths").split(",")]

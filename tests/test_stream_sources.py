@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from pipeline.io.store import NamespaceStore
 from pipeline.llm.stream import Written
@@ -23,21 +22,14 @@ from pipeline.query import registry
 from pipeline.query.common import events as ev
 from pipeline.query.local.search import LocalSearchConfig, local_search_async
 from pipeline.service.queries import QueryService
+from tests.support.event_stream import parse
 from tests.support.fault_proxy import FaultProxy
+from tests.support.llm_engines import scripted_engine
+from tests.support.scripted_local_model import QUESTION, ScriptedModel
+from tests.support.service_data import KEY_A, ServiceData, auth, offline_settings, serving
 from tests.support.sse import PIECE_CHARS
-from tests.test_local_search import build_tiny_index
-from tests.test_local_search_llm import QUESTION, ScriptedModel, engine_for
-from tests.test_service import KEY_A, ServiceData, auth, build_service_data, offline_settings, serving
-from tests.test_service_stream import parse
 
 Heard = list[tuple[str, dict[str, Any]]]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> NamespaceStore:
-    store = NamespaceStore(tmp_path_factory.mktemp("storage"), "tiny")
-    build_tiny_index(store, embedder)
-    return store
 
 
 def deltas(heard: Heard) -> list[str]:
@@ -48,7 +40,7 @@ def local_with_events(
     store: NamespaceStore, embedder: Any, base_url: str, tmp_path: Path
 ) -> tuple[Any, Heard]:
     heard: Heard = []
-    engine = engine_for(base_url, tmp_path)  # the same cache file for every call of one test
+    engine = scripted_engine(base_url, tmp_path)  # the same cache file for every call of one test
     scope = registry.scope(store, engine, embedder, events=lambda kind, data: heard.append((kind, data)))
     result = engine.run_sync(local_search_async(scope, QUESTION, LocalSearchConfig()))
     return result, heard
@@ -104,18 +96,17 @@ def test_a_thinking_models_reasoning_is_not_sent_and_a_retry_sends_only_what_is_
 
 
 # ---- over HTTP: a model-backed query streamed to the client -------------------------------------------------
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_service_data(tmp_path_factory.mktemp("model-stream"))
 
 
-def test_a_model_answer_streams_to_the_http_client_chunk_by_chunk(data: ServiceData, tmp_path: Path) -> None:
+def test_a_model_answer_streams_to_the_http_client_chunk_by_chunk(
+    service_data: ServiceData, tmp_path: Path
+) -> None:
     model = ScriptedModel()
     with FaultProxy(None, responder=model) as proxy:
         service = QueryService(
-            offline_settings(data, service_max_evidence_items=50),
-            embedder=data.embedder,
-            engine_factory=lambda: engine_for(proxy.base_url, tmp_path),
+            offline_settings(service_data, service_max_evidence_items=50),
+            embedder=service_data.embedder,
+            engine_factory=lambda: scripted_engine(proxy.base_url, tmp_path),
         )
         body = {"namespace": "acme", "question": QUESTION, "stream": True}
         with serving(service) as url, httpx.Client(base_url=url, timeout=120) as http:
@@ -128,8 +119,8 @@ def test_a_model_answer_streams_to_the_http_client_chunk_by_chunk(data: ServiceD
     assert [d for k, d in events if k == ev.CITATION] == done["citations"] != []
 
 
-def test_auto_sends_its_route_and_reason_before_the_routed_modes_events(data: ServiceData) -> None:
-    service = QueryService(offline_settings(data), embedder=data.embedder)
+def test_auto_sends_its_route_and_reason_before_the_routed_modes_events(service_data: ServiceData) -> None:
+    service = QueryService(offline_settings(service_data), embedder=service_data.embedder)
     principal = service.keys.authenticate(KEY_A)
     from pipeline.service.models import bodies
 
@@ -155,9 +146,9 @@ def test_the_real_local_model_server_streams_an_answer_token_by_token(
     """llama.cpp (SmolLM2-135M, the tests' local OpenAI-compatible server) answers `stream=True` with
     one chunk per token: the text is heard in many pieces that join to the reply."""
     from tests.support.llm_server import MODEL_ALIAS
-    from tests.test_llm_streaming import _client
+    from tests.support.scripted_llm import scripted_client
 
-    client = _client(
+    client = scripted_client(
         llm_server.base_url, tmp_path, model=MODEL_ALIAS, first_token_timeout_s=600, idle_timeout_s=60
     )
     pieces: list[str] = []

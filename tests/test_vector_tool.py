@@ -10,14 +10,8 @@ import logging
 import subprocess
 import sys
 
-import pyarrow as pa
 import pytest
 
-from pipeline.caches.sqlite_embedding import EmbeddingCache
-from pipeline.embeddings.cached import CachedEmbedder
-from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-from pipeline.index.text_unit_embeddings import index_text_units
-from pipeline.io.store import NamespaceStore
 from pipeline.llm import LLMClient
 from pipeline.llm.retry import Backoff
 from pipeline.vector_tool import (
@@ -35,58 +29,7 @@ from pipeline.vector_tool import (
 )
 from tests.conftest import REPO_ROOT
 from tests.support.fault_proxy import FaultProxy
-
-CORPORA = {
-    "acme": {
-        "harbour.txt": [
-            "The lighthouse keeper logs every ship passing Skerry Point.",
-            "In winter the ferry to Halvik stops running and the island is cut off.",
-            "The keeper orders supplies by radio when storms close the harbour.",
-            "Fishing boats unload herring at the quay before dawn.",
-        ],
-        "orchard.txt": [
-            "The orchard grows apples, pears and plums on the southern slope.",
-            "Bees from the hives pollinate the apple blossom in spring.",
-            "Cider is pressed from the windfall apples every October.",
-        ],
-    },
-    "globex": {
-        "carol.txt": [
-            "Marley was dead, to begin with; there is no doubt whatever about that.",
-            "Scrooge signed the register of his burial.",
-            "Bob Cratchit warmed his hands at the candle in the cold counting-house.",
-        ],
-    },
-}
-
-
-def write_corpus(root, namespace: str, embedder, corpus=None) -> NamespaceStore:
-    store = NamespaceStore(root, namespace)
-    docs, units = [], []
-    for title, sentences in (corpus or CORPORA[namespace]).items():
-        doc_id = f"{namespace}-{title}"
-        docs.append({"id": doc_id, "title": title})
-        offset = 0
-        for n, sentence in enumerate(sentences):
-            units.append(
-                {
-                    "id": f"{doc_id}-{n}",
-                    "text": sentence,
-                    "document_id": doc_id,
-                    "start_char": offset,
-                    "end_char": offset + len(sentence),
-                    "n_tokens": len(sentence.split()),
-                }
-            )
-            offset += len(sentence) + 1
-    index_text_units(store, pa.Table.from_pylist(units), pa.Table.from_pylist(docs), embedder)
-    return store
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    cache = EmbeddingCache(tmp_path_factory.mktemp("emb") / "embeddings.sqlite")
-    return CachedEmbedder(LocalMiniLMEmbedder(), cache)
+from tests.support.vector_corpus import CORPORA, write_corpus
 
 
 @pytest.fixture(scope="module")

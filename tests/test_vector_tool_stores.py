@@ -290,7 +290,7 @@ def indexed_ns(tmp_path_factory):
     from pipeline.caches.sqlite_embedding import EmbeddingCache
     from pipeline.embeddings.cached import CachedEmbedder
     from pipeline.embeddings.minilm import LocalMiniLMEmbedder
-    from tests.test_vector_tool import write_corpus
+    from tests.support.vector_corpus import write_corpus
 
     root = tmp_path_factory.mktemp("sync")
     embedder = CachedEmbedder(LocalMiniLMEmbedder(), EmbeddingCache(root / "_cache" / "embeddings.sqlite"))

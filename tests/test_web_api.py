@@ -16,13 +16,8 @@ from pipeline.ops.graph_layout import MAX_SIZE, MIN_SIZE
 from pipeline.service.queries import QueryService
 from pipeline.service.web import WEBAPP
 from tests.support.drawing import overlaps
-from tests.support.web_data import KEY_A, KEY_B, MARKUP, QUESTION, build_web_data
-from tests.test_service import ServiceData, auth, offline_settings, serving
-
-
-@pytest.fixture(scope="module")
-def web_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_web_data(tmp_path_factory.mktemp("web"))
+from tests.support.service_data import ServiceData, auth, offline_settings, serving
+from tests.support.web_data import KEY_A, KEY_B, MARKUP, QUESTION
 
 
 @pytest.fixture(scope="module")

@@ -14,21 +14,14 @@ from collections.abc import Iterator
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from pipeline.service.queries import QueryService
-from tests.support.web_data import IMG, KEY_A, MARKUP, QUESTION, SCRIPT, build_web_data
-from tests.test_dagster_ui import _screenshot, browser  # noqa: F401 - the headless Chromium fixture
-from tests.test_service import ServiceData, offline_settings, serving
-
-WAIT = 120  # a cold first query loads the embedding and NER models; only a hang gets near this
-
-
-@pytest.fixture(scope="module")
-def web_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
-    return build_web_data(tmp_path_factory.mktemp("webapp"))
+from tests.support.browser import screenshot
+from tests.support.service_data import ServiceData, offline_settings, serving
+from tests.support.web_data import IMG, KEY_A, MARKUP, QUESTION, SCRIPT
+from tests.support.web_page import ask, signed_in
 
 
 @pytest.fixture(scope="module")
@@ -40,43 +33,19 @@ def app_url(web_data: ServiceData) -> Iterator[str]:
         yield url
 
 
-def _signed_in(browser: WebDriver, url: str, key: str = KEY_A) -> None:  # noqa: F811
-    browser.get(url)
-    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
-    browser.execute_script("sessionStorage.clear()")
-    browser.get(url)
-    field = browser.find_element(By.ID, "key")
-    field.send_keys(key, Keys.ENTER)  # the form submits from the keyboard
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "main").is_displayed())
-
-
-def _ask(browser: WebDriver, namespace: str, mode: str | None, question: str) -> None:  # noqa: F811
-    Select(browser.find_element(By.ID, "namespace")).select_by_value(namespace)
-    if mode is not None:
-        Select(browser.find_element(By.ID, "mode")).select_by_value(mode)
-    box = browser.find_element(By.ID, "question")
-    box.clear()
-    box.send_keys(question, Keys.ENTER)  # Enter sends
-    WebDriverWait(browser, WAIT, poll_frequency=0.2).until(
-        lambda d: d.find_element(By.ID, "answer").get_attribute("data-state") in ("done", "error")
-    )
-    answer = browser.find_element(By.ID, "answer")
-    assert answer.get_attribute("data-state") == "done", browser.find_element(By.ID, "answer-status").text
-
-
-def _no_alert(browser: WebDriver) -> None:  # noqa: F811
+def _no_alert(browser: WebDriver) -> None:
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert  # noqa: B018 - the property raises when there is none
 
 
-def test_the_answer_streams_and_a_citation_opens_its_highlighted_span(browser, app_url) -> None:  # noqa: F811
-    _signed_in(browser, app_url)
+def test_the_answer_streams_and_a_citation_opens_its_highlighted_span(browser, app_url) -> None:
+    signed_in(browser, app_url)
     options = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "namespace")).options]
     assert options == ["acme", "acme-empty", MARKUP]
     assert Select(browser.find_element(By.ID, "mode")).first_selected_option.text == "auto"
     status = browser.find_element(By.ID, "ns-status").text
     assert "tables" in status and "last run" in status and "method" in status
-    _ask(browser, "acme", None, QUESTION)
+    ask(browser, "acme", None, QUESTION)
 
     answer = browser.find_element(By.ID, "answer")
     lengths = [int(n) for n in answer.get_attribute("data-lengths").split(",")]
@@ -101,7 +70,7 @@ def test_the_answer_streams_and_a_citation_opens_its_highlighted_span(browser, a
     assert mark.text in answer.text  # the sentence the answer quoted, found in its passage
     where = card.find_element(By.CSS_SELECTOR, ".where").text
     assert "carol.txt" in where and "p. " in where and "Stave" in where  # page and section, from the layout
-    _screenshot(browser, "web_app_answer.png")
+    screenshot(browser, "web_app_answer.png")
 
     card.find_element(By.CSS_SELECTOR, "button.open-document").click()
     dialog = WebDriverWait(browser, 30).until(
@@ -118,14 +87,14 @@ def test_the_answer_streams_and_a_citation_opens_its_highlighted_span(browser, a
         lambda d: d.find_element(By.ID, "graph").get_attribute("data-drawn") == "true"
     )
     assert int(browser.find_element(By.ID, "graph").get_attribute("data-nodes")) >= 2
-    _screenshot(browser, "web_app_graph.png")
+    screenshot(browser, "web_app_graph.png")
     # the namespace's `pipeline eval` report
     assert "basic" in browser.find_element(By.ID, "eval").text
     _no_alert(browser)
 
 
-def test_another_tenants_namespace_is_neither_listed_nor_answerable(browser, app_url) -> None:  # noqa: F811
-    _signed_in(browser, app_url)
+def test_another_tenants_namespace_is_neither_listed_nor_answerable(browser, app_url) -> None:
+    signed_in(browser, app_url)
     options = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "namespace")).options]
     assert "globex" not in options
     assert KEY_A not in browser.current_url
@@ -166,10 +135,10 @@ def test_another_tenants_namespace_is_neither_listed_nor_answerable(browser, app
     assert own == "acme"
 
 
-def test_a_document_holding_markup_renders_as_text(browser, app_url) -> None:  # noqa: F811
-    _signed_in(browser, app_url)
+def test_a_document_holding_markup_renders_as_text(browser, app_url) -> None:
+    signed_in(browser, app_url)
     browser.execute_script("window.__pwned = undefined")
-    _ask(browser, MARKUP, "basic", QUESTION)
+    ask(browser, MARKUP, "basic", QUESTION)
     answer = browser.find_element(By.ID, "answer")
     for marker in answer.find_elements(By.CSS_SELECTOR, "button.cite"):
         marker.click()
@@ -188,20 +157,20 @@ def test_a_document_holding_markup_renders_as_text(browser, app_url) -> None:  #
     _no_alert(browser)
 
 
-def test_the_page_fits_a_phones_width(browser, app_url) -> None:  # noqa: F811
+def test_the_page_fits_a_phones_width(browser, app_url) -> None:
     browser.set_window_size(390, 844)
     try:
-        _signed_in(browser, app_url)
-        _ask(browser, "acme", None, QUESTION)
+        signed_in(browser, app_url)
+        ask(browser, "acme", None, QUESTION)
         overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0
-        _screenshot(browser, "web_app_phone.png")
+        screenshot(browser, "web_app_phone.png")
     finally:
         browser.set_window_size(1600, 1000)
 
 
-def test_cancel_aborts_the_request_and_says_so(browser, app_url) -> None:  # noqa: F811
-    _signed_in(browser, app_url)
+def test_cancel_aborts_the_request_and_says_so(browser, app_url) -> None:
+    signed_in(browser, app_url)
     Select(browser.find_element(By.ID, "namespace")).select_by_value("acme")
     browser.find_element(By.ID, "question").send_keys(QUESTION)
     # Sent and cancelled in one script, before any answer can arrive: the page aborts its fetch (the
@@ -217,10 +186,10 @@ def test_cancel_aborts_the_request_and_says_so(browser, app_url) -> None:  # noq
     assert not browser.find_element(By.ID, "cancel").is_enabled()
 
 
-def test_with_a_model_configured_the_cost_estimate_shows_before_sending(browser, web_data) -> None:  # noqa: F811
+def test_with_a_model_configured_the_cost_estimate_shows_before_sending(browser, web_data) -> None:
     settings = offline_settings(web_data, llm_provider="openai", llm_model="gpt-4o-mini")
     with serving(QueryService(settings, embedder=web_data.embedder)) as url:
-        _signed_in(browser, url)
+        signed_in(browser, url)
         Select(browser.find_element(By.ID, "namespace")).select_by_value("acme")
         browser.find_element(By.ID, "question").send_keys(QUESTION)  # typed, not sent; mode auto
         shown = WebDriverWait(browser, 60, poll_frequency=0.2).until(

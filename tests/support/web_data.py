@@ -15,15 +15,15 @@ from assets.cli import main
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
 from pipeline.parse.layout import Layout, Page, Section
-from tests import test_local_search
-from tests.test_service import (
+from tests.support import tiny_index
+from tests.support.service_data import (
     KEY_A,
     KEY_B,
     ServiceData,
     build_service_data,
     build_service_namespace,
 )
-from tests.test_service import TENANTS as SERVICE_TENANTS
+from tests.support.service_data import TENANTS as SERVICE_TENANTS
 
 MARKUP = "acme-markup"
 TENANTS = {"acme": (*SERVICE_TENANTS["acme"], MARKUP), "globex": SERVICE_TENANTS["globex"]}
@@ -46,7 +46,7 @@ def _with_layout(store: NamespaceStore) -> None:
     per page."""
     docs = store.read_table(schema.DOCUMENTS).to_pylist()
     text = docs[0]["text"]
-    second = text.index(test_local_search.PARAGRAPHS[2])
+    second = text.index(tiny_index.PARAGRAPHS[2])
     layout = Layout(
         pages=[Page(1, 0, second), Page(2, second, len(text))],
         sections=[
@@ -77,7 +77,7 @@ def _eval_report(data: ServiceData, root: Path) -> None:
 def build_web_data(root: Path) -> ServiceData:
     data = build_service_data(root)
     _with_layout(NamespaceStore(data.storage_root, "acme"))
-    with mock.patch.object(test_local_search, "PARAGRAPHS", MARKUP_PARAGRAPHS):
+    with mock.patch.object(tiny_index, "PARAGRAPHS", MARKUP_PARAGRAPHS):
         build_service_namespace(NamespaceStore(data.storage_root, MARKUP), data.embedder)
     digest = {"acme": KEY_A, "globex": KEY_B}
     from pipeline.service.auth import hash_key
