@@ -29,7 +29,7 @@ from pipeline.io.store import NamespaceStore
 from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings, load_settings
-from tests.test_service import serving
+from tests.support.service_data import serving
 
 
 @dataclass(frozen=True)
