@@ -1,4 +1,8 @@
-"""Shared fixtures: a real Dagster instance in a temp DAGSTER_HOME, temp storage, the shared data folder."""
+"""The fixtures test modules share, each defined once here: a real Dagster instance in a temp DAGSTER_HOME,
+temp storage, the shared data folder, the sample book indexed once per session, the MiniLM embedder and the
+tiny hand-built namespace, the service tests' data, service, URL and client, the web app's data, headless
+Chromium, and (imported from tests/support) the llama.cpp, 768-d embedding and S3 servers. Shared helpers
+live in tests/support/; a test module never imports another (tests/test_suite_layout.py)."""
 
 from __future__ import annotations
 
