@@ -56,35 +56,26 @@ def answer(
     (those not None) > `config` > the configured defaults. The engine and embedder default to the
     configured ones. A read error no mode expects may come from a damaged table (a Lance data file cut
     short fails deep in a search, naming no table): then the table is named (IndexDamaged)."""
-    rt, search = _search(
-        mode, namespace, question, settings, engine, embedder, config, deadline, cancel, options
-    )
-    try:
-        return rt.engine.run_sync(search)
-    except Exception as exc:
-        found = _damage_behind(rt, exc)
-        if found is None:
-            raise
-        raise found from exc
+    parts = dict(settings=settings, engine=engine, embedder=embedder, config=config)
+    parts |= dict(deadline=deadline, cancel=cancel)
+    rt, search = _search(mode, namespace, question, options, parts)
+    return rt.engine.run_sync(_named_damage(rt, search))
 
 
-async def answer_async(
-    mode: str,
-    namespace: str,
-    question: str,
-    *,
-    settings: Any = None,
-    engine: Engine | None = None,
-    embedder: Embedder | None = None,
-    config: Any = None,
-    deadline: float | None = None,
-    cancel: CancelSignal | None = None,
-    **options: Any,
-) -> Any:
-    """`answer`, awaited on the caller's event loop."""
-    rt, search = _search(
-        mode, namespace, question, settings, engine, embedder, config, deadline, cancel, options
-    )
+async def answer_async(mode: str, namespace: str, question: str, **keywords: Any) -> Any:
+    """`answer` (the same keywords and options), awaited on the caller's event loop."""
+    options = {k: v for k, v in keywords.items() if k not in _PARTS}
+    parts = {k: v for k, v in keywords.items() if k in _PARTS}
+    rt, search = _search(mode, namespace, question, options, parts)
+    return await _named_damage(rt, search)
+
+
+# `answer`'s keywords that are not a mode's options
+_PARTS = frozenset({"settings", "engine", "embedder", "config", "deadline", "cancel"})
+
+
+async def _named_damage(rt: Any, search: Any) -> Any:
+    """The search's result; an error no mode expects that comes from a damaged table names it."""
     try:
         return await search
     except Exception as exc:
@@ -95,18 +86,12 @@ async def answer_async(
 
 
 def _search(
-    mode: str,
-    namespace: str,
-    question: str,
-    settings: Any,
-    engine: Engine | None,
-    embedder: Embedder | None,
-    config: Any,
-    deadline: float | None,
-    cancel: CancelSignal | None,
-    options: dict[str, Any],
+    mode: str, namespace: str, question: str, options: dict[str, Any], parts: dict[str, Any]
 ) -> tuple[Any, Any]:
-    rt = query_runtime(namespace, settings=settings, engine=engine, embedder=embedder)
+    """The runtime and the search's coroutine; `parts`: `answer`'s keywords that are not options."""
+    rt = query_runtime(
+        namespace, settings=parts.get("settings"), engine=parts.get("engine"), embedder=parts.get("embedder")
+    )
     search = registry.run(
         mode,
         question,
@@ -115,10 +100,10 @@ def _search(
         store=rt.store,
         engine=rt.engine,
         embedder=rt.embedder,
-        deadline=deadline,
-        cancel=cancel,
+        deadline=parts.get("deadline"),
+        cancel=parts.get("cancel"),
         write_reports=report_writer(rt.settings),
-        config=config,
+        config=parts.get("config"),
     )
     return rt, search
 

@@ -87,28 +87,12 @@ def configure(name: str, settings: Any, given: Mapping[str, Any] | None = None) 
     return mode(name).configure(settings, {k: v for k, v in (given or {}).items() if v is not None})
 
 
-def scope(
-    store: Any,
-    engine: Any,
-    embedder: Any,
-    deadline: float | None = None,
-    cancel: Any = None,
-    events: Sink | None = None,
-    write_reports: Any = None,
-) -> QueryScope:
-    """A query's scope with the registry's modes (a mode that hands the question on finds them there),
-    `events` to hear its progress and `write_reports` to write deferred reports on first use: what
-    `prepare` builds, for a test or bench that runs one search by hand."""
-    return QueryScope(
-        store,
-        engine,
-        leveled(store, embedder),
-        deadline,
-        cancel,
-        modes=MODES,
-        events=events,
-        write_reports=write_reports,
-    )
+def scope(store: Any, engine: Any, embedder: Any, **more: Any) -> QueryScope:
+    """A query's scope with the registry's modes (a mode that hands the question on finds them there);
+    `more`: QueryScope's deadline, cancel, events (who hears its progress) and write_reports (the writer
+    of deferred reports on first use). What `prepare` builds, for a test or bench that runs one search
+    by hand."""
+    return QueryScope(store, engine, leveled(store, embedder), modes=MODES, **more)
 
 
 @dataclass(frozen=True)
@@ -159,13 +143,9 @@ def prepare(
     with the registry's modes (a mode that hands the question on: auto), `events` to hear its progress
     (a streaming door) and `write_reports` to write deferred reports on first use."""
     found = mode(name)
-    chosen = options(name, given)
-    cfg = replace(config, **chosen) if config is not None else configure(name, settings, chosen)
-    if own:
-        cfg = replace(cfg, **own)
-    return Prepared(
-        found, question, cfg, scope(store, engine, embedder, deadline, cancel, events, write_reports)
-    )
+    cfg = _config(name, settings, given, config, own)
+    more = dict(deadline=deadline, cancel=cancel, events=events, write_reports=write_reports)
+    return Prepared(found, question, cfg, scope(store, engine, embedder, **more))
 
 
 def run(name: str, question: str, given: Mapping[str, Any] | BaseModel | None = None, **parts: Any) -> Any:
@@ -194,10 +174,16 @@ def estimate(
     app's estimate), its options validated as `prepare`'s."""
     from pipeline.query.estimate import estimate_query
 
-    cfg = configure(name, settings, options(name, given))
-    if own:
-        cfg = replace(cfg, **own)
-    return estimate_query(mode(name), store, question, settings, embedder, cfg)
+    return estimate_query(
+        mode(name), store, question, settings, embedder, _config(name, settings, given, None, own)
+    )
+
+
+def _config(name: str, settings: Any, given: Any, config: Any, own: Mapping[str, Any] | None) -> Any:
+    """The search's config: `given` validated, over `config` or the configured values; then `own`."""
+    chosen = options(name, given)
+    cfg = replace(config, **chosen) if config is not None else configure(name, settings, chosen)
+    return replace(cfg, **own) if own else cfg
 
 
 @contextmanager
