@@ -27,6 +27,7 @@ TOOLS = {
     "auto_search",
     "chunk_graph_search",
     "vector_query",
+    "list_documents",
 }
 
 

@@ -1,5 +1,6 @@
 """The MCP server: one tool per registered query mode (`pipeline.query.registry`): global_search,
-local_search, drift_search, basic_search, lazy_search, auto_search, chunk_graph_search and vector_query.
+local_search, drift_search, basic_search, lazy_search, auto_search, chunk_graph_search and vector_query;
+and `list_documents`, read-only: a namespace's documents and their status (`GET .../documents`).
 
 Two transports, same keys and namespaces as the HTTP API:
 - stdio (`graphrag-mcp`, or `python -m pipeline.service mcp`): the key comes from the environment
@@ -14,6 +15,7 @@ while it runs: the route, the sources read, the answer's text as it is written, 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -27,17 +29,23 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.io.store import NamespaceStore
 from pipeline.query import registry
 from pipeline.query.common import events as ev
 from pipeline.query.common.mode import Mode
 from pipeline.service.auth import KeysUnavailable, Principal
+from pipeline.service.documents import document_list
 from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
-from pipeline.service.models import body_of
+from pipeline.service.models import Namespace, body_of
 from pipeline.service.queries import ANSWER_KEYS, QueryService
 
 KEY_ENV = "GRAPHRAG_API_KEY"
 NOT_TOOL_FIELDS = frozenset({"stream"})
 PREAMBLE = "GraphRAG retrieval over one namespace (tenant index) per call. "
+LIST_DOCUMENTS = (
+    "List a namespace's documents in its committed index: id, name, type, size, pages, content hash and "
+    "status (indexed, or failed with the reason the ingest named). Read-only."
+)
 
 
 def instructions(modes: list[Mode]) -> str:
@@ -154,6 +162,19 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
     for mode in modes:
         name, doc = mode.tool_name, mode.doc("tool")
         server.add_tool(_tool(name, doc, bodies[name], call), name=name, description=doc)
+
+    async def list_documents(
+        namespace: Namespace,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        try:
+            allowed = principal(ctx).authorize(namespace)
+            store = NamespaceStore.from_settings(service.settings, allowed)
+            return await asyncio.to_thread(document_list, store)
+        except ServiceError as exc:
+            return error_result(exc.body())
+
+    server.add_tool(list_documents, name="list_documents", description=LIST_DOCUMENTS)
     return server
 
 

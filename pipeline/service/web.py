@@ -10,6 +10,7 @@ Its endpoints, under `/v1/` (authenticated like every `/v1/` route, each namespa
 key: 403 whether or not it exists):
 - `GET /v1/modes`: the registered query modes, for the mode choice;
 - `GET /v1/namespaces`: the key's namespaces with their index status, last run and indexing method;
+- `GET /v1/namespaces/{ns}/documents`: its documents and their status (`pipeline.service.documents`);
 - `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
 - `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
 - `POST /v1/namespaces/{ns}/entities/mentioned`: the entities an answer names, for its chips;
@@ -34,7 +35,7 @@ from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.ops.graph_view import vis_network_files
 from pipeline.query import registry
 from pipeline.query.common.mode import Mode
-from pipeline.service import browse
+from pipeline.service import browse, documents
 from pipeline.service.auth import Principal
 from pipeline.service.caller import Caller
 from pipeline.service.errors import ServiceError
@@ -124,6 +125,13 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
         """The key's namespaces, each with its index status (tables, last run, indexing method), or the
         error its status gave."""
         return {"namespaces": await asyncio.to_thread(_statuses, service, caller)}
+
+    @app.get("/v1/namespaces/{namespace}/documents", tags=["documents"])
+    async def document_list(namespace: NamespaceParam, caller: Caller) -> dict[str, Any]:
+        """The namespace's documents in its committed index: id, name, type, size, pages, content hash,
+        status (`indexed`, or `failed` with the reason the ingest named, e.g. `encrypted`)."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(documents.document_list, store)
 
     @app.get("/v1/namespaces/{namespace}/documents/{document_id}", tags=["web app"])
     async def document(
