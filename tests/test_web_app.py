@@ -157,6 +157,21 @@ def test_a_document_holding_markup_renders_as_text(browser, app_url) -> None:
     _no_alert(browser)
 
 
+def test_the_namespace_panel_lists_its_documents_and_their_status(browser, app_url, web_data) -> None:
+    from pipeline.core import schema
+    from pipeline.io.store import NamespaceStore
+
+    signed_in(browser, app_url)
+    Select(browser.find_element(By.ID, "namespace")).select_by_value("acme")
+    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "documents-section").is_displayed())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
+    titles = NamespaceStore(web_data.storage_root, "acme").read_table(schema.DOCUMENTS).column("title")
+    assert sorted(r.find_element(By.CSS_SELECTOR, "td").text for r in rows) == sorted(titles.to_pylist())
+    assert {r.get_attribute("data-status") for r in rows} == {"indexed"}
+    assert browser.find_element(By.ID, "documents-caption").text.startswith(f"{len(rows)} indexed")
+    _no_alert(browser)
+
+
 def test_the_page_fits_a_phones_width(browser, app_url) -> None:
     browser.set_window_size(390, 844)
     try:

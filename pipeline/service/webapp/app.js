@@ -88,8 +88,30 @@ function showStatus() {
     box.append(el("details", {}, el("summary", {}, "Tables"),
       el("ul", {}, ns.tables.map((t) => el("li", {}, `${t.name} (${t.kind}): ${t.rows ?? "?"} rows`)))));
   }
-  loadEval(ns.namespace);
+  loadDocuments(ns.namespace).then(() => loadEval(ns.namespace)); // one read at a time: each holds a key slot
   askEstimate();
+}
+
+// The namespace's documents and their status, from its committed index (`GET .../documents`).
+async function loadDocuments(namespace) {
+  const section = $("documents-section");
+  section.hidden = true;
+  let data;
+  try { data = await get(`/v1/namespaces/${encodeURIComponent(namespace)}/documents`); } catch { return; }
+  if (namespace !== $("namespace").value || !data.documents.length) return; // another one was chosen meanwhile
+  const columns = ["name", "type", "pages", "size", "status", "reason"];
+  const table = clear($("documents"));
+  table.append(el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))));
+  table.append(el("tbody", {}, data.documents.map((d) => el("tr", { "data-status": d.status },
+    columns.map((c) => el("td", { title: c === "reason" ? d.detail || "" : "" }, c === "size" ? bytes(d.size) : d[c] ?? "–"))))));
+  const counts = Object.entries(data.documents.reduce((n, d) => ({ ...n, [d.status]: (n[d.status] || 0) + 1 }), {}));
+  text($("documents-caption"), `${counts.map(([s, n]) => `${n} ${s}`).join(" · ")} · index version ${data.index_version ?? "–"}`);
+  section.hidden = false;
+}
+
+function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
 }
 
 async function loadEval(namespace) {
