@@ -1,5 +1,6 @@
 """A namespace's documents and their status, read-only (issue 70's first part): `GET
-/v1/namespaces/{ns}/documents` and the MCP tool `list_documents`, over the real service on 127.0.0.1.
+/v1/namespaces/{ns}/documents`, a document's chunks, and the MCP tool `list_documents`, over the real
+service on 127.0.0.1.
 Each indexed document is listed from the committed `documents` table with its size, type and pages; a
 file the ingest refused is listed `failed` with the reason it named; another tenant's key gets 403."""
 
@@ -90,6 +91,29 @@ def test_the_mcp_tool_lists_the_same_documents(
     assert not mine.is_error and mine.structured_content == listed
     theirs = asyncio.run(asyncio.wait_for(call(KEY_B, refused), timeout=300))
     assert theirs.is_error and json.loads(theirs.content[0].text)["error"]["code"] == "forbidden"
+
+
+def test_a_documents_chunks_are_its_text_units_in_order_with_their_entities(
+    service_client: httpx.Client, service_data: ServiceData, refused: str
+) -> None:
+    store = NamespaceStore(service_data.storage_root, refused).pinned()
+    (doc,) = store.read_table(schema.DOCUMENTS, columns=["id", "title"]).to_pylist()
+    path = f"/v1/namespaces/{refused}/documents/{doc['id']}/chunks"
+    got = service_client.get(path, headers=auth(KEY_A))
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["document"] == {"id": doc["id"], "name": "guild.txt"}
+    units = sorted(store.read_table(schema.TEXT_UNITS).to_pylist(), key=lambda u: u["chunk_index"])
+    assert [c["id"] for c in body["chunks"]] == [u["id"] for u in units]
+    titles = {e["id"]: e["title"] for e in store.read_table(schema.ENTITIES).to_pylist()}
+    for chunk, unit in zip(body["chunks"], units, strict=True):
+        assert (chunk["text"], chunk["tokens"]) == (unit["text"], unit["n_tokens"])
+        assert (chunk["start_char"], chunk["end_char"]) == (unit["start_char"], unit["end_char"])
+        assert chunk["entities"] == sorted({titles[e] for e in unit["entity_ids"] or [] if e in titles})
+    assert any("Ada Abbot" in c["entities"] for c in body["chunks"]), body["chunks"]
+    missing = service_client.get(f"/v1/namespaces/{refused}/documents/nope/chunks", headers=auth(KEY_A))
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert service_client.get(path, headers=auth(KEY_B)).status_code == 403
 
 
 def test_a_namespace_never_indexed_lists_no_documents(tmp_path: Path) -> None:

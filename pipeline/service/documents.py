@@ -14,8 +14,11 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
+import pyarrow.compute as pc
+
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
+from pipeline.service.browse import NotFound
 
 STATUSES = ("queued", "parsing", "indexed", "failed", "deleted")
 
@@ -84,3 +87,42 @@ def document_list(store: NamespaceStore) -> dict[str, Any]:
     found = sorted(_indexed(pinned) + _failed(pinned), key=lambda d: (str(d["name"]).lower(), d["id"]))
     version = pinned.manifest.version if pinned.manifest is not None else None
     return {"namespace": store.namespace, "index_version": version, "documents": found}
+
+
+def document_chunks(store: NamespaceStore, document_id: str) -> dict[str, Any]:
+    """Document `document_id`'s text units in the committed index, in order: each one's place (characters,
+    pages, section), its tokens, its text and the entities extracted from it (NotFound: no such
+    document)."""
+    pinned = store.pinned() if store.exists() else store
+    if not pinned.has_table(schema.DOCUMENTS):
+        raise NotFound(f"no document {document_id!r} in namespace {store.namespace!r}")
+    docs = pinned.read_table(schema.DOCUMENTS, columns=["id", "title"])
+    docs = docs.filter(pc.equal(docs.column("id"), document_id))
+    if docs.num_rows == 0:
+        raise NotFound(f"no document {document_id!r} in namespace {store.namespace!r}")
+    columns = ["id", "chunk_index", "start_char", "end_char", "page_start", "page_end", "section"]
+    units = pinned.read_table(
+        schema.TEXT_UNITS, columns=[*columns, "n_tokens", "text", "entity_ids", "document_id"]
+    )
+    units = units.filter(pc.equal(units.column("document_id"), document_id))
+    titles: dict[str, str] = {}
+    if pinned.has_table(schema.ENTITIES):
+        entities = pinned.read_table(schema.ENTITIES, columns=["id", "title"])
+        titles = dict(
+            zip(entities.column("id").to_pylist(), entities.column("title").to_pylist(), strict=True)
+        )
+    chunks = [
+        {
+            **{c: row[c] for c in columns},
+            "tokens": row["n_tokens"],
+            "text": row["text"],
+            "entities": sorted({titles[e] for e in row["entity_ids"] or [] if e in titles}),
+        }
+        for row in sorted(units.to_pylist(), key=lambda r: (r["chunk_index"] or 0, r["start_char"] or 0))
+    ]
+    doc = docs.to_pylist()[0]
+    return {
+        "namespace": store.namespace,
+        "document": {"id": doc["id"], "name": doc["title"]},
+        "chunks": chunks,
+    }

@@ -11,6 +11,7 @@ key: 403 whether or not it exists):
 - `GET /v1/modes`: the registered query modes, for the mode choice;
 - `GET /v1/namespaces`: the key's namespaces with their index status, last run and indexing method;
 - `GET /v1/namespaces/{ns}/documents`: its documents and their status (`pipeline.service.documents`);
+- `GET /v1/namespaces/{ns}/documents/{id}/chunks`: its text units with pages, section and entities;
 - `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
 - `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
 - `POST /v1/namespaces/{ns}/entities/mentioned`: the entities an answer names, for its chips;
@@ -132,6 +133,13 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
         status (`indexed`, or `failed` with the reason the ingest named, e.g. `encrypted`)."""
         store = _store(service, caller, namespace)
         return await asyncio.to_thread(documents.document_list, store)
+
+    @app.get("/v1/namespaces/{namespace}/documents/{document_id}/chunks", tags=["documents"])
+    async def document_chunks(namespace: NamespaceParam, document_id: str, caller: Caller) -> dict[str, Any]:
+        """A document's text units in order: characters, pages, section, tokens, text and the entities
+        extracted from each (404: no such document in the committed index)."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(documents.document_chunks, store, document_id)
 
     @app.get("/v1/namespaces/{namespace}/documents/{document_id}", tags=["web app"])
     async def document(
