@@ -48,21 +48,22 @@ def test_no_test_module_imports_another_test_module() -> None:
 
 
 def test_the_check_catches_each_form_of_importing_a_test_module() -> None:
+    # The package is a placeholder so that this file, which the check itself reads, holds no such import.
     snippet = """
-import tests.test_alpha
-import tests.test_beta as beta
-from tests.test_gamma import helper
-from tests import test_delta, support
+import {pkg}.test_alpha
+import {pkg}.test_beta as beta
+from {pkg}.test_gamma import helper
+from {pkg} import test_delta, support
 from .test_epsilon import other
 from . import test_zeta
-from tests.support.service_data import serving
-from tests import conftest
+from {pkg}.support.service_data import serving
+from {pkg} import conftest
 import pytest
 
 
 def fixture():
-    from tests.test_eta import late
-"""
+    from {pkg}.test_eta import late
+""".format(pkg="tests")
     assert sorted(imported_test_modules(snippet)) == [
         "tests.test_alpha",
         "tests.test_beta",
