@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
 from tests.conftest import REPO_ROOT, make_dagster_home
+from tests.support import cli
 from tests.support.namespace_copy import copy_namespace
 
 KEY = "grk_test-damage-0123456789abcdef"
@@ -218,14 +218,7 @@ def run_cli(root: Path, *args: str, dagster_home: Path | None = None) -> subproc
     env = {**os.environ, "PIPELINE_STORAGE_ROOT": str(root)}
     if dagster_home is not None:
         env["DAGSTER_HOME"] = str(dagster_home)
-    return subprocess.run(
-        [sys.executable, "-m", "assets", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
+    return cli.run_cli(env, *args, timeout=600)
 
 
 def _assert_one_line(out: subprocess.CompletedProcess[str], namespace: str, kind: str, table: str) -> None:

@@ -41,16 +41,21 @@ def proxy() -> Iterator[FaultProxy]:
         yield p
 
 
-@pytest.fixture(scope="module")
-def llm_service(service_data, proxy: FaultProxy) -> Iterator[QueryService]:  # noqa: ANN001
-    os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
-    settings = offline_settings(
+def llm_settings(service_data, proxy: FaultProxy):  # noqa: ANN001, ANN201
+    """The offline service's settings with the model behind `proxy` (its key from LLM_KEY_ENV)."""
+    return offline_settings(
         service_data,
         llm_provider="openai",
         llm_base_url=proxy.base_url,
         llm_api_key_env=LLM_KEY_ENV,
         llm_model="m",
     )
+
+
+@pytest.fixture(scope="module")
+def llm_service(service_data, proxy: FaultProxy) -> Iterator[QueryService]:  # noqa: ANN001
+    os.environ[LLM_KEY_ENV] = "sk-test-llm-key"
+    settings = llm_settings(service_data, proxy)
     svc = QueryService(settings, embedder=service_data.embedder)
     svc.warm_up()
     yield svc
@@ -165,13 +170,7 @@ def test_the_service_opens_its_llm_cache_once_and_each_query_gets_its_own_engine
     real_open = runtime.open_llm_cache
     monkeypatch.setattr(runtime, "open_llm_cache", lambda s: opened.append(real_open(s)) or opened[-1])
     monkeypatch.setenv(LLM_KEY_ENV, "sk-test-llm-key")
-    settings = offline_settings(
-        service_data,
-        llm_provider="openai",
-        llm_base_url=proxy.base_url,
-        llm_api_key_env=LLM_KEY_ENV,
-        llm_model="m",
-    )
+    settings = llm_settings(service_data, proxy)
     svc = QueryService(settings, embedder=service_data.embedder)
     try:
         engines = [svc.new_engine() for _ in range(3)]

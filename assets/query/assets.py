@@ -56,6 +56,21 @@ def _global_config(cfg: Config, settings: PipelineSettingsResource) -> GlobalSea
     return _config("global", cfg, settings.get_settings())
 
 
+def _begin(
+    context: AssetExecutionContext,
+    config: Config,
+    pipeline_settings: PipelineSettingsResource,
+    fallback: tuple[str, ...] = (),
+) -> tuple[float, Any, Any, list[str]]:
+    """What a saved-questions asset starts with: its clock, the settings, this step's engine and the
+    questions (the run config's, else the configured saved questions, else `fallback`)."""
+    started = time.monotonic()
+    settings = pipeline_settings.get_settings()
+    default = tuple(pipeline_settings.saved_questions or ()) or fallback
+    questions = load_questions(config.questions, config.questions_file, default=default)
+    return started, settings, step_engine(context, settings), questions
+
+
 def _elapsed(started: float) -> float:
     return round(time.monotonic() - started, 3)
 
@@ -94,15 +109,10 @@ def global_map_batches(
     pipeline_settings: PipelineSettingsResource,
     embedder: EmbedderResource,
 ) -> MaterializeResult:
-    started = time.monotonic()
-    settings = pipeline_settings.get_settings()
-    engine = step_engine(context, settings)
-    store = pipeline_settings.store(context.partition_key)
-    questions = load_questions(
-        config.questions,
-        config.questions_file,
-        default=tuple(pipeline_settings.saved_questions or ()) or DEFAULT_GLOBAL_QUESTIONS,
+    started, settings, engine, questions = _begin(
+        context, config, pipeline_settings, DEFAULT_GLOBAL_QUESTIONS
     )
+    store = pipeline_settings.store(context.partition_key)
     table, selection = write_global_batches(
         store,
         questions,
@@ -218,12 +228,7 @@ def saved_answer_asset(mode: Mode) -> AssetsDefinition:
         pipeline_settings: PipelineSettingsResource,
         embedder: EmbedderResource,
     ) -> MaterializeResult:
-        started = time.monotonic()
-        settings = pipeline_settings.get_settings()
-        engine = step_engine(context, settings)
-        questions = load_questions(
-            config.questions, config.questions_file, default=tuple(pipeline_settings.saved_questions or ())
-        )
+        started, settings, engine, questions = _begin(context, config, pipeline_settings)
         given = options_of(config, mode.options).given()
         written = write_answers(
             mode.name,

@@ -8,12 +8,13 @@ import sys
 from tests.support.processes import REPO_ROOT
 
 
-def run_cli(env, *args):
+def run_cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`python -m assets *args` with `env`, its output captured (`timeout` guards against a hang only)."""
     return subprocess.run(
         [sys.executable, "-m", "assets", *args],
         capture_output=True,
         text=True,
         env=env,
         cwd=REPO_ROOT,
-        timeout=300,
+        timeout=timeout,
     )

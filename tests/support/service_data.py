@@ -31,7 +31,7 @@ from pipeline.service.auth import hash_key
 from pipeline.service.queries import QueryService
 from pipeline.settings import Settings
 from tests.support import tiny_index
-from tests.support.tiny_index import COMMUNITIES, build_tiny_index, eid
+from tests.support.tiny_index import COMMUNITIES, build_tiny_index, communities_table
 
 KEY_A = "grk_test-acme-0123456789abcdef"
 
@@ -55,24 +55,7 @@ def build_service_namespace(store: NamespaceStore, embedder: CachedEmbedder) -> 
     build_tiny_index(store, embedder)
     units = store.read_table(schema.TEXT_UNITS, columns=["id"]).column("id").to_pylist()
     # The hand-built graph lacks the columns global search reads; add them.
-    store.write_table(
-        schema.COMMUNITIES,
-        pa.Table.from_pylist(
-            [
-                {
-                    "community": c,
-                    "level": lv,
-                    "parent": p,
-                    "children": ch,
-                    "entity_ids": [eid(m) for m in mem],
-                    "text_unit_ids": units[:2] if not ch else [],
-                    "title": f"Community {c}",
-                }
-                for c, lv, p, ch, mem in COMMUNITIES
-            ],
-            schema=schema.COMMUNITIES_SCHEMA,
-        ),
-    )
+    store.write_table(schema.COMMUNITIES, communities_table(leaf_units=units[:2]))
     levels = {c: lv for c, lv, *_ in COMMUNITIES}
     store.write_table(
         schema.COMMUNITY_REPORTS,

@@ -166,23 +166,7 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
             schema=schema.RELATIONSHIPS_SCHEMA,
         ),
     )
-    store.write_table(
-        schema.COMMUNITIES,
-        pa.Table.from_pylist(
-            [
-                {
-                    "community": c,
-                    "level": lv,
-                    "parent": p,
-                    "children": ch,
-                    "entity_ids": [eid(m) for m in mem],
-                    "title": f"Community {c}",
-                }
-                for c, lv, p, ch, mem in COMMUNITIES
-            ],
-            schema=schema.COMMUNITIES_SCHEMA,
-        ),
-    )
+    store.write_table(schema.COMMUNITIES, communities_table())
     store.write_table(
         schema.COMMUNITY_REPORTS,
         pa.Table.from_pylist(
@@ -237,3 +221,23 @@ def build_tiny_index(store: NamespaceStore, embedder, with_claim: bool = True) -
             ),
         )
     return text
+
+
+def communities_table(leaf_units: list[str] | None = None) -> pa.Table:
+    """The hand-built communities; `leaf_units`: the text units each leaf community holds (a column global
+    search reads; left null without it, as the local-search graph has it)."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "community": c,
+                "level": lv,
+                "parent": p,
+                "children": ch,
+                "entity_ids": [eid(m) for m in mem],
+                "text_unit_ids": None if leaf_units is None else [] if ch else leaf_units,
+                "title": f"Community {c}",
+            }
+            for c, lv, p, ch, mem in COMMUNITIES
+        ],
+        schema=schema.COMMUNITIES_SCHEMA,
+    )
