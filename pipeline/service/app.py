@@ -240,9 +240,11 @@ def create_app(
 
     install_openai(app, service)  # /v1/models, /v1/chat/completions; CORS when origins are set
 
+    from pipeline.service.page_images import install_page_images
     from pipeline.service.web import install_web
 
     install_web(app, service)  # the web app at /, and the /v1/ reads it needs besides answers
+    install_page_images(app, service)  # a PDF's pages as PNGs and a cited span's boxes on them
 
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]
