@@ -1,8 +1,8 @@
 """The fixtures test modules share, each defined once here: a real Dagster instance in a temp DAGSTER_HOME,
 temp storage, the shared data folder, the sample book indexed once per session, the MiniLM embedder and the
-tiny hand-built namespace, the service tests' data, service, URL and client, the web app's data, headless
-Chromium, and (imported from tests/support) the llama.cpp, 768-d embedding and S3 servers. Shared helpers
-live in tests/support/; a test module never imports another (tests/test_suite_layout.py)."""
+tiny hand-built namespace, the service tests' data, service, URL and client, the web app's data and URL,
+headless Chromium, and (imported from tests/support) the llama.cpp, 768-d embedding and S3 servers. Shared
+helpers live in tests/support/; a test module never imports another (tests/test_suite_layout.py)."""
 
 from __future__ import annotations
 
@@ -150,6 +150,19 @@ def web_data(tmp_path_factory: pytest.TempPathFactory) -> ServiceData:
     from tests.support.web_data import build_web_data
 
     return build_web_data(tmp_path_factory.mktemp("web"))
+
+
+@pytest.fixture(scope="module")
+def app_url(web_data: ServiceData) -> Iterator[str]:
+    """The web app's service (offline, warmed) over the module's `web_data`, under uvicorn: its base URL."""
+    from pipeline.service.queries import QueryService
+    from tests.support.service_data import offline_settings, serving
+
+    settings = offline_settings(web_data, service_max_body_bytes=65536, service_max_evidence_items=8)
+    service = QueryService(settings, embedder=web_data.embedder)
+    service.warm_up()
+    with serving(service) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ through the page's own API calls. A document holding `<script>` and `<img onerro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
@@ -19,18 +17,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from pipeline.service.queries import QueryService
 from tests.support.browser import screenshot
-from tests.support.service_data import ServiceData, offline_settings, serving
+from tests.support.service_data import offline_settings, serving
 from tests.support.web_data import IMG, KEY_A, MARKUP, QUESTION, SCRIPT
 from tests.support.web_page import ask, signed_in
-
-
-@pytest.fixture(scope="module")
-def app_url(web_data: ServiceData) -> Iterator[str]:
-    settings = offline_settings(web_data, service_max_body_bytes=65536, service_max_evidence_items=8)
-    service = QueryService(settings, embedder=web_data.embedder)
-    service.warm_up()
-    with serving(service) as url:
-        yield url
 
 
 def _no_alert(browser: WebDriver) -> None:

@@ -14,6 +14,7 @@ key: 403 whether or not it exists):
 - `GET /v1/namespaces/{ns}/documents/{id}/chunks`: its text units with pages, section and entities;
 - `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
 - `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
+- `GET /v1/namespaces/{ns}/reports/{community}`: a community report and the passages it rests on;
 - `POST /v1/namespaces/{ns}/entities/mentioned`: the entities an answer names, for its chips;
 - `GET /v1/namespaces/{ns}/eval`: the namespace's last `pipeline eval` report, or null;
 - `POST /v1/estimate/{mode}`: what the question would cost with the configured model, or null offline.
@@ -36,7 +37,7 @@ from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.ops.graph_view import vis_network_files
 from pipeline.query import registry
 from pipeline.query.common.mode import Mode
-from pipeline.service import browse, documents
+from pipeline.service import browse, documents, report_view
 from pipeline.service.auth import Principal
 from pipeline.service.caller import Caller
 from pipeline.service.errors import ServiceError
@@ -167,6 +168,13 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
         nodes (sized by degree, placed without overlaps) and edges."""
         store = _store(service, caller, namespace)
         return await asyncio.to_thread(browse.neighbourhood, store, entity, limit)
+
+    @app.get("/v1/namespaces/{namespace}/reports/{community}", tags=["web app"])
+    async def community_report(namespace: NamespaceParam, community: int, caller: Caller) -> dict[str, Any]:
+        """Community `community`'s report (title, summary, findings, rating) and the passages it rests
+        on, each with its document, characters, pages and section (404: no such report)."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(report_view.community_report, store, community)
 
     @app.post("/v1/namespaces/{namespace}/entities/mentioned", tags=["web app"])
     async def entities_mentioned(

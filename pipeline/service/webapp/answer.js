@@ -1,16 +1,13 @@
-// The answer as it streams (citation markers inline), its source panel, the context it read and its
-// entities. All text goes in through dom.js (text nodes only).
+// The answer as it streams (rendered Markdown, citation markers inline), its source panel, the context it
+// read and its entities; vector and chunks hits as cards; the route and DRIFT's tree as structure. Text
+// goes in through dom.js (text nodes) or markdown.js (markdown-it, HTML disabled).
 import { get, post } from "./api.js";
 import { clear, el, marked, pages, text } from "./dom.js";
-
-// What a model writes for a context section in `[Data: Sources (1, 2)]` (server: query/common/citations.py).
-const SECTION = {
-  reports: "reports", report: "reports", entities: "entities", entity: "entities",
-  relationships: "relationships", relationship: "relationships", claims: "claims", claim: "claims",
-  sources: "sources", source: "sources", communities: "reports", community: "reports",
-};
-const CITED = /\[Data:\s*([^\]]*)\]|\[(\d+)\]/gi;
-const PART = /([A-Za-z]+)\s*\(([^)]*)\)/g;
+import { showHits } from "./hits.js";
+import { CITED, readable, renderMarkdown } from "./markdown.js";
+import { communityOf, showReport } from "./report.js";
+import { routeDetails, routeView } from "./route.js";
+import { trimmedNote } from "./trimmed.js";
 
 export class Answer {
   constructor(ui, namespace, openDocument) {
@@ -23,13 +20,15 @@ export class Answer {
     this.citations = new Map(); // marker -> citation
     this.quotes = new Map(); // marker -> the answer's sentence that cites it
     this.cards = new Map(); // marker -> its source card
+    this.byKey = new Map(); // "section:id" (as an answer's block names a row) -> marker
     clear(ui.answer);
     clear(ui.sources);
     clear(ui.entities);
     delete ui.entities.dataset.ready;
     clear(ui.context);
-    text(ui.route, "");
+    clear(ui.route);
     text(ui.status, "");
+    if (ui.hits) { clear(ui.hits); ui.hits.hidden = true; delete ui.hits.dataset.ready; }
     this.state("streaming");
     ui.answer.dataset.deltas = "0";
     ui.answer.dataset.lengths = "";
@@ -40,8 +39,7 @@ export class Answer {
   }
 
   route(data) {
-    const reason = data.reason ? `: ${data.reason}` : "";
-    text(this.ui.route, data.mode === data.route ? `Mode ${data.route}` : `${data.mode} → ${data.route}${reason}`);
+    this.ui.route.replaceChildren(routeView(data));
   }
 
   delta(data) {
@@ -65,6 +63,7 @@ export class Answer {
   citation(data) {
     if (this.citations.has(data.marker)) return;
     this.citations.set(data.marker, data);
+    this.byKey.set(`${data.section}:${data.id}`, data.marker);
     this.render();
     this.addCard(data);
     if (data.section === "entities") this.chip(data.entity_id || data.title, data.title);
@@ -97,17 +96,24 @@ export class Answer {
 
   done(data) {
     for (const c of data.citations || []) this.citation(c);
-    if (data.result) {  // the answer is done's: the streamed text only stood for it
-      const inner = data.result.route && data.result.result ? data.result.result : data.result;
-      if (typeof inner.answer === "string" && inner.answer !== this.text) {
-        this.text = inner.answer;
-        this.render();
-      }
-    }
+    const inner = data.result ? (data.result.route && data.result.result ? data.result.result : data.result) : {};
+    if (typeof inner.answer === "string") this.text = inner.answer; // the answer is done's: the stream stood for it
+    this.state("done");
+    this.render(); // whole now: nothing held back
+    routeDetails(this.ui.route, data.result);
     const usage = data.usage && data.usage.calls ? `, ${data.usage.calls} model calls` : "";
     const time = typeof data.duration_s === "number" ? ` in ${data.duration_s.toFixed(2)} s` : "";
-    text(this.ui.status, `${data.status}${time}${usage}${data.truncated ? " (shortened)" : ""}`);
-    this.state("done");
+    const hits = Array.isArray(inner.hits) ? inner.hits.length : null;
+    const found = hits === null ? "" : `: ${hits} passage${hits === 1 ? "" : "s"} found`;
+    text(this.ui.status, `${data.status}${found}${time}${usage}`);
+    const note = data.truncated ? trimmedNote(data.result) : "";
+    if (note) this.ui.status.append(el("span", { class: "note" }, note));
+    if (hits !== null && this.ui.hits) {
+      const query = inner.query ?? inner.question ?? "";
+      text(this.ui.answer, hits ? `The passages closest to “${query}”, best first:` : `Nothing matched “${query}”.`);
+      showHits(this.ui.hits, this.namespace, query, inner, this.openDocument);
+      return;
+    }
     this.namedEntities().then(() => this.loadAll());
   }
 
@@ -133,55 +139,41 @@ export class Answer {
     this.state(state);
   }
 
-  // The answer's text with each `[Data: ...]` block (or `[n]`) that names a citation as marker buttons.
+  // The answer as rendered Markdown, each citation block as the marker buttons of the rows it names.
+  // While streaming, a block whose citation has not arrived yet shows the number it will have (rows are
+  // numbered in the order the text first names them, as the server numbers them), not yet pressable;
+  // once done, a block naming no citation of the answer shows nothing.
   render() {
-    const out = document.createDocumentFragment();
-    let at = 0;
-    for (const match of this.text.matchAll(CITED)) {
-      const before = this.text.slice(at, match.index);
-      out.append(document.createTextNode(before));
-      const markers = match[1] !== undefined ? this.resolve(match[1]) : this.known(Number(match[2]));
-      if (markers.length) {
-        const sentence = lastSentence(this.text.slice(0, match.index));
-        for (const m of markers) {
+    const streaming = this.ui.answer.dataset.state === "streaming";
+    const shown = streaming ? readable(this.text) : this.text;
+    const order = new Map(); // key -> its number in the order first named
+    this.ui.answer.replaceChildren(renderMarkdown(shown, (block) => {
+      const sentence = lastSentence(shown.slice(0, block.at));
+      const out = [];
+      for (const key of block.keys) {
+        if (!order.has(key)) order.set(key, key.startsWith("#") ? Number(key.slice(1)) : order.size + 1);
+        const m = key.startsWith("#") ? (this.citations.has(Number(key.slice(1))) ? Number(key.slice(1)) : undefined) : this.byKey.get(key);
+        if (m !== undefined) {
           if (sentence && !this.quotes.has(m)) this.quotes.set(m, sentence);
-          out.append(el("button", {
+          if (out.some((b) => b.dataset.marker === String(m))) continue;
+          out.push(el("button", {
             type: "button", class: "cite", "data-marker": m, "aria-pressed": "false",
             "aria-label": `Source ${m}`, onclick: () => this.select(m),
           }, `[${m}]`));
-        }
-      } else {
-        out.append(document.createTextNode(match[0]));
-      }
-      at = match.index + match[0].length;
-    }
-    out.append(document.createTextNode(this.text.slice(at)));
-    this.ui.answer.replaceChildren(out);
-  }
-
-  resolve(block) {
-    const found = [];
-    for (const [, label, ids] of block.matchAll(PART)) {
-      const section = SECTION[label.toLowerCase()];
-      for (const token of ids.split(",").map((t) => t.trim())) {
-        for (const [marker, c] of this.citations) {
-          if (c.section === section && String(c.id) === token && !found.includes(marker)) found.push(marker);
+        } else if (streaming) {
+          out.push(el("button", { type: "button", class: "cite pending", disabled: true, "aria-label": "Source, arriving" }, `[${order.get(key)}]`));
         }
       }
-    }
-    return found;
-  }
-
-  known(n) {
-    return this.citations.has(n) ? [n] : [];
+      return out;
+    }));
   }
 
   addCard(c) {
-    const head = el("h3", {}, `[${c.marker}] `, c.document_title || c.title || `${c.section || "source"} ${c.id ?? ""}`);
+    const head = el("h3", {}, `[${c.marker}] `, c.document_title || c.title || (communityOf(c) !== null ? `Community ${communityOf(c)}` : `${c.section || "source"} ${c.id ?? ""}`));
     const where = el("p", { class: "where" }, describe(c));
-    const body = el("div", { class: "passage" }, c.text || c.summary || c.description || "");
-    const card = el("li", { class: "source", id: `source-${c.marker}`, tabindex: "-1", "data-marker": c.marker }, head, where, body);
-    this.cards.set(c.marker, { card, where, body, loaded: false });
+    const body = el("div", { class: "passage" }, c.text || c.summary || c.description || cardText(c));
+    const card = el("li", { class: "source", id: `source-${c.marker}`, tabindex: "-1", "data-marker": c.marker, "data-section": c.section || "" }, head, where, body);
+    this.cards.set(c.marker, { card, head, where, body, loaded: false });
     this.ui.sources.append(card);
   }
 
@@ -197,6 +189,12 @@ export class Answer {
 
   async loadPassage(marker, entry) {
     const c = this.citations.get(marker);
+    if (c && communityOf(c) !== null && !c.document_id) {
+      entry.loaded = true;
+      entry.loaded = await showReport(this.namespace, marker, communityOf(c), entry, this.openDocument);
+      if (entry.loaded) entry.card.dataset.loaded = "true";
+      return;
+    }
     if (!c || !c.document_id || c.start_char === undefined || c.start_char === null) return;
     entry.loaded = true;
     const path = `/v1/namespaces/${encodeURIComponent(this.namespace)}/documents/${encodeURIComponent(c.document_id)}` +
@@ -239,13 +237,19 @@ export function highlighted(view, sentence) {
 function describe(c) {
   const parts = [c.document_title, pages(c.page_start, c.page_end), c.document_section];
   if (c.start_char !== undefined && c.start_char !== null) parts.push(`characters ${c.start_char}–${c.end_char}`);
-  if (!c.document_id) parts.push(c.section, c.community !== undefined ? `community ${c.community}` : null);
+  if (!c.document_id) parts.push(c.section === "reports" ? "community report" : c.section, c.community !== undefined ? `community ${c.community}` : null);
   return parts.filter(Boolean).join(" · ");
+}
+
+// What a citation of a graph row says when its row carries no text: a relationship's two ends.
+function cardText(c) {
+  if (c.source && c.target) return `${c.source} — ${c.target}`;
+  return communityOf(c) !== null ? "Opening the report…" : "";
 }
 
 // The sentence just before a citation: the answer's line up to it, without a list bullet.
 function lastSentence(before) {
-  const line = before.slice(before.lastIndexOf("\n") + 1).replace(/\[Data:[^\]]*\]|\[\d+\]/g, "");
+  const line = before.slice(before.lastIndexOf("\n") + 1).replace(CITED, "").replace(/\*\*|__|`/g, "");
   const trimmed = line.replace(/^\s*(?:[-*•]|\d+\.)\s+/, "").trim();
   return trimmed.length >= 12 ? trimmed : "";
 }

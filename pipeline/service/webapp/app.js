@@ -4,11 +4,12 @@ import { ApiError, get, key, post, request, stream } from "./api.js";
 import { Answer, highlighted } from "./answer.js";
 import { clear, el, pages, text } from "./dom.js";
 import { showEntity } from "./graph.js";
+import { fillEval } from "./eval.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   answer: $("answer"), sources: $("sources"), entities: $("entities"), context: $("context").tBodies[0],
-  route: $("route"), status: $("answer-status"), graph: $("graph"), graphSection: $("graph-section"),
+  route: $("route"), status: $("answer-status"), hits: $("hits"), graph: $("graph"), graphSection: $("graph-section"),
   graphCaption: $("graph-caption"), showEntity: (entity) => showEntity(ui, $("namespace").value, entity),
 };
 let namespaces = [];
@@ -120,19 +121,10 @@ async function loadEval(namespace) {
   let data;
   try { data = await get(`/v1/namespaces/${encodeURIComponent(namespace)}/eval`); } catch { return; }
   if (!data.report || !data.report.metrics) return;
-  const metrics = data.report.metrics;
-  const names = [...new Set(Object.values(metrics).flatMap((m) => Object.keys(m.overall || {})))];
-  const table = clear($("eval"));
-  table.append(el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "mode"), names.map((n) => el("th", { scope: "col", class: "num" }, n)))));
-  table.append(el("tbody", {}, Object.entries(metrics).map(([mode, m]) => el("tr", {}, el("th", { scope: "row" }, mode),
-    names.map((n) => el("td", { class: "num" }, format((m.overall || {})[n])))))));
+  fillEval($("eval"), data.report);
   const count = data.report.questions ?? data.report.n_questions;
   text($("eval-caption"), `pipeline eval on ${namespace}${count !== undefined ? `, ${count} questions` : ""}`);
   section.hidden = false;
-}
-
-function format(v) {
-  return typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(1)) : v ?? "–";
 }
 
 function body() {
@@ -198,7 +190,9 @@ async function openDocument(namespace, documentId, start, end) {
   }
   text($("document-title"), view.title);
   const cut = view.window.start > 0 || view.window.end < view.length ? ` (characters ${view.window.start}–${view.window.end} of ${view.length})` : "";
-  text($("document-where"), [pages(view.page_start, view.page_end), view.section].filter(Boolean).join(" · ") + cut);
+  // A file without pages or sections (a .txt) is placed by its characters: the line is never empty.
+  const span = view.span ? `characters ${view.span.start}–${view.span.end} of ${view.length}` : "";
+  text($("document-where"), [pages(view.page_start, view.page_end), view.section].filter(Boolean).join(" · ") + cut || span);
   // Page labels where pages start, then the text with the cited span marked.
   const starts = view.pages.filter((p) => p.start > view.window.start).map((p) => p);
   let at = view.window.start;
