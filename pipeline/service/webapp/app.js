@@ -123,7 +123,7 @@ async function loadEval(namespace) {
   if (!data.report || !data.report.metrics) return;
   fillEval($("eval"), data.report);
   const count = data.report.questions ?? data.report.n_questions;
-  text($("eval-caption"), `pipeline eval on ${namespace}${count !== undefined ? `, ${count} questions` : ""}`);
+  text($("eval-caption"), `pipeline eval on ${namespace}${count !== undefined ? `, ${count} question${count === 1 ? "" : "s"}` : ""}`);
   section.hidden = false;
 }
 
