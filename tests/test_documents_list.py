@@ -20,6 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pipeline.core import schema
 from pipeline.index.run import index_folder
 from pipeline.io.store import NamespaceStore
+from pipeline.service.uploads.changes import file_id
 from pipeline.settings import Settings
 from tests.support.service_data import KEY_A, KEY_B, ServiceData, auth
 
@@ -46,12 +47,15 @@ def test_the_documents_of_a_namespace_are_listed_with_their_size_and_status(
     body = got.json()
     table = NamespaceStore(service_data.storage_root, "acme").pinned().read_table(schema.DOCUMENTS)
     rows = {r["id"]: r for r in table.to_pylist()}
-    assert {d["id"] for d in body["documents"]} == set(rows) and rows
+    assert {d["content_hash"] for d in body["documents"]} == set(rows) and rows
     for doc in body["documents"]:
-        row = rows[doc["id"]]
-        assert (doc["name"], doc["size"], doc["status"]) == (row["title"], row["n_bytes"], "indexed")
-        assert doc["content_hash"] == doc["id"] and doc["reason"] is None
-        assert doc["type"] == json.loads(row["metadata"] or "{}").get("format")
+        row = rows[doc["content_hash"]]
+        name = row["source_path"] or row["title"]  # a document made in code has no file
+        assert (doc["name"], doc["size"], doc["status"]) == (name, row["n_bytes"], "indexed")
+        assert doc["id"] == file_id(name) and doc["index_ids"] == [row["id"]]
+        assert doc["reason"] is None and body["writable"] is False
+        suffix = Path(name).suffix.lstrip(".") or None  # what the name says, where the parse recorded none
+        assert doc["type"] == (json.loads(row["metadata"] or "{}").get("format") or suffix)
     names = [d["name"].lower() for d in body["documents"]]
     assert names == sorted(names)
 
@@ -97,11 +101,15 @@ def test_a_documents_chunks_are_its_text_units_in_order_with_their_entities(
     service_client: httpx.Client, service_data: ServiceData, refused: str
 ) -> None:
     store = NamespaceStore(service_data.storage_root, refused).pinned()
-    (doc,) = store.read_table(schema.DOCUMENTS, columns=["id", "title"]).to_pylist()
+    (doc,) = store.read_table(schema.DOCUMENTS, columns=["id", "title", "source_path"]).to_pylist()
     path = f"/v1/namespaces/{refused}/documents/{doc['id']}/chunks"
     got = service_client.get(path, headers=auth(KEY_A))
     assert got.status_code == 200, got.text
     body = got.json()
+    by_file = service_client.get(  # the documents list's id (the file's) names the same document
+        f"/v1/namespaces/{refused}/documents/{file_id(doc['source_path'])}/chunks", headers=auth(KEY_A)
+    )
+    assert by_file.json() == body
     assert body["document"] == {"id": doc["id"], "name": "guild.txt"}
     units = sorted(store.read_table(schema.TEXT_UNITS).to_pylist(), key=lambda u: u["chunk_index"])
     assert [c["id"] for c in body["chunks"]] == [u["id"] for u in units]

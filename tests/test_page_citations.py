@@ -7,7 +7,6 @@ file) is indexed once for the module through the Dagster job, offline."""
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from pipeline.ops.chunking import chunk_documents_table, chunking_config
 from pipeline.parse.layout import Layout, Page, Section
 from pipeline.query.answer.pages import cite_line
 from tests.conftest import make_dagster_home
-from tests.support.documents import text_pdf
+from tests.support.documents import docx_file, text_pdf
 
 CHUNK = {"PIPELINE_CHUNK_SIZE": "200", "PIPELINE_CHUNK_OVERLAP": "20"}
 
@@ -45,17 +44,6 @@ def _page_lines(n: int) -> list[tuple]:
     return lines
 
 
-def _docx() -> bytes:
-    import docx
-
-    document = docx.Document()
-    document.add_heading("Release notes", level=1)
-    document.add_paragraph("The colour palette command sets the map of gradients used by surface plots.")
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
 @dataclass(frozen=True)
 class Corpus:
     store: NamespaceStore
@@ -70,7 +58,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
 
     root = tmp_path_factory.mktemp("paged_input")
     (root / "manual.pdf").write_bytes(text_pdf([_page_lines(n) for n in range(1, 7)]))
-    (root / "notes.docx").write_bytes(_docx())
+    (root / "notes.docx").write_bytes(
+        docx_file(
+            ["The colour palette command sets the map of gradients used by surface plots."], "Release notes"
+        )
+    )
     (root / "guide.md").write_text("# Guide\n\n## Install\n\nRun the installer and wait for the prompt.\n")
     (root / "plain.txt").write_text(
         "A plain text file about the fog that settles over the harbour at dawn.\n"

@@ -10,7 +10,6 @@ pixels it was handed, so the scaled render can be checked.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 import time
@@ -23,7 +22,7 @@ from pipeline.ops.ingest import IngestOptions, IngestResult, read_documents
 from pipeline.parse import OcrPolicy, ParseError, ParseLimits, parse_bytes
 from pipeline.parse.safexml import check_entities
 from pipeline.parse.zipread import read_zip
-from tests.support.documents import epub, text_pdf, zip_bomb
+from tests.support.documents import docx_file, epub, text_pdf, zip_bomb
 from tests.support.hostile import (
     billion_laughs_epub,
     image_page_pdf,
@@ -35,16 +34,6 @@ from tests.support.hostile import (
 )
 
 GOOD_PDF = text_pdf([[("A page of real text about lighthouses.", 72, 700)]])
-
-
-def _docx(text: str) -> bytes:
-    import docx
-
-    document = docx.Document()
-    document.add_paragraph(text)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
 
 
 def _ingest(tmp_path: Path, files: dict[str, bytes], **limits: object) -> IngestResult:
@@ -86,7 +75,7 @@ def fake_tesseract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_docx_whose_headers_lie_is_refused_as_it_inflates(tmp_path: Path) -> None:
     # 1 MB on disk, a 1,000-byte document.xml declared, 1 GiB of zeros inside. A 256 MB worker would
     # die of a MemoryError (a reason naming parse_memory_mb) had the member been inflated whole.
-    result = _ingest(tmp_path, {"lying.docx": lying_docx(), "good.docx": _docx("Kept.")}, memory_mb=256)
+    result = _ingest(tmp_path, {"lying.docx": lying_docx(), "good.docx": docx_file(["Kept."])}, memory_mb=256)
     status, reason = _errors(result)["lying.docx"]
     assert status == "too_large_expanded"
     assert "inflates past the 1,000 bytes its header declares" in reason
@@ -322,7 +311,7 @@ def test_the_index_ingest_of_a_hostile_folder_indexes_its_good_files(
     }
     good = {
         "good.pdf": GOOD_PDF,
-        "good.docx": _docx("Word text survives."),
+        "good.docx": docx_file(["Word text survives."]),
         "notes.md": b"# Notes\n\nKept.\n",
     }
     root = tmp_path / "in"

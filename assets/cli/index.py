@@ -86,7 +86,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             wait=not args.no_wait,
             quiet=not args.verbose,
         )
-        if args.json:
+        if args.record:
+            result = recorded_run(run, args.namespace, args.record)
+        elif args.json:
             result = run()
         else:
             with StageDisplay() as display, listening(display):
@@ -102,6 +104,24 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         print_outcome(result, seconds)
     return 0 if result.success else 1
+
+
+def recorded_run(run: Callable[[], Any], namespace: str, prefix: str) -> Any:
+    """`run` with its stages written to `prefix`'s record (`assets.run_record`) for the query service,
+    which launched this process for an upload and reads that record, not this output."""
+    from assets.progress import listening
+    from assets.run_record import RunRecorder
+
+    recorder = RunRecorder(prefix)
+    recorder.begin(namespace)
+    try:
+        with listening(recorder):
+            result = run()
+    except BaseException as exc:
+        recorder.end(None, f"{type(exc).__name__}: {exc}")
+        raise
+    recorder.end(result)
+    return result
 
 
 def add_index_parser(sub: Any, namespace: Callable[[str], str]) -> None:
@@ -145,6 +165,12 @@ def add_index_parser(sub: Any, namespace: Callable[[str], str]) -> None:
         action="store_true",
         help="re-embed a namespace whose vectors came from another embedding model (without it, such a "
         "run stops before embedding and names both models)",
+    )
+    p.add_argument(
+        "--record",
+        metavar="PREFIX",
+        help="write the run's stage events to PREFIX.events.jsonl as it goes and its outcome to "
+        "PREFIX.result.json at its end (the query service's uploads read them)",
     )
     p.add_argument(
         "--no-wait",

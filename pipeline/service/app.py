@@ -40,6 +40,7 @@ from pipeline.service.models import ErrorResponse, NamespaceStatus, QueryRespons
 from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
 from pipeline.service.streams import STREAMED, event_response, wants_events
+from pipeline.service.uploads.routes import UPLOAD_PATH, install_uploads
 from pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -121,13 +122,16 @@ def is_utf8(body: bytes) -> bool:
 
 class _Route(APIRoute):
     """Refuses a body that is not UTF-8, or a JSON body nested deeper than MAX_JSON_DEPTH, before FastAPI
-    parses it (the body is read once: FastAPI reuses what `request.body()` read)."""
+    parses it (the body is read once: FastAPI reuses what `request.body()` read). A multipart body (an
+    upload) is left to its route's form parser."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def checked(request: Request) -> Response:
-            if request.method in ("POST", "PUT", "PATCH"):
+            # A document upload's parts are files, streamed to disk by the form parser, never read whole
+            multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
+            if request.method in ("POST", "PUT", "PATCH") and not multipart:
                 try:
                     body = await request.body()
                 except ClientDisconnect:  # nobody to answer; not a server error
@@ -198,6 +202,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
+        # Runs a stopped service left queued start; those it left running are settled (`uploads.runs`).
+        threading.Thread(target=service.uploads.resume, name="resume-runs", daemon=True).start()
         try:
             if mcp_server is None:
                 yield
@@ -223,7 +229,12 @@ def create_app(
         stream_idle_s=settings.service_stream_idle_s,
     )
     app.add_middleware(AuthMiddleware, service=service)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.service_max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.service_max_body_bytes,
+        upload_max_bytes=settings.service_upload_max_request_bytes,
+        upload_paths=UPLOAD_PATH,
+    )
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.service_max_header_bytes)  # outermost
     app.add_exception_handler(ServiceError, lambda _r, exc: _error_response(exc))
     app.add_exception_handler(RequestValidationError, lambda _r, exc: _validation_error(exc))
@@ -245,6 +256,7 @@ def create_app(
 
     install_web(app, service)  # the web app at /, and the /v1/ reads it needs besides answers
     install_page_images(app, service)  # a PDF's pages as PNGs and a cited span's boxes on them
+    install_uploads(app, service.uploads)  # documents in: managed namespaces, changes, runs
 
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]

@@ -6,6 +6,15 @@ The keys file (YAML or JSON, named by `PIPELINE_API_KEYS_FILE`)::
       acme:
         key_sha256: 3b4c...            # or a list, to rotate keys without downtime
         namespaces: [acme-docs, demo]
+        write: [acme-docs]             # optional: true (every namespace of the tenant) or a list
+      acme-reader:
+        tenant: acme                   # optional: a key of tenant acme with other grants
+        key_sha256: 9f2e...
+        namespaces: [acme-docs]        # no `write`: this key reads only
+
+A key reads only unless its entry grants writing: `write: true` lets it change the documents of every
+namespace it may read and create namespaces (`POST /v1/namespaces`, which become the tenant's); `write:
+[ns, ...]` lets it change those namespaces' documents only.
 
 `python -m pipeline.service hash-key` prints the digest of a key read from stdin (`--generate` makes
 a new random key). A plain key is held only while a request is checked: never stored, never logged.
@@ -20,7 +29,7 @@ import re
 import secrets
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +86,45 @@ class Principal:
     tenant: str
     key_id: str
     namespaces: frozenset[str]
+    writes_all: bool = False  # `write: true`: every namespace it reads, and new ones
+    writes: frozenset[str] = frozenset()  # `write: [ns, ...]`
 
     def authorize(self, namespace: str) -> str:
         if namespace not in self.namespaces:
             raise Forbidden(f"this API key may not read namespace {namespace!r}")
         return namespace
+
+    def authorize_write(self, namespace: str) -> str:
+        """The namespace, when this key may change its documents; Forbidden otherwise (a read-only key,
+        or another tenant's namespace)."""
+        self.authorize(namespace)
+        if not self.may_write(namespace):
+            raise Forbidden(
+                f"this API key may read namespace {namespace!r} but not change it (read-only key)"
+            )
+        return namespace
+
+    def may_write(self, namespace: str) -> bool:
+        return namespace in self.namespaces and (self.writes_all or namespace in self.writes)
+
+    def with_namespaces(self, extra: frozenset[str]) -> Principal:
+        """This key with the namespaces its tenant created through the API added (they are the tenant's,
+        so a `write: true` key writes them too)."""
+        if extra <= self.namespaces:
+            return self
+        return replace(self, namespaces=self.namespaces | extra)
+
+
+def _write_grant(value: Any, where: str) -> tuple[bool, frozenset[str]]:
+    """`write: true | false | [ns, ...]` as (every namespace, these namespaces)."""
+    if isinstance(value, bool):
+        return value, frozenset()
+    if not isinstance(value, list):
+        raise KeysFileError(f"{where}: write must be true, false or a list of namespaces")
+    try:
+        return False, frozenset(validate_namespace(n) for n in value)
+    except InvalidNamespaceError as exc:
+        raise KeysFileError(f"{where}: write: {exc}") from None
 
 
 class KeyRing:
@@ -109,11 +152,15 @@ class KeyRing:
                 allowed = frozenset(validate_namespace(n) for n in namespaces)
             except InvalidNamespaceError as exc:
                 raise KeysFileError(f"{where}: {exc}") from None
+            writes_all, writes = _write_grant(entry.get("write", False), where)
+            owner = entry.get("tenant", tenant)  # entries of one tenant's keys with other grants
+            if not isinstance(owner, str) or not owner:
+                raise KeysFileError(f"{where}: tenant must be a name")
             for digest in digests:
                 digest = digest.lower()
                 if digest in self._by_digest:
                     raise KeysFileError(f"{where}: a key digest is already used by another entry")
-                self._by_digest[digest] = Principal(str(tenant), digest[:12], allowed)
+                self._by_digest[digest] = Principal(owner, digest[:12], allowed, writes_all, writes)
 
     @classmethod
     def from_bytes(cls, raw: bytes, source: str = "<keys>") -> KeyRing:

@@ -99,15 +99,34 @@ class KeyLimiter:
 class BodyLimitMiddleware(HttpMiddleware):
     """413 for a body over `max_bytes`: by Content-Length up front, else by counting what arrives."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        upload_max_bytes: int | None = None,
+        upload_paths: re.Pattern[str] | None = None,
+    ) -> None:
         super().__init__(app)
         self.max_bytes = max_bytes
+        # Document uploads (POST/PUT to `upload_paths`) carry files, not a question: their own bound.
+        self.upload_max_bytes = upload_max_bytes or max_bytes
+        self.upload_paths = upload_paths
+
+    def _limit(self, scope: Scope) -> int:
+        if (
+            self.upload_paths is not None
+            and scope.get("method") in ("POST", "PUT")
+            and self.upload_paths.match(scope["path"])
+        ):
+            return self.upload_max_bytes
+        return self.max_bytes
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+        limit = self._limit(scope)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await self._refuse(send, limit)
             return
         received = 0
         too_large = False
@@ -118,7 +137,7 @@ class BodyLimitMiddleware(HttpMiddleware):
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > limit:
                     too_large = True
                     raise _TooLarge
             return message
@@ -130,7 +149,7 @@ class BodyLimitMiddleware(HttpMiddleware):
                 await send(message)
             elif not refused:
                 refused = True
-                await self._refuse(send)
+                await self._refuse(send, limit)
 
         try:
             await self.app(scope, counting_receive, guarded_send)
@@ -138,10 +157,12 @@ class BodyLimitMiddleware(HttpMiddleware):
             if not too_large:
                 raise
             if not refused:
-                await self._refuse(send)
+                await self._refuse(send, limit)
 
-    async def _refuse(self, send: Send) -> None:
-        await send_error(send, BodyTooLarge(f"request body is larger than {self.max_bytes} bytes"))
+    async def _refuse(self, send: Send, limit: int) -> None:
+        await send_error(
+            send, BodyTooLarge(f"request body is larger than {limit} bytes", detail={"limit_bytes": limit})
+        )
 
 
 class _TooLarge(Exception):

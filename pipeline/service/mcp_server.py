@@ -34,7 +34,6 @@ from pipeline.query import registry
 from pipeline.query.common import events as ev
 from pipeline.query.common.mode import Mode
 from pipeline.service.auth import KeysUnavailable, Principal
-from pipeline.service.documents import document_list
 from pipeline.service.errors import ServiceError, Unauthorized, invalid_request
 from pipeline.service.models import Namespace, body_of
 from pipeline.service.queries import ANSWER_KEYS, QueryService
@@ -168,9 +167,9 @@ def build_mcp_server(service: QueryService, *, stdio_key: str | None = None) -> 
         ctx: Context,
     ) -> dict[str, Any]:
         try:
-            allowed = principal(ctx).authorize(namespace)
-            store = NamespaceStore.from_settings(service.settings, allowed)
-            return await asyncio.to_thread(document_list, store)
+            caller = principal(ctx)
+            store = NamespaceStore.from_settings(service.settings, caller.authorize(namespace))
+            return await asyncio.to_thread(service.uploads.documents, caller, store)
         except ServiceError as exc:
             return error_result(exc.body())
 

@@ -119,6 +119,9 @@ class QueryService:
     ) -> None:
         self.settings = settings
         self.keys = keys if keys is not None else KeyStore(settings.api_keys_file)
+        from pipeline.service.uploads.actions import Uploads
+
+        self.uploads = Uploads(settings)  # managed namespaces, their changes and index runs
         # Shared by every process on one PostgreSQL when configured, else this process's own count.
         limits_url = settings.service_limits_url
         self.limiter: KeyLimiter | PgKeyLimiter = (
@@ -158,6 +161,7 @@ class QueryService:
         row in PostgreSQL that would otherwise outlive this process."""
         for pool in (*self.lanes.values(), self._admission):
             pool.shutdown(wait=False)
+        self.uploads.close()
 
     # ---- shared, read-only pieces ---------------------------------------------------------------
     @property
@@ -184,7 +188,9 @@ class QueryService:
         return self._engine_factory()
 
     def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        return self.keys.authenticate(key_from_headers(headers))
+        """The key's principal, with the namespaces its tenant created through the API."""
+        principal = self.keys.authenticate(key_from_headers(headers))
+        return principal.with_namespaces(self.uploads.managed.owned_by(principal.tenant))
 
     # ---- a query --------------------------------------------------------------------------------
     async def run(self, principal: Principal, request: Any) -> dict[str, Any]:

@@ -130,10 +130,11 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
 
     @app.get("/v1/namespaces/{namespace}/documents", tags=["documents"])
     async def document_list(namespace: NamespaceParam, caller: Caller) -> dict[str, Any]:
-        """The namespace's documents in its committed index: id, name, type, size, pages, content hash,
-        status (`indexed`, or `failed` with the reason the ingest named, e.g. `encrypted`)."""
+        """The namespace's documents: id, name, type, size, pages, content hash, status (`queued`,
+        `parsing`, `indexed`, `failed` with its reason, e.g. `encrypted` or `run_killed`, `deleted`), the
+        run that last touched it, and whether this key may change them (`writable`)."""
         store = _store(service, caller, namespace)
-        return await asyncio.to_thread(documents.document_list, store)
+        return await asyncio.to_thread(service.uploads.documents, caller, store)
 
     @app.get("/v1/namespaces/{namespace}/documents/{document_id}/chunks", tags=["documents"])
     async def document_chunks(namespace: NamespaceParam, document_id: str, caller: Caller) -> dict[str, Any]:
@@ -203,7 +204,10 @@ def _statuses(service: QueryService, caller: Principal) -> list[dict[str, Any]]:
         runs = [t["materialized_at"] for t in status["tables"] if t["materialized_at"] is not None]
         store = NamespaceStore.from_settings(service.settings, namespace)
         method = browse.index_method(store) if status["indexed"] else None
-        out.append({**status, "last_run": max(runs) if runs else None, "method": method})
+        writable = service.uploads.may_write(caller, namespace)
+        out.append(
+            {**status, "last_run": max(runs) if runs else None, "method": method, "writable": writable}
+        )
     return out
 
 

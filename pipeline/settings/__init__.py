@@ -185,7 +185,9 @@ class Settings(
         "<storage_root>/_cache, and required with an s3:// storage root (SQLite never goes on object storage)",
     )
 
-    @field_validator("fallback_encodings", "entity_types", "service_cors_origins", mode="before")
+    @field_validator(
+        "fallback_encodings", "entity_types", "service_cors_origins", "service_upload_namespaces", mode="before"
+    )
     @classmethod
     def _split_csv(cls, v: Any) -> Any:
         if isinstance(v, str):

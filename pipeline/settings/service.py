@@ -89,3 +89,23 @@ class ServiceSettings(BaseModel):
         "['http://127.0.0.1:3002'] (comma-separated or a JSON list in the env var); empty = CORS closed, "
         "so only same-origin pages and non-browser clients can use it",
     )
+    service_upload_namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Namespaces indexed from an operator's own folder under input_root whose documents write "
+        "keys may nevertheless change through the API (comma-separated or a JSON list); namespaces created "
+        "with POST /v1/namespaces are writable without it",
+    )
+    service_upload_max_file_bytes: int = Field(
+        default=50_000_000, ge=1, description="A larger uploaded file gets 413 (the limit is in the body)"
+    )
+    service_upload_max_request_bytes: int = Field(
+        default=200_000_000,
+        ge=1024,
+        description="A larger upload request (every file part together) gets 413 before it is read",
+    )
+    service_namespace_max_bytes: int = Field(
+        default=2_000_000_000, ge=1, description="Bytes of documents a namespace may hold through uploads (413 past it)"
+    )
+    service_namespace_max_documents: int = Field(
+        default=5_000, ge=1, description="Documents a namespace may hold through uploads (413 past it)"
+    )

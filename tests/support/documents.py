@@ -22,6 +22,20 @@ def _text(pdf: pdfium.PdfDocument, page: pdfium.PdfPage, text: str, x: float, y:
     c.FPDFPage_InsertObject(page.raw, obj)
 
 
+def docx_file(paragraphs: list[str], heading: str | None = None) -> bytes:
+    """A DOCX of these paragraphs, under a level-1 heading when one is given (python-docx)."""
+    import docx
+
+    document = docx.Document()
+    if heading is not None:
+        document.add_heading(heading, level=1)
+    for text in paragraphs:
+        document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def text_pdf(pages: list[list[Line]], size: float = 11, width: float = 612, height: float = 792) -> bytes:
     """A PDF whose pages hold these lines of text (a text layer PDFium reads back)."""
     pdf = pdfium.PdfDocument.new()

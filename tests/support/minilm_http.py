@@ -40,6 +40,8 @@ def lift_matrix(width: int = WIDTH, seed: int = 768) -> np.ndarray:
 
 
 def make_app() -> Any:
+    import asyncio
+
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -49,10 +51,16 @@ def make_app() -> Any:
 
     model = LocalMiniLMEmbedder(device="cpu", precision="fp32")
     lift = lift_matrix()
-    counts = {"requests": 0, "inputs": 0}
+    counts = {"requests": 0, "inputs": 0, "held": 0}
+    gate: dict[str, asyncio.Event | None] = {"armed": None}
 
     async def embeddings(request: Request) -> JSONResponse:
         body = await request.json()
+        released = gate["armed"]
+        if released is not None:  # the first request after /hold waits for /release
+            gate["armed"] = None
+            counts["held"] += 1
+            await released.wait()
         texts = body.get("input")
         if isinstance(texts, str):
             texts = [texts]
@@ -82,11 +90,33 @@ def make_app() -> Any:
     async def stats(_request: Request) -> JSONResponse:
         return JSONResponse(counts)
 
+    async def hold(_request: Request) -> JSONResponse:
+        """Hold the next embeddings request unanswered until /release: a test's fixed point inside a
+        run (`counts["held"]` says when it arrived)."""
+        gate["armed"] = gate["release"] = asyncio.Event()
+        return JSONResponse(counts)
+
+    async def held(request: Request) -> JSONResponse:
+        """Answers once `count` requests have been held: a wait on the event, not a poll."""
+        count = int(request.query_params.get("count", "1"))
+        while counts["held"] < count:
+            await asyncio.sleep(0.05)
+        return JSONResponse(counts)
+
+    async def release(_request: Request) -> JSONResponse:
+        if isinstance(gate.get("release"), asyncio.Event):
+            gate["release"].set()
+        gate["armed"] = None
+        return JSONResponse(counts)
+
     return Starlette(
         routes=[
             Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/v1/models", models),
             Route("/stats", stats),
+            Route("/hold", hold, methods=["POST"]),
+            Route("/release", release, methods=["POST"]),
+            Route("/held", held),
         ]
     )
 
@@ -132,6 +162,24 @@ class MiniLMServer(LoggedServer):
 
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as response:
+            return json.load(response)
+
+    def hold(self) -> dict[str, int]:
+        """Hold the next embeddings request until `release` (see `make_app`)."""
+        return self._post("hold")
+
+    def release(self) -> dict[str, int]:
+        return self._post("release")
+
+    def wait_held(self, count: int) -> dict[str, int]:
+        """Return once `count` requests in all have been held (the server answers on that event)."""
+        url = f"http://127.0.0.1:{self.port}/held?count={count}"
+        with urllib.request.urlopen(url, timeout=600) as response:  # a bound on a hang only
+            return json.load(response)
+
+    def _post(self, path: str) -> dict[str, int]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{path}", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
 
