@@ -15,8 +15,6 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,58 +22,9 @@ import pytest
 
 from pipeline.core import schema
 from pipeline.io.store import NamespaceStore
-from pipeline.service.auth import hash_key
-from tests.support.documents import docx_file, text_pdf
+from tests.support.documents import docx_file, encrypted_pdf, text_pdf
 from tests.support.event_stream import parse
-from tests.support.minilm_http import MiniLMServer
-from tests.support.processes import graphrag_serve
-
-WRITER, READER, SCOPED, OTHER = "grk_up-writer-01", "grk_up-reader-01", "grk_up-scoped-01", "grk_up-globex-01"
-FILE_LIMIT, QUOTA_BYTES = 300_000, 1_500_000
-HANG_GUARD_S = 600  # a bound on a hang only: every wait below ends on an event
-
-
-@dataclass
-class Served:
-    url: str
-    storage: Path
-    input_root: Path
-    dagster_home: Path
-    embedder: MiniLMServer
-
-    def client(self, key: str) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=HANG_GUARD_S
-        )
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, minilm_http: MiniLMServer) -> Iterator[Served]:
-    from tests.conftest import make_dagster_home
-
-    root = tmp_path_factory.mktemp("uploads")
-    (root / "input" / "operator-docs").mkdir(parents=True)  # an operator's folder, not opened to uploads
-    keys = root / "keys.yaml"
-    keys.write_text(
-        "tenants:\n"
-        f"  acme: {{key_sha256: {hash_key(WRITER)}, namespaces: [operator-docs], write: true}}\n"
-        f"  acme-reader: {{tenant: acme, key_sha256: {hash_key(READER)}, namespaces: []}}\n"
-        f"  acme-scoped: {{tenant: acme, key_sha256: {hash_key(SCOPED)}, namespaces: [], write: [other]}}\n"
-        f"  globex: {{key_sha256: {hash_key(OTHER)}, namespaces: [], write: true}}\n",
-        encoding="utf-8",
-    )
-    home = make_dagster_home(root / "dagster")
-    env = {
-        **minilm_http.env(),
-        "PIPELINE_API_KEYS_FILE": str(keys),
-        "PIPELINE_STORAGE_ROOT": str(root / "storage"),
-        "PIPELINE_INPUT_ROOT": str(root / "input"),
-        "DAGSTER_HOME": str(home),
-        "PIPELINE_SERVICE_UPLOAD_MAX_FILE_BYTES": str(FILE_LIMIT),
-        "PIPELINE_SERVICE_NAMESPACE_MAX_BYTES": str(QUOTA_BYTES),
-    }
-    with graphrag_serve(env, root / "serve.log") as url:
-        yield Served(url, root / "storage", root / "input", home, minilm_http)
+from tests.support.uploads_service import FILE_LIMIT, OTHER, QUOTA_BYTES, READER, SCOPED, WRITER, Served
 
 
 def _pdf() -> bytes:
@@ -154,12 +103,15 @@ def test_an_uploaded_pdf_and_docx_are_indexed_and_a_question_cites_the_pdf_page(
     ns = _namespace(served, "handbook")
     writer = served.client(WRITER)
     notes = docx_file(["The tide table of Vigo lists two high tides a day."], "Tide notes")
-    accepted = _upload(writer, ns, {"lighthouse.pdf": _pdf(), "tides.docx": notes})
+    accepted = _upload(
+        writer, ns, {"lighthouse.pdf": _pdf(), "tides.docx": notes, "locked.pdf": encrypted_pdf()}
+    )
     assert accepted.status_code == 202, accepted.text
     body = accepted.json()
     assert {d["name"]: d["status"] for d in body["documents"]} == {
         "lighthouse.pdf": "queued",
         "tides.docx": "queued",
+        "locked.pdf": "queued",
     }
     events, final = _finished(writer, ns, body["run"]["id"])
     assert final["status"] == "succeeded", final
@@ -167,6 +119,7 @@ def test_an_uploaded_pdf_and_docx_are_indexed_and_a_question_cites_the_pdf_page(
     assert stages[0] == "input_documents" and "index_version" in stages
     docs = _documents(writer, ns)
     assert docs["lighthouse.pdf"]["status"] == docs["tides.docx"]["status"] == "indexed", docs
+    assert (docs["locked.pdf"]["status"], docs["locked.pdf"]["reason"]) == ("failed", "encrypted")  # hostile
     assert docs["lighthouse.pdf"]["pages"] == 2 and docs["lighthouse.pdf"]["run"] == body["run"]["id"]
     run = writer.get(f"/v1/namespaces/{ns}/runs/{body['run']['id']}").json()
     assert run["delta"]["documents_added"] == 2 and run["stages"] and run["usage"]["llm_calls"] == 0

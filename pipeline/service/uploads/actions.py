@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from typing import IO, Any
 
 from pipeline.service.auth import Principal
@@ -24,6 +26,7 @@ class Uploads:
         self.settings = settings
         self.managed = ManagedNamespaces(settings)
         self.runs = IndexRuns(settings, command)
+        self.started = time.time()
 
     def state(self, namespace: str) -> UploadState:
         return UploadState(self.settings, namespace, self.runs)
@@ -165,7 +168,17 @@ class Uploads:
         return {"id": run["id"], "status": run["status"]}
 
     def resume(self) -> None:
-        self.runs.resume(sorted(set(self.managed.owners()) | set(self.settings.service_upload_namespaces)))
+        """A new service: parts a stopped one was receiving are dropped (no upload is in flight yet), and
+        the runs it left are settled (`IndexRuns.resume`)."""
+        from pipeline.service.uploads.folders import state_folder
+
+        namespaces = sorted(set(self.managed.owners()) | set(self.settings.service_upload_namespaces))
+        for namespace in namespaces:
+            for part in (state_folder(self.settings, namespace) / "incoming").glob("*"):
+                with contextlib.suppress(FileNotFoundError):
+                    if part.stat().st_mtime < self.started:  # not one this service is receiving
+                        part.unlink()
+        self.runs.resume(namespaces)
 
     def close(self) -> None:
         self.runs.close()
