@@ -317,3 +317,23 @@ def test_a_name_is_stored_as_one_plain_file_name_or_refused_with_why() -> None:
     ):
         with pytest.raises(UnsafeName):
             safe_name(bad)
+
+
+def test_the_documents_api_is_in_the_openapi_document(served: Served) -> None:
+    spec = httpx.get(f"{served.url}/openapi.json", timeout=60).json()["paths"]
+    ns = "/v1/namespaces/{namespace}"
+    expected = {
+        "/v1/namespaces": {"get", "post"},
+        f"{ns}/documents": {"get", "post"},
+        f"{ns}/documents/{{document_id}}": {"get", "put", "delete"},
+        f"{ns}/documents/{{document_id}}/retry": {"post"},
+        f"{ns}/documents/retry": {"post"},
+        f"{ns}/runs": {"get"},
+        f"{ns}/runs/{{run_id}}": {"get"},
+        f"{ns}/runs/{{run_id}}/events": {"get"},
+        f"{ns}/changes": {"get"},
+    }
+    for path, methods in expected.items():
+        assert methods <= set(spec[path]), (path, set(spec.get(path, {})))
+    upload = spec[f"{ns}/documents"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert upload["properties"]["file"]["items"]["format"] == "binary"

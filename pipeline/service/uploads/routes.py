@@ -41,6 +41,14 @@ UPLOAD_PATH = re.compile(r"^/v1/namespaces/[^/]+/documents(/[0-9a-f]{24})?$")
 ACCEPTED = {202: {"description": "accepted: the documents and the run that takes them in"}}
 
 
+def _multipart(many: bool) -> dict[str, Any]:
+    """The upload's body for the OpenAPI document (the route reads the form itself, streaming files)."""
+    part = {"type": "string", "format": "binary"}
+    files = {"type": "array", "items": part} if many else part
+    schema = {"type": "object", "properties": {"file": files}, "required": ["file"]}
+    return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
+
+
 class NewNamespace(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     namespace: str = Field(pattern=NAMESPACE_PATTERN.pattern, description="The new namespace's name")
@@ -76,7 +84,13 @@ def install_uploads(app: FastAPI, uploads: Uploads) -> None:
         key of the tenant reads it, its `write: true` keys change it). 409 when the name is taken."""
         return await asyncio.to_thread(uploads.create_namespace, caller, body.namespace)
 
-    @app.post("/v1/namespaces/{namespace}/documents", status_code=202, responses=ACCEPTED, tags=["documents"])
+    @app.post(
+        "/v1/namespaces/{namespace}/documents",
+        status_code=202,
+        responses=ACCEPTED,
+        tags=["documents"],
+        openapi_extra=_multipart(many=True),
+    )
     async def upload(namespace: NamespaceParam, request: Request, caller: Caller) -> dict[str, Any]:
         """Upload documents (multipart parts named `file`): each is queued for the namespace's next run,
         or reported `duplicate` when the namespace holds the same bytes. 413: a file over the size limit
@@ -90,6 +104,7 @@ def install_uploads(app: FastAPI, uploads: Uploads) -> None:
         status_code=202,
         responses=ACCEPTED,
         tags=["documents"],
+        openapi_extra=_multipart(many=False),
     )
     async def replace(
         namespace: NamespaceParam, document_id: IdParam, request: Request, caller: Caller
