@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +54,13 @@ _CONTENTS_HEAD = re.compile(
     r"ILLUSTRATIONS)\.?[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
-# A contents line ends with its page: wide gap or dot leader, then a number, a range, a Roman numeral.
-_PAGE_REF = re.compile(
-    r"(?:[ \t]{2,}|\.{3,}[ \t]*)(?:\d+(?:[-–]\d+)?|[ivxlc]+|_?Frontispiece_?|_?Facing\b[^\n]*)[ \t]*$",
-    re.IGNORECASE,
-)
+# A contents line ends with its page: wide gap or dot leader ('....' or a PDF's spaced '. . . .'), then a
+# number, a range, a Roman numeral.
+_PAGE = r"(?:\d+(?:[-–]\d+)?|[ivxlc]+|_?Frontispiece_?|_?Facing\b[^\n]*)[ \t]*$"
+_PAGE_REF = re.compile(rf"(?:[ \t]{{2,}}|(?:\.[ \t]?){{3,}}[ \t]*){_PAGE}", re.IGNORECASE)
+# Under a contents heading a single tab before the page will do too ('Copyright<TAB>21', a PDF's
+# right-aligned page column); alone it would take a table whose last column holds numbers for contents.
+_LISTED_PAGE_REF = re.compile(rf"(?:\t|[ \t]{{2,}}|(?:\.[ \t]?){{3,}}[ \t]*){_PAGE}", re.IGNORECASE)
 _SECTION_HEAD = re.compile(
     r"^\s*(?:PREFACE|FOREWORD|DEDICATION|ACKNOWLEDG(?:E)?MENTS?|PREFATORY NOTE)\.?\s*$", re.IGNORECASE
 )
@@ -164,9 +166,10 @@ def _paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _is_list_paragraph(block: str) -> bool:
+    """Whether a paragraph after a contents heading is still the list."""
     lines = [ln for ln in block.splitlines() if ln.strip()]
-    refs = sum(1 for ln in lines if _PAGE_REF.search(ln))
-    return bool(_PAGE_REF.search(lines[-1])) or not _LOWER.search(block) or refs * 2 >= len(lines) > 1
+    refs = sum(1 for ln in lines if _LISTED_PAGE_REF.search(ln))
+    return bool(_LISTED_PAGE_REF.search(lines[-1])) or not _LOWER.search(block) or refs * 2 >= len(lines) > 1
 
 
 def _contents(text: str, paragraphs: list[tuple[int, int]], start: int, end: int) -> list[Region]:
@@ -261,18 +264,17 @@ def _document_regions(doc_id: str, text: str, layout: str | None = None) -> tupl
     return regions
 
 
-def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
-    """`units` with each text's front matter blanked (`mask`), by its document's regions."""
-    wanted = set(units.column("document_id").to_pylist())
-    has_layout = "layout" in documents.schema.names
-    layouts = documents.column("layout").to_pylist() if has_layout else [None] * documents.num_rows
-    regions = {
-        doc_id: _document_regions(doc_id, text, layout)
-        for doc_id, text, layout in zip(
-            documents.column("id").to_pylist(), documents.column("text").to_pylist(), layouts, strict=True
-        )
-        if doc_id in wanted
-    }
+def mask_text_units(
+    units: pa.Table,
+    documents: pa.Table | Callable[[], pa.Table],
+    regions: Mapping[str, tuple[Region, ...]] | None = None,
+) -> pa.Table:
+    """`units` with each text's front matter blanked (`mask`), by `regions` ({document id: its regions},
+    as chunking stored them: `pipeline.core.stored_regions.mask_stored`) or, without them, by the rules
+    run on `documents` (a table, or what reads it, called only then: its texts and, where it has the
+    column, layouts)."""
+    if regions is None:
+        regions = _regions_of(units, documents)
     texts = [
         mask(text, regions.get(doc_id, ()), start or 0)
         for text, doc_id, start in zip(
@@ -283,6 +285,22 @@ def mask_text_units(units: pa.Table, documents: pa.Table) -> pa.Table:
         )
     ]
     return units.set_column(units.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+
+
+def _regions_of(
+    units: pa.Table, documents: pa.Table | Callable[[], pa.Table]
+) -> dict[str, tuple[Region, ...]]:
+    documents = documents() if callable(documents) else documents
+    wanted = set(units.column("document_id").to_pylist())
+    has_layout = "layout" in documents.schema.names
+    layouts = documents.column("layout").to_pylist() if has_layout else [None] * documents.num_rows
+    return {
+        doc_id: _document_regions(doc_id, text, layout)
+        for doc_id, text, layout in zip(
+            documents.column("id").to_pylist(), documents.column("text").to_pylist(), layouts, strict=True
+        )
+        if doc_id in wanted
+    }
 
 
 def mask_rows(

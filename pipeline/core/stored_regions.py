@@ -1,13 +1,20 @@
 """The front-matter regions of each document, stored in the text-units table's schema metadata: chunking
 writes them once (`pipeline.ops.incremental.tag_chunking`), and chunk reuse and query time (which masks
-passages with them) read them back instead of running the boilerplate rules again."""
+passages with them) read them back instead of running the boilerplate rules again.
+
+They are the rules' regions with a parsed file's masked running headers, footers and page numbers merged
+in (`boilerplate.with_layout`). Extraction and the local and global contexts mask text units by them
+(`mask_stored`): they used to run the rules on the documents' texts alone, so a PDF's headers reached
+entity descriptions, claims and reports ('Chapter 4: Function reference 21' in a libtasn1 report)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from pipeline.core.boilerplate import Region
+import pyarrow as pa
+
+from pipeline.core.boilerplate import Region, mask_text_units
 
 REGIONS_KEY = b"front_matter_regions"
 
@@ -25,3 +32,9 @@ def stored_regions(metadata: Mapping[bytes, bytes] | None) -> dict[str, tuple[Re
     if raw is None:
         return None
     return {doc: tuple(Region(s, e, kind) for s, e, kind in found) for doc, found in json.loads(raw).items()}
+
+
+def mask_stored(units: pa.Table, documents: pa.Table | Callable[[], pa.Table]) -> pa.Table:
+    """`units` with their front matter blanked by the regions their table stored; a table cut before they
+    were stored falls back to the rules run on `documents` (`boilerplate.mask_text_units`)."""
+    return mask_text_units(units, documents, stored_regions(units.schema.metadata))

@@ -31,8 +31,8 @@ from typing import Any, get_args
 import pyarrow as pa
 
 from pipeline.core import schema
-from pipeline.core.boilerplate import mask_text_units
 from pipeline.core.plain import attributes
+from pipeline.core.stored_regions import mask_stored
 from pipeline.index.community_reports import reports_by_settings
 from pipeline.index.input_documents import ingest_options
 from pipeline.io.store import NamespaceStore
@@ -193,13 +193,13 @@ def _text_units(
         units, _, _ = chunk_documents_table(
             docs, settings.chunk_size, settings.chunk_overlap, settings.encoding
         )
-        units = mask_text_units(units, docs)  # what extraction is sent (extracted_graph rule 0)
+        units = mask_stored(units, docs)  # what extraction is sent (extracted_graph rule 0)
         n = docs.num_rows
         return units, f"{n} document{'' if n == 1 else 's'} in {folder}, chunked as the run will"
     if stored := store.first_table(schema.BASE_TEXT_UNITS, schema.TEXT_UNITS):
         units = store.read_table(stored)
         if docs_table := store.first_table(schema.INPUT_DOCUMENTS, schema.DOCUMENTS):
-            units = mask_text_units(units, store.read_table(docs_table, ["id", "text"]))
+            units = mask_stored(units, lambda: store.read_table(docs_table, ["id", "text"]))
         return units, f"the namespace's stored text_units ({folder} is missing)"
     raise FileNotFoundError(f"no input folder {folder} and no stored text_units for {store.namespace!r}")
 

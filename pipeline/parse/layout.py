@@ -22,6 +22,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.parse.glyphs import mend_glyphs
+
 LAYOUT_VERSION = 1
 
 
@@ -136,8 +138,9 @@ class Parsed:
 
 
 def normalize(text: str) -> str:
-    """NFKC (ligatures 'ﬁ' → 'fi', full-width forms, non-breaking spaces), soft hyphens dropped."""
-    return unicodedata.normalize("NFKC", text).replace("\xad", "").replace("\x02", "")
+    """NFKC (ligatures 'ﬁ' → 'fi', full-width forms, non-breaking spaces), soft hyphens dropped, missing
+    glyphs and detached accents mended (`pipeline.parse.glyphs`)."""
+    return mend_glyphs(unicodedata.normalize("NFKC", text).replace("\xad", ""))
 
 
 class Builder:

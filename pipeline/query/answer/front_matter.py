@@ -13,11 +13,16 @@ bench/bench_serve_load.py, 16 clients asking at once waited 90 ms on average for
 the same regions, so it stores them in the text units' schema metadata (`pipeline.ops.incremental`),
 and a namespace indexed since reads them from there, once per version of `text_units`; an older index
 falls back to the documents.
+
+`body_first` ranks a passage that is mostly front matter (a contents page, a title page) after the
+others: blanked, it has little left to answer from, yet its headings match a question's words well enough
+that basic search ranked libtasn1's contents page first for a question about a function.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pyarrow as pa
 
@@ -84,3 +89,17 @@ def document_regions(store: NamespaceStore) -> StoredRegions | DocumentRegions |
 def _stored(store: NamespaceStore) -> StoredRegions | None:
     regions = stored_regions(store.read_schema(schema.TEXT_UNITS).metadata)
     return None if regions is None else StoredRegions(regions)
+
+
+MOSTLY_FRONT = 0.5  # a passage with more than this share of its letters blanked is front matter
+
+
+def body_first(rows: list[dict[str, Any]], masked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`masked` (`rows` with their front matter blanked, in the same order) with the passages that are
+    mostly front matter moved after all the others; each part keeps its order."""
+    body, front = [], []
+    for row, blanked in zip(rows, masked, strict=True):
+        letters = sum(not c.isspace() for c in row.get("text") or "")
+        kept = sum(not c.isspace() for c in blanked.get("text") or "")
+        (front if letters and kept < (1 - MOSTLY_FRONT) * letters else body).append(blanked)
+    return body + front

@@ -28,7 +28,7 @@ from pipeline.llm.errors import LLMCancelledError, LLMTimeoutError
 from pipeline.query.answer.answer_context import AnswerRequest
 from pipeline.query.answer.citations import describe_context, resolve_citations
 from pipeline.query.answer.context_events import context_sources, emit_context
-from pipeline.query.answer.front_matter import document_regions
+from pipeline.query.answer.front_matter import body_first, document_regions
 from pipeline.query.answer.pages import locate_result
 from pipeline.query.answer.passage_answer import BASIC_ANSWER, build_basic_context
 from pipeline.query.common.scope import QueryScope, start_clock
@@ -110,7 +110,7 @@ def retrieve(
             }
         )
     if (regions := document_regions(store)) is not None:  # front matter is not a passage to answer from
-        out = mask_rows(out, regions)
+        out = body_first(out, mask_rows(out, regions))
     return out, max((r["score"] for r in dense), default=-1.0)
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.core import schema
-from pipeline.core.boilerplate import mask_text_units
+from pipeline.core.stored_regions import mask_stored
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.caches.index_cache import cached_index, table_versions
 
@@ -170,7 +170,11 @@ def _text_units(store: NamespaceStore, ids: set[str]) -> dict[str, str]:
     t = store.read_table(schema.TEXT_UNITS, columns=["id", "text", "document_id", "start_char"])
     t = t.filter(pc.is_in(t.column("id"), pa.array(sorted(ids), pa.string())))
     if store.has_table(schema.DOCUMENTS) and t.num_rows:
-        docs = store.read_table(schema.DOCUMENTS, columns=["id", "text"])
-        docs = docs.filter(pc.is_in(docs.column("id"), t.column("document_id").unique()))
-        t = mask_text_units(t, docs)
+        wanted = t.column("document_id").unique()
+
+        def documents() -> pa.Table:  # read only for an index whose text units carry no regions
+            docs = store.read_table(schema.DOCUMENTS, columns=["id", "text"])
+            return docs.filter(pc.is_in(docs.column("id"), wanted))
+
+        t = mask_stored(t, documents)
     return dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist(), strict=True))

@@ -7,7 +7,9 @@ an offline report's sentences are the corpus's own (a model's paraphrase is foun
 sentence whole). So a point found in a cited community's passages is where the reader can check it, and
 one found nowhere gives no quote rather than a guessed place. Whitespace is compared collapsed: a report
 joins the lines a passage breaks. Documents without a layout give no quotes, so their output stays as it
-was.
+was. The passages are searched with their front matter blanked (`pipeline.core.boilerplate.mask`), as
+every passage an answer quotes is: a point that is a section's heading ('4.4 Error handling functions')
+was found first in the table of contents, and highlighted there.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from pipeline.core import schema
+from pipeline.core.boilerplate import Region, mask
 from pipeline.core.sentences import split_sentences
 from pipeline.io.store import NamespaceStore
+from pipeline.query.answer.front_matter import document_regions
 from pipeline.query.answer.pages import DocumentLayouts, document_layouts, place
 from pipeline.query.caches.index_cache import cached_index, table_versions
 
@@ -91,6 +95,7 @@ def point_quotes(store: NamespaceStore, points: list[dict[str, Any]]) -> list[di
     if layouts is None or not layouts.any_layout or not points:
         return []
     units = _community_units(store)
+    regions = document_regions(store) or _no_regions
     passages: dict[tuple[str, int, int], tuple[str, np.ndarray]] = {}  # collapsed once per answer
     texts: dict[str, str] = {}
     titles: dict[str, str] | None = None
@@ -106,7 +111,12 @@ def point_quotes(store: NamespaceStore, points: list[dict[str, Any]]) -> list[di
             needle = _SPACE.sub(" ", sentence.clean).strip()
             if len(needle.split()) >= MIN_WORDS:
                 found = next(
-                    (f for d in ranges if (f := _find(needle, d, ranges[d], layouts, passages, texts))), None
+                    (
+                        f
+                        for d in ranges
+                        if (f := _find(needle, d, ranges[d], layouts, passages, texts, regions(d)))
+                    ),
+                    None,
                 )
             if found:
                 break
@@ -127,6 +137,10 @@ def point_quotes(store: NamespaceStore, points: list[dict[str, Any]]) -> list[di
     return out
 
 
+def _no_regions(doc_id: str | None) -> tuple[Region, ...]:
+    return ()
+
+
 def _find(
     needle: str,
     doc_id: str,
@@ -134,6 +148,7 @@ def _find(
     layouts: DocumentLayouts,
     passages: dict[tuple[str, int, int], tuple[str, np.ndarray]],
     texts: dict[str, str],
+    regions: tuple[Region, ...] = (),
 ) -> tuple[str, int, int, str, int] | None:
     """(document, start, end, text, community) of the first place in the document where `needle` occurs
     inside one of `ranges` (the passages a point's communities were built from), whitespace collapsed.
@@ -147,7 +162,7 @@ def _find(
             # The document's text converted once per answer (35 ms for 5.7 MB), sliced per passage
             if doc_id not in texts:
                 texts[doc_id] = layouts.text(doc_id, 0, None)
-            passages[key] = _collapsed(texts[doc_id][a:b])
+            passages[key] = _collapsed(mask(texts[doc_id][a:b], regions, a))
         text, where = passages[key]
         at = text.find(needle)
         if at >= 0:

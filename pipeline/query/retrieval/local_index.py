@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core import schema
-from pipeline.core.boilerplate import mask_text_units
+from pipeline.core.stored_regions import mask_stored
 from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.query.caches.index_cache import cached_index, table_versions
 from pipeline.query.retrieval.entity_match import NameLookup
@@ -114,7 +114,7 @@ def build_local_index(store: NamespaceStore) -> LocalIndex:
             columns=["id", "human_readable_id", "document_id", "start_char", "end_char", "text"],
         )
         if store.has_table(schema.DOCUMENTS):  # front matter never becomes evidence; offsets unchanged
-            t = mask_text_units(t, store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
+            t = mask_stored(t, lambda: store.read_table(schema.DOCUMENTS, columns=["id", "text"]))
         units = {r["id"]: r for r in t.to_pylist()}
     titles: dict[str, str] = {}
     if store.has_table(schema.DOCUMENTS):
