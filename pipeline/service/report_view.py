@@ -22,6 +22,7 @@ from pipeline.service.browse import NotFound
 
 PASSAGES = 12  # the passages a report view lists, the most of the community's members first
 SNIPPET = 280  # characters of each passage shown with its link
+UNIT_COLUMNS = ["id", "document_id", "start_char", "end_char", "page_start", "page_end", "section", "text"]
 
 
 def community_report(store: NamespaceStore, community: int) -> dict[str, Any]:
@@ -91,8 +92,7 @@ def _passages(store: NamespaceStore, community: int) -> tuple[list[dict[str, Any
     if found is None or not store.has_table(schema.TEXT_UNITS):
         return [], 0
     members = set(found["entity_ids"] or [])
-    columns = ["id", "document_id", "start_char", "end_char", "page_start", "page_end", "section", "text"]
-    units = store.read_table(schema.TEXT_UNITS, columns=[*columns, "entity_ids"])
+    units = store.read_table(schema.TEXT_UNITS, columns=[*UNIT_COLUMNS, "entity_ids"])
     own = found["text_unit_ids"] or []
     if own:
         units = units.filter(pc.is_in(units.column("id"), value_set=pa.array(own, pa.string())))
@@ -102,10 +102,19 @@ def _passages(store: NamespaceStore, community: int) -> tuple[list[dict[str, Any
         if own or members & set(r["entity_ids"] or [])
     ]
     rows.sort(key=lambda r: (-r["named"], r["document_id"] or "", r["start_char"] or 0))
+    out = passages(store, rows[:PASSAGES])
+    for passage, r in zip(out, rows, strict=False):
+        passage["members_named"] = r["named"]
+    return out, len(rows)
+
+
+def passages(store: NamespaceStore, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Text unit rows (`UNIT_COLUMNS`) as the web app links them: document, characters, pages, section
+    (from the layout where the unit lacks them) and a snippet."""
     titles = _document_titles(store)
-    layouts = document_layouts(store)  # pages and section from the layout where the unit lacks them
+    layouts = document_layouts(store)
     out = []
-    for r in rows[:PASSAGES]:
+    for r in rows:
         placed = place(dict(r), layouts) if r["page_start"] is None or r["section"] is None else r
         out.append(
             {
@@ -117,11 +126,10 @@ def _passages(store: NamespaceStore, community: int) -> tuple[list[dict[str, Any
                 "page_start": placed["page_start"],
                 "page_end": placed["page_end"],
                 "section": r["section"] or placed.get("document_section"),
-                "members_named": r["named"],
                 "text": _snippet(r["text"] or ""),
             }
         )
-    return out, len(rows)
+    return out
 
 
 def _document_titles(store: NamespaceStore) -> dict[str, str]:

@@ -14,10 +14,13 @@ key: 403 whether or not it exists):
 - `GET /v1/namespaces/{ns}/documents/{id}/chunks`: its text units with pages, section and entities;
 - `GET /v1/namespaces/{ns}/documents/{id}`: a document's text around a cited span, its page and section;
 - `GET /v1/namespaces/{ns}/entities/{entity}/neighbourhood`: an entity and its neighbours, drawable;
+- `GET /v1/namespaces/{ns}/entities?q=&type=&limit=`: entities by name, and the namespace's types;
+- `GET /v1/namespaces/{ns}/entities/{entity}`: an entity's description, type, degree and passages;
 - `GET /v1/namespaces/{ns}/reports/{community}`: a community report and the passages it rests on;
 - `POST /v1/namespaces/{ns}/entities/mentioned`: the entities an answer names, for its chips;
 - `GET /v1/namespaces/{ns}/eval`: the namespace's last `pipeline eval` report, or null;
-- `POST /v1/estimate/{mode}`: what the question would cost with the configured model, or null offline.
+- `POST /v1/estimate/{mode}`: what the question would cost with the configured model, or null offline;
+- `POST /v1/condense`: a conversation's follow-up as a standalone question (`follow_up`).
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ from pipeline.io.store import NamespaceStore, TableNotFoundError
 from pipeline.ops.graph_view import vis_network_files
 from pipeline.query import registry
 from pipeline.query.common.mode import Mode
-from pipeline.service import browse, documents, report_view
+from pipeline.service import browse, documents, entity_view, report_view
 from pipeline.service.auth import Principal
 from pipeline.service.caller import Caller
 from pipeline.service.errors import ServiceError
+from pipeline.service.follow_up import install_follow_up
 from pipeline.service.models import body_of
 from pipeline.service.queries import QueryService, not_ready
 
@@ -70,6 +74,7 @@ def install_web(app: FastAPI, service: QueryService) -> None:
     """The page at `/`, its files under `/app/`, vis-network under `/vendor/`, and its `/v1/` reads."""
     _install_page(app)
     _install_reads(app, service)
+    install_follow_up(app, service)
     for mode in registry.MODES.values():
         _estimate_route(app, service, mode)
 
@@ -169,6 +174,27 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
         nodes (sized by degree, placed without overlaps) and edges."""
         store = _store(service, caller, namespace)
         return await asyncio.to_thread(browse.neighbourhood, store, entity, limit)
+
+    @app.get("/v1/namespaces/{namespace}/entities", tags=["web app"])
+    async def entity_search(
+        namespace: NamespaceParam,
+        caller: Caller,
+        q: Annotated[str, Query(max_length=entity_view.MAX_QUERY_CHARS)] = "",
+        kind: Annotated[str | None, Query(alias="type", max_length=200)] = None,
+        limit: Annotated[int, Query(ge=1, le=entity_view.MAX_SEARCH_LIMIT)] = entity_view.SEARCH_LIMIT,
+    ) -> dict[str, Any]:
+        """The entities whose title or an alias holds `q` (case-insensitive), of `type` when given: exact
+        titles first, then prefixes, then the best connected; with `total` and every entity type of the
+        namespace with its count (`types`)."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(entity_view.search, store, q, kind, limit)
+
+    @app.get("/v1/namespaces/{namespace}/entities/{entity}", tags=["web app"])
+    async def entity_details(namespace: NamespaceParam, entity: str, caller: Caller) -> dict[str, Any]:
+        """An entity (id or title): description, type, degree, aliases and the passages it was
+        extracted from, each with its document, characters, pages and section (404: no such entity)."""
+        store = _store(service, caller, namespace)
+        return await asyncio.to_thread(entity_view.details, store, entity)
 
     @app.get("/v1/namespaces/{namespace}/reports/{community}", tags=["web app"])
     async def community_report(namespace: NamespaceParam, community: int, caller: Caller) -> dict[str, Any]:

@@ -4,6 +4,8 @@ import { ApiError, get, key, post, request, stream } from "./api.js";
 import { Answer, highlighted } from "./answer.js";
 import { clear, el, pages, text } from "./dom.js";
 import { showEntity } from "./graph.js";
+import { Conversation } from "./conversation.js";
+import { Progress } from "./progress.js";
 import { fillEval } from "./eval.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,12 +13,18 @@ const ui = {
   answer: $("answer"), sources: $("sources"), entities: $("entities"), context: $("context").tBodies[0],
   route: $("route"), status: $("answer-status"), hits: $("hits"), graph: $("graph"), graphSection: $("graph-section"),
   graphCaption: $("graph-caption"), showEntity: (entity) => showEntity(ui, $("namespace").value, entity),
+  openDocument: (...args) => openDocument(...args),
 };
 let namespaces = [];
 let modes = [];
 let running = null; // the AbortController of the query in flight
 let estimateAsked = 0;
 let noModel = false; // the server said it has no model: no estimate to ask for
+// The namespace's questions and answers, kept in this browser (conversation.js); Regenerate asks again.
+const conversation = new Conversation(
+  { section: $("conversation-section"), list: $("conversation"), count: $("conversation-count"), clear: $("conversation-clear") },
+  ui, { openDocument: (...args) => openDocument(...args), ask: (turn) => ask(null, turn), busy: () => running !== null },
+);
 
 // For the browser test and a curious reader: the page's own API calls, with the signed-in key.
 window.graphrag = { request, get, post };
@@ -78,6 +86,7 @@ function showStatus() {
   const ns = current();
   const box = clear($("ns-status"));
   if (!ns) return;
+  conversation.open(key.get(), ns.namespace);
   if (ns.error) {
     box.append(ns.error.message);
   } else if (!ns.indexed) {
@@ -150,10 +159,14 @@ async function askEstimate() {
   } catch { /* an estimate is a courtesy: the question can still be asked */ }
 }
 
-async function ask(event) {
-  event.preventDefault();
-  if (running || !$("question").value.trim()) return;
-  const answer = new Answer(ui, $("namespace").value, openDocument);
+// `again`: a turn of the conversation asked once more (Regenerate), in its own namespace, mode and body;
+// otherwise the question typed, a follow-up condensed with the conversation before it (conversation.js).
+async function ask(event, again = null) {
+  if (event) event.preventDefault();
+  if (running || (!again && !$("question").value.trim())) return;
+  const namespace = again ? again.namespace : $("namespace").value;
+  const mode = again ? again.mode : $("mode").value;
+  const answer = new Answer(ui, namespace, openDocument);
   running = new AbortController();
   $("send").disabled = true;
   $("cancel").disabled = false;
@@ -162,13 +175,20 @@ async function ask(event) {
     retract: (d) => answer.retract(d), citation: (d) => answer.citation(d), done: (d) => answer.done(d),
     error: (d) => answer.fail(`${d.code}: ${d.message}`),
   };
+  const progress = new Progress($("progress"), mode); // the phase, until the answer's first words
   try {
-    await stream($("mode").value, body(), (kind, data) => handlers[kind] && handlers[kind](data), running.signal);
+    const turn = await conversation.begin({ namespace, mode, body: again ? again.body : body(), again, progress, signal: running.signal });
+    await stream(mode, turn.body, (kind, data) => {
+      progress.hear(kind, data);
+      if (handlers[kind]) handlers[kind](data);
+      turn.hear(kind, data);
+    }, running.signal);
     if (ui.answer.dataset.state === "streaming") answer.fail("The answer stopped before it was complete.");
   } catch (error) {
     if (error.name === "AbortError") answer.fail("Cancelled.", "cancelled");
     else answer.fail(error instanceof ApiError ? `${error.code}: ${error.message}` : `Failed: ${error.message}`);
   } finally {
+    progress.stop();
     running = null;
     $("send").disabled = false;
     $("cancel").disabled = true;
