@@ -8,7 +8,7 @@ markup could not run.
 
 Its endpoints, under `/v1/` (authenticated like every `/v1/` route, each namespace checked against the
 key: 403 whether or not it exists):
-- `GET /v1/modes`: the registered query modes, for the mode choice;
+- `GET /v1/modes`: the registered query modes, for the mode choice, with their options as JSON Schema;
 - `GET /v1/namespaces`: the key's namespaces with their index status, last run and indexing method;
 - `GET /v1/namespaces/{ns}/documents`: its documents and their status (`pipeline.service.documents`);
 - `GET /v1/namespaces/{ns}/documents/{id}/chunks`: its text units with pages, section and entities;
@@ -49,9 +49,11 @@ from pipeline.service.models import body_of
 from pipeline.service.queries import QueryService, not_ready
 
 WEBAPP = FsPath(str(resources.files("pipeline.service") / "webapp"))
-# Scripts, styles and connections from this server only; no plugin, no framing by another site.
+# Scripts, styles and connections from this server only; no plugin, no framing by another site. Images
+# also from blob: URLs: a PDF's page (pageview.js) is fetched with the key's header, which an <img src>
+# cannot send, and shown from an object URL of what came back; 'self' does not cover blob: URLs.
 CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
 PAGE_HEADERS = {
@@ -111,8 +113,9 @@ def _store(service: QueryService, caller: Principal, namespace: str) -> Namespac
 def _install_reads(app: FastAPI, service: QueryService) -> None:
     @app.get("/v1/modes", tags=["web app"])
     async def modes(caller: Caller) -> dict[str, Any]:
-        """The registered query modes: name, summary, the body's text field, whether it calls a model and
-        whether it has a cost estimate."""
+        """The registered query modes: name, summary, the body's text field, whether it calls a model,
+        whether it has a cost estimate, and its options as JSON Schema (its request model's: types,
+        bounds, defaults, descriptions), from which the page builds its settings form."""
         return {
             "default": "auto" if "auto" in registry.MODES else next(iter(registry.MODES)),
             "modes": [
@@ -122,6 +125,7 @@ def _install_reads(app: FastAPI, service: QueryService) -> None:
                     "question": m.question,
                     "uses_model": m.uses_model,
                     "estimate": m.uses_model and m.estimate is not None,
+                    "options": m.options.model_json_schema(),
                 }
                 for m in registry.MODES.values()
             ],

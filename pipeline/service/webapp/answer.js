@@ -2,9 +2,11 @@
 // read and its entities; vector and chunks hits as cards; the route and DRIFT's tree as structure. Text
 // goes in through dom.js (text nodes) or markdown.js (markdown-it, HTML disabled).
 import { get, post } from "./api.js";
-import { clear, el, marked, pages, text } from "./dom.js";
+import { clear, el, pages, text } from "./dom.js";
 import { showHits } from "./hits.js";
 import { CITED, readable, renderMarkdown } from "./markdown.js";
+import { quotedSpan, twoLevel } from "./highlight.js";
+import { citedPage } from "./pageview.js";
 import { communityOf, showReport } from "./report.js";
 import { routeDetails, routeView } from "./route.js";
 import { trimmedNote } from "./trimmed.js";
@@ -98,6 +100,7 @@ export class Answer {
     for (const c of data.citations || []) this.citation(c);
     const inner = data.result ? (data.result.route && data.result.result ? data.result.result : data.result) : {};
     if (typeof inner.answer === "string") this.text = inner.answer; // the answer is done's: the stream stood for it
+    this.quoted = inner.quotes || []; // the quoted sentences the server placed in their passages
     this.state("done");
     this.render(); // whole now: nothing held back
     routeDetails(this.ui.route, data.result);
@@ -208,30 +211,17 @@ export class Answer {
       return;
     }
     text(entry.where, describe({ ...c, page_start: view.page_start, page_end: view.page_end, document_section: view.section }));
-    entry.body.replaceChildren(highlighted(view, this.quotes.get(marker)));
-    const mark = entry.body.querySelector("mark");
+    const sentence = quotedSpan(c, view, this.quoted, this.quotes.get(marker));
+    entry.body.replaceChildren(twoLevel(view.text, view.window.start, view.span, sentence));
+    const mark = entry.body.querySelector("mark") || entry.body.querySelector(".span");
     if (mark) entry.body.scrollTop = Math.max(0, mark.offsetTop - 40); // the mark in view, not the page moved
+    await citedPage(this.namespace, view, sentence, entry); // a PDF's: the page itself, lit
     entry.card.dataset.loaded = "true";
     entry.card.append(el("button", {
       type: "button", class: "secondary open-document",
-      onclick: () => this.openDocument(this.namespace, c.document_id, view.span ? view.span.start : c.start_char, view.span ? view.span.end : c.end_char),
+      onclick: () => this.openDocument(this.namespace, c.document_id, view.span ? view.span.start : c.start_char, view.span ? view.span.end : c.end_char, sentence),
     }, "Open the whole document here"));
   }
-}
-
-// The window's text, the cited span shaded and within it the answer's sentence (or, when the sentence is
-// not found there, the whole span) marked.
-export function highlighted(view, sentence) {
-  const lo = view.span ? view.span.start - view.window.start : 0;
-  const hi = view.span ? view.span.end - view.window.start : 0;
-  const span = view.text.slice(lo, hi);
-  const inner = el("span", { class: "span" });
-  const at = sentence ? span.indexOf(sentence) : -1;
-  if (at >= 0) inner.append(marked(span, at, at + sentence.length, el("mark")));
-  else inner.append(el("mark", {}, span));
-  const out = document.createDocumentFragment();
-  out.append(document.createTextNode(view.text.slice(0, lo)), inner, document.createTextNode(view.text.slice(hi)));
-  return out;
 }
 
 function describe(c) {

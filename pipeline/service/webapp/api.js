@@ -50,6 +50,13 @@ export async function request(method, path, body, signal) {
 export const get = (path, signal) => request("GET", path, undefined, signal);
 export const post = (path, body, signal) => request("POST", path, body, signal);
 
+// GET an image (a PDF page) as a Blob for an object URL: an <img src> could not send the key's header.
+export async function getBlob(path, signal) {
+  const response = await fetchRetrying(path, { headers: headers(), signal });
+  if (!response.ok) throw await failed(response);
+  return response.blob();
+}
+
 // POST a query and hand each Server-Sent Event to onEvent(kind, data) as it arrives. EventSource cannot
 // POST nor send headers, so this reads fetch's body stream and parses the SSE framing itself. A server
 // that answers JSON instead (no streaming) is replayed as the same events.

@@ -1,7 +1,10 @@
 // The page: sign-in, namespaces with their status, the question, the streamed answer, the document
 // view and the namespace's evaluation report. The key lives in this tab's sessionStorage only.
 import { ApiError, get, key, post, request, stream } from "./api.js";
-import { Answer, highlighted } from "./answer.js";
+import { Answer } from "./answer.js";
+import { twoLevel } from "./highlight.js";
+import { documentPage } from "./pageview.js";
+import { QuerySettings } from "./settings.js";
 import { clear, el, pages, text } from "./dom.js";
 import { showEntity } from "./graph.js";
 import { Conversation } from "./conversation.js";
@@ -20,6 +23,7 @@ let modes = [];
 let running = null; // the AbortController of the query in flight
 let estimateAsked = 0;
 let noModel = false; // the server said it has no model: no estimate to ask for
+let settings = null; // the chosen mode's settings form (settings.js), once the modes are known
 // The namespace's questions and answers, kept in this browser (conversation.js); Regenerate asks again.
 const conversation = new Conversation(
   { section: $("conversation-section"), list: $("conversation"), count: $("conversation-count"), clear: $("conversation-clear") },
@@ -43,6 +47,7 @@ async function signIn(value) {
     namespaces = listed.namespaces;
     modes = known.modes;
     fillModes(known.default);
+    settings = new QuerySettings($("mode"), $("settings"), modes, askEstimate);
   } catch (error) {
     key.clear();
     notice(error instanceof ApiError && error.status === 401 ? "That key was not accepted." : `Sign-in failed: ${error.message}`);
@@ -139,7 +144,7 @@ async function loadEval(namespace) {
 function body() {
   const mode = modes.find((m) => m.name === $("mode").value);
   const field = mode ? mode.question : "question";
-  return { namespace: $("namespace").value, [field]: $("question").value };
+  return { ...(settings ? settings.values() : {}), namespace: $("namespace").value, [field]: $("question").value };
 }
 
 // With a model configured, what the question would cost, shown before it is sent.
@@ -195,7 +200,9 @@ async function ask(event, again = null) {
   }
 }
 
-async function openDocument(namespace, documentId, start, end) {
+// The document at the cited passage [start, end): a PDF's page itself (pageview.js), any other file's text,
+// the quoted sentence `sentence` ({start, end}, document offsets; null: none) marked, the passage shaded.
+async function openDocument(namespace, documentId, start, end, sentence = null) {
   const dialog = $("document");
   const box = clear($("document-text"));
   text($("document-title"), documentId);
@@ -213,6 +220,7 @@ async function openDocument(namespace, documentId, start, end) {
   // A file without pages or sections (a .txt) is placed by its characters: the line is never empty.
   const span = view.span ? `characters ${view.span.start}–${view.span.end} of ${view.length}` : "";
   text($("document-where"), [pages(view.page_start, view.page_end), view.section].filter(Boolean).join(" · ") + cut || span);
+  if (await documentPage(box, namespace, view, sentence)) return;
   // Page labels where pages start, then the text with the cited span marked.
   const starts = view.pages.filter((p) => p.start > view.window.start).map((p) => p);
   let at = view.window.start;
@@ -224,12 +232,9 @@ async function openDocument(namespace, documentId, start, end) {
   pieces.push({ lo: at, hi: view.window.end });
   for (const piece of pieces) {
     if (piece.label) { box.append(el("span", { class: "page-label" }, piece.label)); continue; }
-    const part = { ...view, text: view.text.slice(piece.lo - view.window.start, piece.hi - view.window.start), window: { start: piece.lo, end: piece.hi } };
-    const span = view.span && view.span.start < piece.hi && view.span.end > piece.lo
-      ? { start: Math.max(view.span.start, piece.lo), end: Math.min(view.span.end, piece.hi) } : null;
-    box.append(span ? highlighted({ ...part, span }) : document.createTextNode(part.text));
+    box.append(twoLevel(view.text.slice(piece.lo - view.window.start, piece.hi - view.window.start), piece.lo, view.span, sentence));
   }
-  const mark = box.querySelector("mark");
+  const mark = box.querySelector("mark") || box.querySelector(".span");
   if (mark) mark.scrollIntoView({ block: "center" });
 }
 

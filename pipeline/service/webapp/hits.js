@@ -53,7 +53,8 @@ export async function showHits(list, namespace, query, result, openDocument) {
       whereLine, passage,
       h.document_id ? el("button", {
         type: "button", class: "secondary open-document",
-        onclick: () => openDocument(namespace, h.document_id, h.start_char, h.end_char),
+        onclick: () => openDocument(namespace, h.document_id, h.start_char, h.end_char,
+          found && h.start_char !== undefined ? { start: h.start_char + found.start, end: h.start_char + found.end } : null),
       }, "Open in the document") : null);
     return { h, card, whereLine };
   });
