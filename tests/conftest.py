@@ -21,7 +21,9 @@ from tests.support.minilm_http import book_768, minilm_http  # noqa: F401 - a 76
 from tests.support.s3_server import s3_bucket  # noqa: F401 - a bucket on a session-scoped moto S3 server
 
 if TYPE_CHECKING:
+    from tests.support.minilm_http import MiniLMServer
     from tests.support.service_data import ServiceData
+    from tests.support.uploads_service import Served
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -203,3 +205,14 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     with headless_chromium(tmp_path_factory.mktemp("chromium_profile")) as driver:
         yield driver
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, minilm_http: MiniLMServer) -> Iterator[Served]:  # noqa: F811
+    """A real `graphrag-serve` whose write keys upload, replace and delete documents, each change run
+    through a real Dagster instance (`tests.support.uploads_service`), one for the module that asks."""
+    from tests.support.uploads_service import uploads_service
+
+    root = tmp_path_factory.mktemp("uploads")
+    with uploads_service(root, minilm_http, make_dagster_home(root / "dagster")) as found:
+        yield found

@@ -70,6 +70,25 @@ export async function stream(mode, body, onEvent, signal) {
   if (!response.ok) throw await failed(response);
   const type = response.headers.get("Content-Type") || "";
   if (!type.startsWith("text/event-stream")) return replay(await response.json(), onEvent);
+  await readEvents(response, onEvent);
+}
+
+// Send a multipart form (uploaded files: the browser sets the boundary) and read the JSON answer.
+export async function send(method, path, form, signal) {
+  const response = await fetchRetrying(path, { method, headers: headers(), body: form, signal });
+  if (!response.ok) throw await failed(response);
+  return response.json();
+}
+
+// GET a Server-Sent Events stream (a run's progress) and hand each event to onEvent(kind, data) until
+// the server ends it; EventSource could not send the key's header.
+export async function events(path, onEvent, signal) {
+  const response = await fetchRetrying(path, { headers: headers({ Accept: "text/event-stream" }), signal });
+  if (!response.ok) throw await failed(response);
+  await readEvents(response, onEvent);
+}
+
+async function readEvents(response, onEvent) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {

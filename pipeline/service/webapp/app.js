@@ -10,6 +10,7 @@ import { showEntity } from "./graph.js";
 import { Conversation } from "./conversation.js";
 import { Progress } from "./progress.js";
 import { fillEval } from "./eval.js";
+import { DocumentsView, offerNewNamespace } from "./documents.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -24,6 +25,7 @@ let running = null; // the AbortController of the query in flight
 let estimateAsked = 0;
 let noModel = false; // the server said it has no model: no estimate to ask for
 let settings = null; // the chosen mode's settings form (settings.js), once the modes are known
+const documentsView = new DocumentsView((...args) => openDocument(...args));
 // The namespace's questions and answers, kept in this browser (conversation.js); Regenerate asks again.
 const conversation = new Conversation(
   { section: $("conversation-section"), list: $("conversation"), count: $("conversation-count"), clear: $("conversation-clear") },
@@ -59,6 +61,7 @@ async function signIn(value) {
   text($("who"), `${namespaces.length} namespace${namespaces.length === 1 ? "" : "s"}`);
   $("main").hidden = false;
   fillNamespaces();
+  offerNewNamespace(reloadNamespaces);
   $("question").focus();
 }
 
@@ -74,13 +77,21 @@ function fillModes(preferred) {
   select.value = preferred;
 }
 
-function fillNamespaces() {
+function fillNamespaces(chosen) {
   const select = clear($("namespace"));
   for (const ns of namespaces) {
     const state = ns.error ? ns.error.code : ns.indexed ? "indexed" : "not indexed";
     select.append(el("option", { value: ns.namespace }, `${ns.namespace} (${state})`));
   }
+  if (chosen) select.value = chosen;
   showStatus();
+}
+
+// A namespace made from the page's "new namespace" form: the key's list read again, the new one chosen.
+async function reloadNamespaces(chosen) {
+  try { namespaces = (await get("/v1/namespaces")).namespaces; } catch { return; }
+  text($("who"), `${namespaces.length} namespace${namespaces.length === 1 ? "" : "s"}`);
+  fillNamespaces(chosen);
 }
 
 function current() {
@@ -103,30 +114,8 @@ function showStatus() {
     box.append(el("details", {}, el("summary", {}, "Tables"),
       el("ul", {}, ns.tables.map((t) => el("li", {}, `${t.name} (${t.kind}): ${t.rows ?? "?"} rows`)))));
   }
-  loadDocuments(ns.namespace).then(() => loadEval(ns.namespace)); // one read at a time: each holds a key slot
+  documentsView.show(ns.namespace).then(() => loadEval(ns.namespace)); // one read at a time: each holds a key slot
   askEstimate();
-}
-
-// The namespace's documents and their status, from its committed index (`GET .../documents`).
-async function loadDocuments(namespace) {
-  const section = $("documents-section");
-  section.hidden = true;
-  let data;
-  try { data = await get(`/v1/namespaces/${encodeURIComponent(namespace)}/documents`); } catch { return; }
-  if (namespace !== $("namespace").value || !data.documents.length) return; // another one was chosen meanwhile
-  const columns = ["name", "type", "pages", "size", "status", "reason"];
-  const table = clear($("documents"));
-  table.append(el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))));
-  table.append(el("tbody", {}, data.documents.map((d) => el("tr", { "data-status": d.status },
-    columns.map((c) => el("td", { title: c === "reason" ? d.detail || "" : "" }, c === "size" ? bytes(d.size) : d[c] ?? "–"))))));
-  const counts = Object.entries(data.documents.reduce((n, d) => ({ ...n, [d.status]: (n[d.status] || 0) + 1 }), {}));
-  text($("documents-caption"), `${counts.map(([s, n]) => `${n} ${s}`).join(" · ")} · index version ${data.index_version ?? "–"}`);
-  section.hidden = false;
-}
-
-function bytes(n) {
-  if (n === null || n === undefined) return "–";
-  return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
 }
 
 async function loadEval(namespace) {
