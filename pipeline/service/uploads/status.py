@@ -48,9 +48,9 @@ class UploadState:
             doc = {**doc, "run": entry["run"], "changed_at": entry["at"], "change": entry["action"]}
             if entry.get("size") is not None and entry["action"] != "delete":
                 doc["size"] = entry["size"]
-            if run is not None and run["status"] == "succeeded":
-                doc["last_indexed"] = run["ended_at"]
             doc.update(self._status(entry, run, name in indexed, name in self.files))
+            if run is not None and run["status"] == "succeeded" and doc["status"] == "indexed":
+                doc["last_indexed"] = run["ended_at"]
             out[name] = doc
         return out
 
