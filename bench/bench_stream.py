@@ -127,7 +127,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def start_server(work: Path, storage: Path, keys: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    work: Path, storage: Path, keys: list[str], extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The server on `storage` with one tenant per key; `extra`: more of its environment."""
     from pipeline.service.auth import hash_key
 
     tenants = {
@@ -139,8 +142,19 @@ def start_server(work: Path, storage: Path, keys: list[str]) -> tuple[subprocess
         "PIPELINE_LLM_PROVIDER": "offline",
         "PIPELINE_STORAGE_ROOT": str(storage),
         "PIPELINE_API_KEYS_FILE": str(work / "keys.yaml"),
+        **(extra or {}),
     }
     return start_graphrag_serve(work, env)
+
+
+def demo_storage(work: Path) -> Path:
+    """samples/demo indexed offline into `work`/storage (namespace `demo`); that storage root."""
+    storage = work / "storage"
+    os.environ.update({"PIPELINE_LLM_PROVIDER": "offline", "PIPELINE_STORAGE_ROOT": str(storage)})
+    from pipeline.index.run import index_folder
+
+    index_folder(NAMESPACE, ROOT / "samples" / "demo", log=lambda line: print(line, file=sys.stderr))
+    return storage
 
 
 def first_paints(base: str, loads: int) -> list[float]:
@@ -180,13 +194,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_stream_"))
     server = None
     try:
-        storage = args.storage
-        if storage is None:
-            storage = work / "storage"
-            os.environ.update({"PIPELINE_LLM_PROVIDER": "offline", "PIPELINE_STORAGE_ROOT": str(storage)})
-            from pipeline.index.run import index_folder
-
-            index_folder(NAMESPACE, ROOT / "samples" / "demo", log=lambda line: print(line, file=sys.stderr))
+        storage = args.storage or demo_storage(work)
         from pipeline.service.auth import generate_key
 
         keys = [generate_key() for _ in range(args.concurrency)]

@@ -108,7 +108,7 @@ def test_local_search_evidence_follows_the_fused_ranking(tiny, embedder):
 def test_cache_keeps_the_most_recently_used_namespaces(tmp_path, monkeypatch):
     from pipeline.query.caches import index_cache
 
-    monkeypatch.setattr(index_cache, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(index_cache, "MAX_NAMESPACES", 2)
     stores = [NamespaceStore(tmp_path, name) for name in ("ns_a", "ns_b", "ns_c")]
     built: list[str] = []
 

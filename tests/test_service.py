@@ -75,8 +75,14 @@ def test_status_lists_tables_rows_times_and_readiness(service_client: httpx.Clie
     assert tables[("snapshot", "chunk_graph")]["rows"] == 4
     assert status["indexed"] and all(status["ready"].values())
     empty = service_client.get("/v1/namespaces/acme-empty/status", headers=auth(KEY_A)).json()
-    assert empty == {"namespace": "acme-empty", "indexed": False, "tables": [], "ready": empty["ready"]}
-    assert not any(empty["ready"].values())
+    assert empty == {
+        "namespace": "acme-empty",
+        "indexed": False,
+        "tables": [],
+        "ready": empty["ready"],
+        "warm": empty["warm"],  # reading the status started its warm start (tests/test_warm_start.py)
+    }
+    assert not any(empty["ready"].values()) and empty["warm"]["state"] in ("queued", "not_indexed")
 
 
 def test_openapi_health_and_readiness(service_client: httpx.Client) -> None:

@@ -350,6 +350,7 @@ def test_a_quick_query_is_answered_while_every_graph_worker_is_busy_and_a_queued
             llm_model="m",
             service_graph_workers=1,
             service_key_concurrency=3,  # the three queries below share acme's key
+            service_warm_start=False,  # the stores opened are the queries' alone
         )
         svc = QueryService(settings, embedder=service_data.embedder)
         svc.warm_up()

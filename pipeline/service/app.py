@@ -41,6 +41,7 @@ from pipeline.service.process import limit_compute_threads, limit_malloc_arenas
 from pipeline.service.queries import QueryService
 from pipeline.service.streams import STREAMED, event_response, wants_events
 from pipeline.service.uploads.routes import UPLOAD_PATH, install_uploads
+from pipeline.service.warm import WarmOnSelect, install_warm
 from pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -202,6 +203,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
+        # Beside the models: what the keys file's namespaces' first questions load (`warm`)
+        service.warmer.start(service.keys.namespaces() if settings.service_warm_start else ())
         # Runs a stopped service left queued start; those it left running are settled (`uploads.runs`).
         threading.Thread(target=service.uploads.resume, name="resume-runs", daemon=True).start()
         try:
@@ -222,6 +225,7 @@ def create_app(
     app.router.route_class = _Route  # before any route is added
     app.state.service = service
     app.add_middleware(CleanErrors, respond=_internal_error)  # innermost: the others see a 500 answered
+    app.add_middleware(WarmOnSelect, warmer=service.warmer)  # inside the authentication: it reads the key
     app.add_middleware(  # inside the authentication: it counts the request's key
         ConnectionGuard,
         limiter=service.limiter,
@@ -257,6 +261,7 @@ def create_app(
     install_web(app, service)  # the web app at /, and the /v1/ reads it needs besides answers
     install_page_images(app, service)  # a PDF's pages as PNGs and a cited span's boxes on them
     install_uploads(app, service.uploads)  # documents in: managed namespaces, changes, runs
+    install_warm(app, service)  # POST /v1/namespaces/{ns}/warm
 
     @app.get(
         "/v1/namespaces/{namespace}/status", response_model=NamespaceStatus, responses=ERRORS, tags=["status"]
@@ -264,8 +269,10 @@ def create_app(
     async def namespace_status(
         namespace: Annotated[str, Path(pattern=NAMESPACE_PATTERN.pattern)], caller: Caller
     ) -> dict[str, Any]:
-        """Which tables are materialized, when, with how many rows, and which query kinds are ready."""
-        return await asyncio.to_thread(service.namespace_status, caller, namespace)
+        """Which tables are materialized, when, with how many rows, and which query kinds are ready; `warm`:
+        how far the service has loaded what its first question reads (reading the status starts it)."""
+        status = await asyncio.to_thread(service.namespace_status, caller, namespace)
+        return {**status, "warm": service.warmer.state(namespace)}
 
     @app.get("/healthz", tags=["ops"])
     async def health() -> dict[str, str]:
@@ -278,10 +285,12 @@ def create_app(
         responses={503: {"description": "still loading the embedding and NER models"}},
     )
     async def ready() -> JSONResponse:
-        """Ready once the embedding model is loaded (queries would otherwise wait for it)."""
+        """Ready once the embedding model is loaded (queries would otherwise wait for it). `warm` counts the
+        namespaces by the state of their warm start, which readiness does not wait for."""
         if not service.warm.is_set():
             return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ready", "in_flight": service.limiter.in_flight()})
+        warm = service.warmer.counts()
+        return JSONResponse({"status": "ready", "in_flight": service.limiter.in_flight(), "warm": warm})
 
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)

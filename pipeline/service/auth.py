@@ -180,6 +180,10 @@ class KeyRing:
     def __len__(self) -> int:
         return len(self._by_digest)
 
+    def namespaces(self) -> frozenset[str]:
+        """Every namespace some key may read."""
+        return frozenset().union(*(p.namespaces for p in self._by_digest.values()))
+
     def lookup(self, key: str | None) -> Principal:
         if not key:
             raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key'")
@@ -249,6 +253,13 @@ class KeyStore:
 
     def authenticate(self, key: str | None) -> Principal:
         return self.reload().lookup(key)
+
+    def namespaces(self) -> frozenset[str]:
+        """Every namespace the keys file names; none while it cannot be used."""
+        try:
+            return self.reload().namespaces()
+        except KeysUnavailable:
+            return frozenset()
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:

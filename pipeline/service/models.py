@@ -127,6 +127,11 @@ class NamespaceStatus(BaseModel):
     indexed: bool = Field(description="True when any table of the namespace exists")
     tables: list[TableStatus]
     ready: dict[str, bool] = Field(description="Per query kind: are the tables it reads materialized")
+    warm: dict[str, Any] | None = Field(
+        default=None,
+        description="The warm start (`POST /v1/namespaces/{ns}/warm`): state (queued, warming, warm, "
+        "not_indexed, failed), index_version, the structures loaded; null before it was asked for",
+    )
 
 
 class ErrorDetail(BaseModel):

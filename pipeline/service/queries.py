@@ -39,6 +39,7 @@ from pipeline.service.errors import (
     InvalidRequest,
     ServiceError,
 )
+from pipeline.service.lanes import Lanes, send_queued
 from pipeline.service.limits import KeyLimiter, KeyRateLimiter, OutputBounds, bound_result
 from pipeline.service.models import kind_of
 from pipeline.service.modes import Work, answer
@@ -122,6 +123,9 @@ class QueryService:
         from pipeline.service.uploads.actions import Uploads
 
         self.uploads = Uploads(settings)  # managed namespaces, their changes and index runs
+        from pipeline.service.warm import Warmer
+
+        self.warmer = Warmer(settings)  # what a namespace's first question loads, loaded ahead of it
         # Shared by every process on one PostgreSQL when configured, else this process's own count.
         limits_url = settings.service_limits_url
         self.limiter: KeyLimiter | PgKeyLimiter = (
@@ -150,10 +154,7 @@ class QueryService:
         self._embedder_lock = threading.Lock()
         self.warm = threading.Event()
         self._admission = ThreadPoolExecutor(max_workers=4, thread_name_prefix="admission")
-        self.lanes = {
-            "quick": ThreadPoolExecutor(settings.service_quick_workers, thread_name_prefix="quick-query"),
-            "graph": ThreadPoolExecutor(graph_query_workers(settings), thread_name_prefix="graph-query"),
-        }
+        self.lanes = Lanes({"quick": settings.service_quick_workers, "graph": graph_query_workers(settings)})
 
     def close(self) -> None:
         """Stop taking new work, without waiting. Queued queries still run to their `finally` (at once,
@@ -162,6 +163,7 @@ class QueryService:
         for pool in (*self.lanes.values(), self._admission):
             pool.shutdown(wait=False)
         self.uploads.close()
+        self.warmer.close()
 
     # ---- shared, read-only pieces ---------------------------------------------------------------
     @property
@@ -220,11 +222,16 @@ class QueryService:
         )
         query = Query(principal, kind, namespace, timeout, deadline_in(timeout))
         await self._admitted(principal.key_id)
+        lane = lane_of(kind)
+        ahead = self.lanes.enter(lane)  # None: a worker is free
         try:
+            if ahead is not None and events is not None:
+                await send_queued(self.settings, query, lane, ahead, self.lanes.workers[lane], events)
             query.worker = asyncio.get_running_loop().run_in_executor(
-                self.lanes[lane_of(kind)], self._work, query, request, events
+                self.lanes[lane], self._work, query, request, events
             )
         except BaseException:
+            self.lanes.leave(lane)
             self.limiter.release(principal.key_id)
             raise
         return query
@@ -326,6 +333,7 @@ class QueryService:
                 raise
             raise damaged(found) from None
         finally:
+            self.lanes.leave(lane_of(kind))
             self.limiter.release(query.principal.key_id)  # only now has the work really stopped
 
     # ---- status ---------------------------------------------------------------------------------

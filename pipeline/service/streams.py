@@ -2,7 +2,8 @@
 
 The query runs exactly as `QueryService.run` runs it (`start`, then `finish`: admission, limits,
 deadline, bounds, log line); its mode's events (`pipeline.query.common.events`) arrive on the worker
-thread and cross to the event loop through `call_soon_threadsafe` into a queue. What the stream sends:
+thread and cross to the event loop through `call_soon_threadsafe` into a queue, behind the `queued` event
+`start` sends when every worker of the query's lane is busy. What the stream sends:
 
 - each event as the mode emits it, bounded as the result is (`OutputBounds`): the answer's text stops at
   `max_answer_chars` (a `retract` takes back what the client was sent of the withdrawn text), a context
@@ -180,9 +181,10 @@ async def _next(queue: asyncio.Queue[tuple[str, dict[str, Any]]], query: Query) 
 # The OpenAPI description of a query's 200 answer as events (beside its JSON one).
 STREAMED: dict[str, Any] = {
     "description": 'The answer as JSON; with `"stream": true` (or `Accept: text/event-stream`), as '
-    "Server-Sent Events: `route`, `context`, `delta` (the answer's text), `retract` (`chars`: that many "
-    "characters off the end of the text sent, which a retried model call wrote otherwise), `citation`, "
-    "then one `done` (its `result` is the JSON answer's) or one `error`.",
+    "Server-Sent Events: `queued` (only when the query waits for a free worker: `ahead` of it), `route`, "
+    "`context`, `delta` (the answer's text), `retract` (`chars`: that many characters off the end of the "
+    "text sent, which a retried model call wrote otherwise), `citation`, then one `done` (its `result` is "
+    "the JSON answer's) or one `error`.",
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
 }
 

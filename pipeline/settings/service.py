@@ -49,6 +49,12 @@ class ServiceSettings(BaseModel):
         description="Threads for global, local, DRIFT, lazy and auto queries (more wait their turn); unset = "
         "1 offline (a query is Python computation under the GIL), 32 with an LLM provider (it mostly waits)",
     )
+    service_warm_start: bool = Field(
+        default=True,
+        description="At start-up, load in the background what a question of each namespace the keys file "
+        "names reads (the 8 the query caches keep); off = only a namespace a key selects or warms (POST "
+        "/v1/namespaces/{ns}/warm) is loaded before its first question",
+    )
     service_malloc_arenas: int = Field(
         default=2,
         ge=0,

@@ -19,9 +19,12 @@ from pipeline.io.store import NamespaceStore
 
 T = TypeVar("T")
 
-# A service answering many namespaces keeps the most recently used ones: the MuSiQue index (1,890
-# passages, 10,800 entities) takes about 150 MB in memory, so 16 stay well inside a laptop's RAM.
-MAX_ENTRIES = 16
+# A service answering many namespaces keeps the most recently used ones, each with every structure its
+# questions built (about twenty kinds once every mode has been asked: counted per structure, a limit of 16
+# evicted a namespace's own first structures while its last ones were built, and two namespaces took turns
+# rebuilding). The MuSiQue index (1,890 passages, 10,800 entities) takes about 150 MB for local search's
+# structures, so 8 namespaces stay inside a laptop's RAM.
+MAX_NAMESPACES = 8
 
 # A loaded index is millions of Python objects that live until its tables change, and each of Python's full
 # collections walks all of them with every thread stopped: 0.1-0.6 s a pass on the 11 MB index, which under
@@ -31,7 +34,8 @@ MAX_ENTRIES = 16
 _freeze_after_build = False
 
 _lock = threading.Lock()
-_entries: OrderedDict[tuple[str, str], tuple[tuple[Any, ...], Any]] = OrderedDict()
+_entries: dict[tuple[str, str], tuple[tuple[Any, ...], Any]] = {}
+_used: OrderedDict[str, None] = OrderedDict()  # the namespaces held, least recently used first
 _building: dict[tuple[str, str], threading.Lock] = {}
 
 
@@ -56,7 +60,7 @@ def cached_index(store: NamespaceStore, kind: str, versions: tuple[Any, ...], bu
     with _lock:
         hit = _entries.get(slot)
         if hit is not None and hit[0] == versions:
-            _entries.move_to_end(slot)
+            _touch(slot[0])
             return hit[1]
         building = _building.setdefault(slot, threading.Lock())
     with building:
@@ -68,15 +72,35 @@ def cached_index(store: NamespaceStore, kind: str, versions: tuple[Any, ...], bu
         value = build()
         with _lock:
             _entries[slot] = (versions, value)
-            _entries.move_to_end(slot)
-            while len(_entries) > MAX_ENTRIES:
-                _entries.popitem(last=False)
+            _touch(slot[0])
+            while len(_used) > MAX_NAMESPACES:
+                _evict(next(iter(_used)))
         if _freeze_after_build:
             # Unfrozen first, so that the collection frees a replaced version's reference cycles too.
             gc.unfreeze()
             gc.collect()
             gc.freeze()
         return value
+
+
+def _touch(namespace: str) -> None:
+    _used[namespace] = None
+    _used.move_to_end(namespace)
+
+
+def _evict(namespace: str) -> None:
+    """Forget every structure of `namespace` (under `_lock`)."""
+    _used.pop(namespace, None)
+    for slot in [s for s in _entries if s[0] == namespace]:
+        del _entries[slot]
+
+
+def held_versions(store: NamespaceStore) -> dict[str, tuple[Any, ...]]:
+    """Each kind of structure held for `store`'s namespace, with the table versions it was built from
+    (what a warm start loaded, for its status and its tests)."""
+    uri = str(store.uri)
+    with _lock:
+        return {kind: versions for (held, kind), (versions, _) in _entries.items() if held == uri}
 
 
 def freeze_indexes_after_build(enabled: bool = True) -> None:

@@ -4,7 +4,7 @@ pieces every door needs to turn a finished result into the same events.
 A mode emits while it works: `route` (which mode answers and why), `context` (the rows its answer reads,
 with their scores), `delta` (answer text as it is written: a model's tokens, offline each sentence as it
 is chosen), `retract` and `citation`. The service adds `done` (or `error`) at the end
-(`pipeline.service.streams`). Concatenating the `delta` texts, each `retract` cutting its number of
+(`pipeline.service.streams`), and `queued` first when the query has to wait for a free worker. Concatenating the `delta` texts, each `retract` cutting its number of
 characters off the end of what came before it, gives the answer (`applied`, one event at a time). A model call that is asked
 again after part of its reply was sent, and writes otherwise, retracts what differs (`stream.Written`):
 a client that shows text as it comes must honour it. A door whose mode wrote none sends the finished
@@ -26,7 +26,9 @@ RETRACT = "retract"  # {"chars"}: the last `chars` characters of the deltas befo
 CITATION = "citation"  # {"marker", ...the result's citation dict}
 DONE = "done"  # {"status", "usage", "citations", "duration_s", "truncated", "result"}
 ERROR = "error"  # {"status", "code", "message", "detail"}
-KINDS = (ROUTE, CONTEXT, DELTA, RETRACT, CITATION, DONE, ERROR)
+# {"mode", "lane", "ahead", "workers"}: the service's, first, when the query waits for a worker of its lane
+QUEUED = "queued"
+KINDS = (QUEUED, ROUTE, CONTEXT, DELTA, RETRACT, CITATION, DONE, ERROR)
 
 # kind, data: called on the query's worker thread, so it must be quick and thread-safe
 Sink = Callable[[str, dict[str, Any]], None]

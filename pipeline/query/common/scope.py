@@ -85,9 +85,13 @@ def leveled(store: NamespaceStore, embedder: Any) -> Any:
     are the model's as this index measured it, whatever embedder object the door built."""
     if embedder is None:
         return None
+    return levels.for_namespace(embedder, stored_levels(store))
+
+
+def stored_levels(store: NamespaceStore) -> Any:
+    """The similarity levels the namespace's index measured, read once per version of `text_units`."""
     versions = table_versions(store, lance=[LANCE_TEXT_UNITS])
-    found = cached_index(store, "similarity_levels", versions, lambda: levels.stored(store))
-    return levels.for_namespace(embedder, found)
+    return cached_index(store, "similarity_levels", versions, lambda: levels.stored(store))
 
 
 def start_clock(question: str) -> float:

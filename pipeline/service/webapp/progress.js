@@ -1,5 +1,5 @@
 // Signs of work: while a question has no answer text yet, the phase it is in, read from the stream's own
-// events (the follow-up condensed, the route taken, the context read: global's map step is done once its
+// events (the follow-up condensed, a wait for a free worker, the route taken, the context read: global's map step is done once its
 // context arrives, and its reduce step writes the answer), with the seconds it has taken so far. The
 // first `delta` (or the end) hides it: from then on the answer itself shows the work.
 import { el, text } from "./dom.js";
@@ -45,6 +45,10 @@ export class Progress {
   hear(kind, data = {}) {
     if (this.box.hidden) return;
     if (kind === "condense") this.say("condense", "Reading the follow-up with the conversation before it…");
+    else if (kind === "queued") { // the service's: every worker of the query's lane is busy
+      const ahead = data.ahead ? ` (${data.ahead} question${data.ahead === 1 ? "" : "s"} ahead)` : "";
+      this.say("queued", `Waiting for a free worker${ahead}…`);
+    }
     else if (kind === "route") {
       const mode = data.route || data.mode || this.mode;
       if (data.mode === "auto") {
