@@ -32,14 +32,13 @@ from pipeline.service.caller import Caller
 from pipeline.service.errors import InvalidRequest
 from pipeline.service.models import ErrorResponse
 from pipeline.service.page_boxes import page_boxes
-from pipeline.service.page_source import pdf_document, read_source, with_page
+from pipeline.service.page_source import CACHE_FOLDER, pdf_document, read_source, with_page
 from pipeline.service.queries import QueryService
 from pipeline.service.web import NamespaceParam
 from pipeline.settings import Settings
 
 MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 200, 2000, 1000
 MAX_HEIGHT = 3 * MAX_WIDTH  # pixels: a long strip of a page is drawn narrower, never taller than this
-CACHE_FOLDER = "page_images"
 
 
 class Box(BaseModel):

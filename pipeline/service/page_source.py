@@ -34,6 +34,8 @@ from pipeline.service.browse import NotFound
 from pipeline.service.errors import ServiceError
 from pipeline.settings import Settings
 
+CACHE_FOLDER = "page_images"  # <ns>/page_images/<document id>/p<n>-w<width>.png (`page_images`)
+
 _PDFIUM = threading.Lock()  # rule 3
 T = TypeVar("T")
 

@@ -110,7 +110,9 @@ class ServiceSettings(BaseModel):
         description="A larger upload request (every file part together) gets 413 before it is read",
     )
     service_namespace_max_bytes: int = Field(
-        default=2_000_000_000, ge=1, description="Bytes of documents a namespace may hold through uploads (413 past it)"
+        default=2_000_000_000,
+        ge=1,
+        description="Bytes of documents a namespace may hold through uploads (413 past it)",
     )
     service_namespace_max_documents: int = Field(
         default=5_000, ge=1, description="Documents a namespace may hold through uploads (413 past it)"

@@ -125,7 +125,7 @@ class Uploads:
         later document reuses unless it is the same text, they would only take space."""
         from pipeline.io.store import NamespaceStore
         from pipeline.service.documents import indexed_files
-        from pipeline.service.page_images import CACHE_FOLDER
+        from pipeline.service.page_source import CACHE_FOLDER
 
         store = NamespaceStore.from_settings(self.settings, namespace)
         if not store.exists():
