@@ -95,7 +95,7 @@ def retrieve(
             rows.setdefault(r["id"], {**r, "score": None})
     cosine = {r["id"]: r["score"] for r in dense}
     out = []
-    for uid, fused in reciprocal_rank_fusion(rankings, k=config.rrf_k)[: config.top_k]:
+    for uid, fused in reciprocal_rank_fusion(rankings, k=config.rrf_k):  # every candidate, best first
         row = rows[uid]
         out.append(
             {
@@ -110,7 +110,11 @@ def retrieve(
             }
         )
     if (regions := document_regions(store)) is not None:  # front matter is not a passage to answer from
-        out = body_first(out, mask_rows(out, regions))
+        # Mostly front matter ranks after the body, and a passage blanked whole (a title or contents
+        # page) is left out: the next candidate takes its place. Sent as an empty source, it left a
+        # small model nothing to read and SmolLM2 repeated itself to its output limit.
+        out = [r for r in body_first(out, mask_rows(out, regions)) if r["text"].strip()]
+    out = out[: config.top_k]
     return out, max((r["score"] for r in dense), default=-1.0)
 
 
