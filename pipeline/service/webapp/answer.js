@@ -49,16 +49,21 @@ export class Answer {
     this.deltas += 1;
     this.render();
     // How long the shown answer was after each delta: the browser test reads this to see it grow.
-    this.lengths.push(this.ui.answer.textContent.length);
+    this.lengths.push(this.shownLength());
     this.ui.answer.dataset.lengths = this.lengths.join(",");
     this.ui.answer.dataset.deltas = String(this.deltas);
+  }
+
+  // The shown answer's characters, less the line breaks the Markdown renderer puts around its blocks.
+  shownLength() {
+    return this.ui.answer.textContent.trim().length;
   }
 
   // A retried model call wrote otherwise than what was shown: its last `chars` characters are withdrawn.
   retract(data) {
     this.text = this.text.slice(0, Math.max(0, this.text.length - (data.chars || 0)));
     this.render();
-    this.lengths.push(this.ui.answer.textContent.length);
+    this.lengths.push(this.shownLength());
     this.ui.answer.dataset.lengths = this.lengths.join(",");
   }
 
