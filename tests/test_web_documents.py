@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -57,7 +58,10 @@ def page(browser: WebDriver) -> Iterator[WebDriver]:
 
 
 def _wait(browser: WebDriver, until, timeout: float = HANG_GUARD_S):  # noqa: ANN001, ANN202
-    return WebDriverWait(browser, timeout, poll_frequency=0.2).until(until)
+    # The table is drawn again on each of the run's events: an element read just before that is stale,
+    # and the next poll reads the new one.
+    stale = (StaleElementReferenceException,)
+    return WebDriverWait(browser, timeout, poll_frequency=0.2, ignored_exceptions=stale).until(until)
 
 
 def _choose(browser: WebDriver, namespace: str) -> None:
@@ -66,15 +70,22 @@ def _choose(browser: WebDriver, namespace: str) -> None:
 
 
 def _statuses(browser: WebDriver) -> dict[str, str]:
-    rows = browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
-    return {r.find_element(By.CSS_SELECTOR, "td").text: r.get_attribute("data-status") for r in rows}
+    """Each row's name and status, read in one script: one drawing of the table, never half of two."""
+    rows = browser.execute_script(
+        "return [...document.querySelectorAll('#documents tbody tr')]"
+        ".map(r => [r.querySelector('td').textContent.trim(), r.dataset.status]);"
+    )
+    return dict(rows)
 
 
 def _row(browser: WebDriver, name: str):  # noqa: ANN202
-    for row in browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr"):
-        if row.find_element(By.CSS_SELECTOR, "td").text == name:
-            return row
-    raise AssertionError(f"no row {name!r}: {_statuses(browser)}")
+    """The row of document `name`, found in one lookup (a row read cell by cell can be redrawn between)."""
+    found = browser.find_elements(
+        By.XPATH, f"//*[@id='documents']//tbody/tr[normalize-space(td[1])='{name}']"
+    )
+    if not found:
+        raise AssertionError(f"no row {name!r}: {_statuses(browser)}")
+    return found[0]
 
 
 def _progress(browser: WebDriver) -> str | None:
