@@ -69,9 +69,7 @@ class RunRecorder:
         self._write("stage_progress", stage=stage, what=what, done=done, total=total)
 
     def finished(self, asset: str, metadata: Mapping[str, Any]) -> None:
-        counts = {
-            k: _plain(v) for k, v in metadata.items() if k in ROWS or k in USAGE or k.startswith(DELTA)
-        }
+        counts = {k: _plain(v) for k, v in metadata.items() if k in ROWS or k in USAGE or k.startswith(DELTA)}
         for key, value in counts.items():
             if key.startswith(DELTA):
                 self.delta[key] = value

@@ -186,7 +186,11 @@ class Settings(
     )
 
     @field_validator(
-        "fallback_encodings", "entity_types", "service_cors_origins", "service_upload_namespaces", mode="before"
+        "fallback_encodings",
+        "entity_types",
+        "service_cors_origins",
+        "service_upload_namespaces",
+        mode="before",
     )
     @classmethod
     def _split_csv(cls, v: Any) -> Any:
