@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assets.runs import IndexRunResult
+from pipeline.io.local_json import write_json
 
 USAGE = ("llm_calls", "llm_prompt_tokens", "llm_completion_tokens", "llm_cost_usd")
 # The metadata a stage's line carries: its row counts and what it read, not its schema or previews.
@@ -98,9 +99,6 @@ class RunRecorder:
             "failures": failures,
             "ended_at": _now(),
         }
-        path = Path(f"{self.prefix}.result.json")
-        aside = path.with_name(path.name + ".tmp")
-        aside.write_text(json.dumps(outcome, indent=1, default=str), encoding="utf-8")
-        os.replace(aside, path)
+        write_json(Path(f"{self.prefix}.result.json"), outcome)  # whole: the service reads it
         self._write("run_finished", success=outcome["success"], failures=failures)
         self._events.close()

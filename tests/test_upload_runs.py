@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from pipeline.service.uploads.folders import write_json
+from pipeline.io.local_json import write_json
 from pipeline.service.uploads.runs import IndexRuns, runs_folder
 from pipeline.settings import Settings
 

@@ -139,12 +139,11 @@ class Uploads:
         self.check_write(caller, namespace)
         with intake.namespace_lock(namespace):
             from pipeline.io.store import NamespaceStore
-            from pipeline.service.documents import indexed_files
+            from pipeline.service.documents import document_list
 
             store = NamespaceStore.from_settings(self.settings, namespace)
-            indexed = indexed_files(store.pinned()) if store.exists() else {}
-            docs = self.state(namespace).merge(indexed)
-            failed = [d for d in docs.values() if d["status"] == "failed"]
+            docs = document_list(store, self.state(namespace))["documents"]  # as the list shows them
+            failed = [d for d in docs if d["status"] == "failed"]
             if document_id is not None:
                 failed = [d for d in failed if d["id"] == document_id]
                 if not failed:

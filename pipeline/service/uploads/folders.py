@@ -13,13 +13,12 @@ never read as documents and writing them triggers no run.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.namespace import validate_namespace
+from pipeline.io.local_json import read_json, write_json
 from pipeline.service.errors import Forbidden, ServiceError
 from pipeline.settings import Settings
 
@@ -41,21 +40,6 @@ def state_folder(settings: Settings, namespace: str) -> Path:
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Whole or not at all: a reader never sees half a record (write aside, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    aside = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    aside.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
-    os.replace(aside, path)
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
 
 
 class ManagedNamespaces:

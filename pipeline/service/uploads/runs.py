@@ -32,7 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.service.uploads.folders import now, read_json, state_folder, write_json
+from pipeline.io.local_json import read_json, write_json
+from pipeline.service.uploads.folders import now, state_folder
 from pipeline.settings import Settings
 
 log = logging.getLogger("pipeline.service")
