@@ -32,7 +32,10 @@ class UploadState:
     def __init__(self, settings: Settings, namespace: str, runs: IndexRuns) -> None:
         self.files = input_files(settings, namespace)
         self.last = changes.latest(settings, namespace)
-        self.runs = {r["id"]: r for r in runs.records(namespace)}
+        # only the runs that documents' last changes name: a namespace's history grows, a list is read often
+        named = {entry["run"] for entry in self.last.values() if entry.get("run")}
+        found = ((run_id, runs.record(namespace, run_id)) for run_id in sorted(named))
+        self.runs = {run_id: record for run_id, record in found if record is not None}
 
     def merge(self, indexed: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         from pipeline.service.documents import _entry
